@@ -1,0 +1,301 @@
+"""Shared HTTP plumbing of the reference Scoring APIs (standard library only).
+
+A sample is a :class:`ScoringApp`: public ``GET`` documents (``/config``) and bearer-
+protected ``POST`` scoring functions, keyed by path. This module does the rest: routing,
+``/healthz``, JSON bodies, the ``{"data": [...]}`` shape check, the body size cap, the
+constant-time token check, quiet logging, and the command line every sample shares
+(``--host``, ``--port``, ``--token-file``; ``--port 0`` picks a free port and prints the
+actual ``host:port`` as the first line of stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Json = Any
+# A scoring function gets the validated ``data`` list and returns the ``results`` list.
+ScoreFunction = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+# Large enough for the agent's biggest payloads (20 MB: 2,000 series x 1,000 points).
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+TOKEN_ENV = "SCORER_TOKEN"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A raw answer, for handlers (and test fakes) that need more than a JSON 200."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class BadRequestError(ValueError):
+    """The request body is not a ``/scoring`` request; answered with 400."""
+
+
+@dataclass
+class ScoringApp:
+    """What one sample serves: public documents and protected scoring functions."""
+
+    documents: dict[str, Json] = field(default_factory=dict)
+    scorers: dict[str, ScoreFunction] = field(default_factory=dict)
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Anything else a fake needs (raw replies for any method and path).
+    raw: dict[tuple[str, str], Callable[[], Reply]] = field(default_factory=dict)
+
+
+def parse_scoring_request(body: bytes) -> list[dict[str, Any]]:
+    """Check that ``body`` is ``{"data": [series, ...]}`` and return the series list.
+
+    A series is ``{"metric": {str: str}, "values": [[time, "value"], ...]}``; the
+    values' text is not parsed here (Prometheus sends ``"NaN"`` and ``"+Inf"`` too).
+    """
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadRequestError(f"body is not JSON: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
+        raise BadRequestError('body must be a JSON object {"data": [...]}')
+    data: list[dict[str, Any]] = document["data"]
+    for index, series in enumerate(data):
+        where = f"data[{index}]"
+        if not isinstance(series, dict):
+            raise BadRequestError(f"{where} must be an object")
+        metric = series.get("metric", {})
+        if not isinstance(metric, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
+        ):
+            raise BadRequestError(f"{where}.metric must map label names to strings")
+        values = series.get("values", [])
+        if not isinstance(values, list):
+            raise BadRequestError(f"{where}.values must be a list")
+        for point in values:
+            if (
+                not isinstance(point, list)
+                or len(point) != 2
+                or isinstance(point[0], bool)
+                or not isinstance(point[0], int | float)
+                or not isinstance(point[1], str)
+            ):
+                raise BadRequestError(f'{where}.values items must be [time, "value"]')
+    return data
+
+
+def _json_bytes(document: Json) -> bytes:
+    # allow_nan=False: a NaN would be invalid JSON for strict clients; fail loudly instead.
+    return json.dumps(document, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _error(status: HTTPStatus, message: str, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    return Reply(status, _json_bytes({"error": message}), headers=headers)
+
+
+def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequestHandler]:
+    """The request handler class serving ``app``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, so the agent's client can reuse connections
+        server_version = "dsf-sample"
+        sys_version = ""
+        timeout = 60  # a client that stops sending must not hold a thread forever
+
+        def do_GET(self) -> None:
+            self._answer(self._route("GET"))
+
+        def do_POST(self) -> None:
+            self._body_read = False
+            reply = self._route("POST")
+            if not self._body_read:
+                # Unread body bytes would be taken for the next request on this connection.
+                self.close_connection = True
+            self._answer(reply)
+
+        def _route(self, method: str) -> Reply:
+            path = self.path.split("?", 1)[0]
+            if (method, path) in app.raw:
+                return app.raw[(method, path)]()
+            if path == "/healthz":
+                return (
+                    Reply(200, _json_bytes({"status": "ok"}))
+                    if method == "GET"
+                    else self._not_allowed("GET")
+                )
+            if path in app.documents:
+                return (
+                    Reply(200, _json_bytes(app.documents[path]))
+                    if method == "GET"
+                    else self._not_allowed("GET")
+                )
+            if path in app.scorers:
+                return (
+                    self._score(app.scorers[path])
+                    if method == "POST"
+                    else self._not_allowed("POST")
+                )
+            return _error(HTTPStatus.NOT_FOUND, f"no such path: {path}")
+
+        def _not_allowed(self, allowed: str) -> Reply:
+            return _error(HTTPStatus.METHOD_NOT_ALLOWED, f"use {allowed}", (("Allow", allowed),))
+
+        def _score(self, function: ScoreFunction) -> Reply:
+            if app.token is not None and not self._authorized(app.token):
+                return _error(
+                    HTTPStatus.UNAUTHORIZED,
+                    "missing or wrong bearer token",
+                    (("WWW-Authenticate", "Bearer"),),
+                )
+            length_text = self.headers.get("Content-Length")
+            if length_text is None:
+                return _error(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
+            try:
+                length = int(length_text)
+            except ValueError:
+                length = -1
+            if length < 0:
+                return _error(HTTPStatus.BAD_REQUEST, "bad Content-Length")
+            if length > app.max_body_bytes:
+                return _error(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                    f"body larger than {app.max_body_bytes} bytes",
+                )
+            body = self.rfile.read(length)
+            self._body_read = True
+            try:
+                results = function(parse_scoring_request(body))
+            except BadRequestError as error:
+                return _error(HTTPStatus.BAD_REQUEST, str(error))
+            return Reply(200, _json_bytes({"results": results}))
+
+        def _authorized(self, token: str) -> bool:
+            scheme, _, given = self.headers.get("Authorization", "").partition(" ")
+            # compare_digest on bytes: constant time, and no crash on non-ASCII input.
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode(), token.encode()
+            )
+
+        def _answer(self, reply: Reply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            # Quiet by default; the request line never holds the token (it is a header).
+            if verbose:
+                sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+    return Handler
+
+
+class RunningServer:
+    """A sample serving in a background thread; ``close()`` stops it."""
+
+    def __init__(self, app: ScoringApp, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.server = ThreadingHTTPServer((host, port), make_handler(app))
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="sample-scorer", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def address(self) -> str:
+        """``host:port`` the server listens on."""
+        host, port = self.server.server_address[:2]
+        return f"{host}:{port}"
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_token(token_file: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The bearer token from ``--token-file`` (stripped) or ``$SCORER_TOKEN``; None when unset."""
+    if token_file is not None:
+        with open(token_file, encoding="utf-8") as handle:
+            token = handle.read().strip()
+        if not token:
+            raise SystemExit(f"error: {token_file} is empty")
+        return token
+    return environ.get(TOKEN_ENV) or None
+
+
+def base_parser(description: str) -> argparse.ArgumentParser:
+    """The options every sample takes; a sample adds its own before calling :func:`serve`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)"
+    )
+    parser.add_argument(
+        "--token-file",
+        default=None,
+        metavar="PATH",
+        help=f"require 'Authorization: Bearer <token>' on scoring, token read from PATH (or ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest accepted request body",
+    )
+    parser.add_argument("--verbose", action="store_true", help="log one line per request on stderr")
+    return parser
+
+
+def serve(app: ScoringApp, args: argparse.Namespace) -> int:
+    """Serve ``app`` until interrupted; print ``host:port`` first so callers can find it."""
+    app.token = read_token(args.token_file)
+    app.max_body_bytes = args.max_body_bytes
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(app, verbose=args.verbose))
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"{host}:{port}", flush=True)
+    auth = "bearer token required" if app.token else "no auth"
+    print(
+        f"serving {', '.join(sorted([*app.documents, *app.scorers]))} ({auth}); Ctrl-C stops",
+        file=sys.stderr,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def run_main(
+    build: Callable[[argparse.Namespace], ScoringApp],
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """Parse ``argv``, build the sample's app and serve it."""
+    args = parser.parse_args(argv)
+    return serve(build(args), args)
