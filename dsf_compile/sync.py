@@ -1,0 +1,577 @@
+"""Sync: scorers → lock entries. The only module of the compiler that touches the network.
+
+For each scorer, ``configSyncMode: Full`` fetches ``spec.configURL`` and records the
+``/config`` document; ``configSyncMode: None`` only checks ``<scheme>://<host>/healthz``.
+Every scorer ends **Active** or **Inactive** with a short, deterministic reason (no
+timings, no addresses that vary between runs), so an unchanged fleet gives an unchanged
+lockfile.
+
+CI fetches URLs taken from pull requests, so sync must not become a way to probe the
+network: only ``http``/``https``, an optional host allow-list checked before every request
+(redirect targets included), redirects followed by hand and only within the same
+scheme + host + port, a response size cap enforced while streaming, and a time budget per
+scorer that covers its retries. Requests run concurrently on one ``httpx.AsyncClient``,
+bounded by a semaphore; the transport is injectable so tests can pass their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fnmatch
+import json
+import re
+import socket
+import ssl
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import ValidationError
+
+from .errors import SyncError, UsageError
+from .lock import make_entry
+from .models import (
+    DynamicScorer,
+    DynamicScorerSpec,
+    LockEntry,
+    Lockfile,
+    ScorerConfig,
+    SyncSettings,
+)
+
+__all__ = [
+    "MAX_REDIRECTS",
+    "ConnectTo",
+    "format_progress",
+    "parse_connect_to",
+    "parse_resolve_setting",
+    "sync_lock",
+]
+
+ConnectTo = Mapping[tuple[str, int], tuple[str, int]]
+"""``(host, port)`` as named in URLs → ``(address, port)`` to connect to instead."""
+
+MAX_REDIRECTS = 5
+USER_AGENT = "dsf-compile-sync/1"
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Backoff between attempts: 0.2 s, 0.4 s, 0.8 s ... capped, and never past the budget.
+_BACKOFF_BASE = 0.2
+_BACKOFF_CAP = 2.0
+# Reasons end up in a reviewed lockfile and on a terminal: keep them one short line.
+_REASON_LIMIT = 300
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]+")
+_HOSTPORT = r"(?P<{0}>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]+)"
+_PORT = r"(?P<{0}>[0-9]{{1,5}})"
+_CONNECT_TO_RE = re.compile(
+    "^"
+    + _HOSTPORT.format("host")
+    + ":"
+    + _PORT.format("port")
+    + ":"
+    + _HOSTPORT.format("addr")
+    + "(?::"
+    + _PORT.format("addr_port")
+    + ")?$"
+)
+_KEY_RE = re.compile("^" + _HOSTPORT.format("host") + ":" + _PORT.format("port") + "$")
+_VALUE_RE = re.compile("^" + _HOSTPORT.format("addr") + "(?::" + _PORT.format("addr_port") + ")?$")
+
+
+# ------------------------------------------------------------------- public API
+
+
+async def sync_lock(
+    scorers: Sequence[DynamicScorer],
+    previous: Lockfile,
+    settings: SyncSettings,
+    *,
+    only: frozenset[str] | None = None,
+    connect_to: ConnectTo | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    progress: Callable[[str, LockEntry], None] | None = None,
+) -> Lockfile:
+    """Fetch every scorer's ``/config`` (or ``/healthz``) and return the new lockfile.
+
+    ``only`` refreshes just the named scorers (``None`` or empty: all of them); the
+    others keep their entry from ``previous`` unchanged, or stay without one. Entries of
+    scorers no longer in ``scorers`` are dropped. The result's keys are sorted.
+
+    ``connect_to`` works like curl's ``--connect-to``: a request whose URL names
+    ``host:port`` opens its TCP connection to ``address:port2`` instead, while the URL,
+    the ``Host`` header and, for ``https``, the TLS SNI name and the certificate check all
+    keep the original host. The allow-list is checked against the host named in the URL,
+    and the lockfile records URLs as written. Environment proxies are not used.
+
+    ``transport`` replaces the default ``httpx.AsyncHTTPTransport`` (tests pass their
+    own); it is not closed here. ``progress`` is called once per refreshed scorer, as
+    soon as it finishes, with its name and new entry.
+
+    A scorer that cannot be reached, answers wrongly or too slowly is Inactive with a
+    reason; this never raises for that. It raises :class:`SyncError` only for misuse: a
+    name in ``only`` that is not a scorer, or a scorer listed twice.
+    """
+    by_name: dict[str, DynamicScorer] = {}
+    for scorer in scorers:
+        name = scorer.metadata.name
+        if name in by_name:
+            raise SyncError(f"scorer {name!r} is listed twice")
+        by_name[name] = scorer
+    if only:
+        unknown = sorted(only - by_name.keys())
+        if unknown:
+            raise SyncError(
+                f"no such scorer: {', '.join(unknown)}; known scorers are in scorers/*.yaml"
+            )
+        selected = sorted(only)
+    else:
+        selected = sorted(by_name)
+
+    entries: dict[str, LockEntry] = {
+        name: previous.scorers[name]
+        for name in by_name
+        if name not in selected and name in previous.scorers
+    }
+    if selected:
+        semaphore = asyncio.Semaphore(settings.concurrency)
+
+        async def refresh(name: str, client: httpx.AsyncClient) -> None:
+            # The budget starts once the scorer holds a slot, so waiting for a slot
+            # behind slow scorers never counts against it.
+            async with semaphore:
+                entry = await _check_scorer(client, by_name[name].spec, settings)
+            entries[name] = entry
+            if progress is not None:
+                progress(name, entry)
+
+        async with (
+            _open_client(settings, connect_to or {}, transport) as client,
+            asyncio.TaskGroup() as group,
+        ):
+            for name in selected:
+                group.create_task(refresh(name, client))
+    return Lockfile(scorers={name: entries[name] for name in sorted(entries)})
+
+
+def parse_connect_to(values: Iterable[str]) -> dict[tuple[str, int], tuple[str, int]]:
+    """Parse ``--resolve HOST:PORT:ADDR[:PORT]`` values into a ``connect_to`` mapping.
+
+    ``ADDR`` without a port keeps ``PORT``. IPv6 addresses go in brackets
+    (``svc:8000:[::1]:18000``). Host names are compared case-insensitively.
+    Raises :class:`UsageError` on a malformed value or a ``HOST:PORT`` given twice with
+    different targets.
+    """
+    result: dict[tuple[str, int], tuple[str, int]] = {}
+    for value in values:
+        match = _CONNECT_TO_RE.match(value)
+        if match is None:
+            raise UsageError(
+                f"--resolve {value!r}: expected HOST:PORT:ADDR[:PORT], for example "
+                "scorer.ns.svc:8000:127.0.0.1:18000 (IPv6 in brackets)"
+            )
+        try:
+            key = (_host(match["host"]), _port(match["port"]))
+            target = (_host(match["addr"]), _port(match["addr_port"] or match["port"]))
+        except ValueError as err:
+            raise UsageError(f"--resolve {value!r}: {err}") from err
+        if result.get(key, target) != target:
+            raise UsageError(
+                f"--resolve {value!r}: {key[0]}:{key[1]} is mapped twice to different addresses"
+            )
+        result[key] = target
+    return result
+
+
+def parse_resolve_setting(mapping: Mapping[str, str]) -> dict[tuple[str, int], tuple[str, int]]:
+    """Parse ``dsf.yaml`` ``sync.resolve`` (``{'host:port': 'addr[:port]'}``).
+
+    Same meaning as :func:`parse_connect_to`; raises :class:`SyncError` naming the bad key.
+    """
+    result: dict[tuple[str, int], tuple[str, int]] = {}
+    for key_text in sorted(mapping):
+        value = mapping[key_text]
+        key_match = _KEY_RE.match(key_text)
+        value_match = _VALUE_RE.match(value) if isinstance(value, str) else None
+        where = f"sync.resolve[{key_text!r}]"
+        if key_match is None:
+            raise SyncError(f"{where}: the key must be HOST:PORT, for example scorer.ns.svc:8000")
+        if value_match is None:
+            raise SyncError(f"{where}: the value must be ADDR[:PORT], for example 127.0.0.1:18000")
+        try:
+            key = (_host(key_match["host"]), _port(key_match["port"]))
+            target = (
+                _host(value_match["addr"]),
+                _port(value_match["addr_port"] or key_match["port"]),
+            )
+        except ValueError as err:
+            raise SyncError(f"{where}: {err}") from err
+        if result.get(key, target) != target:
+            raise SyncError(f"{where}: {key[0]}:{key[1]} is mapped twice to different addresses")
+        result[key] = target
+    return result
+
+
+def format_progress(name: str, entry: LockEntry, done: int, total: int) -> str:
+    """One terminal line for a finished scorer: ``[ 3/12] sample-scorer  Active``.
+
+    Inactive scorers carry their reason: ``[ 4/12] other  Inactive: GET ...: HTTP 500``.
+    """
+    counter = f"[{done:>{len(str(total))}}/{total}]"
+    line = f"{counter} {name}  {entry.health}"
+    return f"{line}: {entry.reason}" if entry.reason else line
+
+
+# ------------------------------------------------------------------ one scorer
+
+
+class _FetchFailedError(Exception):
+    """One attempt failed; ``reason`` is what the lock entry says, ``retry`` whether to try again."""
+
+    def __init__(self, reason: str, *, retry: bool = False, timeout: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry = retry or timeout
+        self.timeout = timeout
+
+
+async def _check_scorer(
+    client: httpx.AsyncClient, spec: DynamicScorerSpec, settings: SyncSettings
+) -> LockEntry:
+    full = spec.configSyncMode == "Full"
+    url = spec.configURL if full else _healthz_url(spec.configURL)
+    budget = settings.timeoutSeconds
+    timed_out = f"GET {url}: timed out after {_seconds(budget)} s"
+    try:
+        async with asyncio.timeout(budget):
+            config = await _fetch_with_retries(client, url, full=full, settings=settings)
+    except TimeoutError:
+        return make_entry(spec, healthy=False, reason=timed_out)
+    except _FetchFailedError as failure:
+        # Whether the last attempt hit its own timeout or the whole budget is a race;
+        # both read the same so the lockfile does not flap.
+        reason = timed_out if failure.timeout else failure.reason
+        return make_entry(spec, healthy=False, reason=_clean(reason))
+    return make_entry(spec, healthy=True, config=config)
+
+
+async def _fetch_with_retries(
+    client: httpx.AsyncClient, url: str, *, full: bool, settings: SyncSettings
+) -> ScorerConfig | None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.timeoutSeconds
+    # Earlier attempts get an even share of the budget, so a hang leaves room to retry;
+    # the last one runs until the budget ends (the caller's asyncio.timeout).
+    share = settings.timeoutSeconds / (settings.retries + 1)
+    attempt = 0
+    while True:
+        last = attempt >= settings.retries
+        try:
+            if last:
+                return await _fetch_once(client, url, full=full, settings=settings, timeout=share)
+            async with asyncio.timeout(share):
+                return await _fetch_once(client, url, full=full, settings=settings, timeout=share)
+        except TimeoutError as err:
+            if last:
+                raise
+            failure = _FetchFailedError("timed out", timeout=True)
+            failure.__cause__ = err
+        except _FetchFailedError as err:
+            if last or not err.retry:
+                raise
+            failure = err
+        delay = min(_BACKOFF_BASE * 2**attempt, _BACKOFF_CAP)
+        if loop.time() + delay >= deadline:
+            raise failure
+        await asyncio.sleep(delay)
+        attempt += 1
+
+
+async def _fetch_once(
+    client: httpx.AsyncClient, url: str, *, full: bool, settings: SyncSettings, timeout: float
+) -> ScorerConfig | None:
+    """One attempt: GET ``url``, following same-origin redirects by hand."""
+    shown = url  # as written for the first hop, so reasons name the URL from Git
+    try:
+        current = httpx.URL(url)
+    except httpx.InvalidURL as err:
+        raise _FetchFailedError(f"GET {shown}: invalid URL") from err
+    for _hop in range(MAX_REDIRECTS + 1):
+        _check_target(current, shown, settings.allowedHosts)
+        try:
+            async with client.stream("GET", current, timeout=timeout) as response:
+                status = response.status_code
+                if status in _REDIRECT_STATUSES:
+                    target = _redirect_target(current, shown, response)
+                elif status != 200:
+                    raise _FetchFailedError(f"GET {shown}: HTTP {status}", retry=status >= 500)
+                elif not full:
+                    return None
+                else:
+                    body = await _read_capped(response, shown, settings.maxResponseBytes)
+                    return _parse_config(body, shown)
+        except httpx.HTTPError as err:
+            reason, retry, timed_out = _describe(err)
+            raise _FetchFailedError(
+                f"GET {shown}: {reason}", retry=retry, timeout=timed_out
+            ) from err
+        current, shown = target, str(target)
+    raise _FetchFailedError(f"GET {url}: too many redirects (more than {MAX_REDIRECTS})")
+
+
+def _check_target(url: httpx.URL, shown: str, allowed_hosts: Sequence[str]) -> None:
+    if url.scheme not in _DEFAULT_PORTS:
+        raise _FetchFailedError(f"GET {shown}: only http and https URLs are allowed")
+    if not url.host:
+        raise _FetchFailedError(f"GET {shown}: the URL names no host")
+    if allowed_hosts and not _host_allowed(url.host, allowed_hosts):
+        raise _FetchFailedError(f"GET {shown}: host not in sync.allowedHosts")
+
+
+def _host_allowed(host: str, patterns: Sequence[str]) -> bool:
+    name = host.lower().rstrip(".")
+    return any(fnmatch.fnmatchcase(name, pattern.lower().rstrip(".")) for pattern in patterns)
+
+
+def _redirect_target(current: httpx.URL, shown: str, response: httpx.Response) -> httpx.URL:
+    location = response.headers.get("location")
+    if not location:
+        raise _FetchFailedError(
+            f"GET {shown}: HTTP {response.status_code} without a Location header"
+        )
+    try:
+        target = current.join(location).copy_with(fragment=None)
+    except httpx.InvalidURL as err:
+        raise _FetchFailedError(f"GET {shown}: invalid redirect Location") from err
+    if target.userinfo:
+        raise _FetchFailedError(f"GET {shown}: redirect to a URL with credentials refused")
+    if target.host.lower() != current.host.lower():
+        raise _FetchFailedError(f"GET {shown}: redirect to another host ({target}) refused")
+    if _origin(target) != _origin(current):
+        raise _FetchFailedError(
+            f"GET {shown}: redirect to another scheme or port ({target}) refused"
+        )
+    return target
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int]:
+    return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+
+
+async def _read_capped(response: httpx.Response, shown: str, limit: int) -> bytes:
+    too_large = f"GET {shown}: response larger than {limit} bytes"
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _FetchFailedError(too_large)
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        # We ask for identity; decoding would let a small compressed body blow past the cap.
+        raise _FetchFailedError(f"GET {shown}: unsupported Content-Encoding {encoding!r}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_raw():
+        size += len(chunk)
+        if size > limit:
+            raise _FetchFailedError(too_large)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_config(body: bytes, shown: str) -> ScorerConfig:
+    try:
+        data: Any = json.loads(body)
+    except (ValueError, RecursionError) as err:
+        raise _FetchFailedError(f"GET {shown}: not JSON") from err
+    if not isinstance(data, dict):
+        raise _FetchFailedError(f"GET {shown}: invalid /config document: not a JSON object")
+    try:
+        return ScorerConfig.model_validate(data)
+    except (ValidationError, RecursionError) as err:
+        raise _FetchFailedError(
+            f"GET {shown}: invalid /config document: {_first_error(err)}"
+        ) from err
+
+
+def _first_error(err: ValidationError | RecursionError) -> str:
+    if not isinstance(err, ValidationError):
+        return "nested too deeply"
+    errors = sorted(
+        err.errors(include_url=False, include_input=False), key=lambda e: [str(p) for p in e["loc"]]
+    )
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(document)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _describe(err: httpx.HTTPError) -> tuple[str, bool, bool]:
+    """A stable reason for a transport error, whether to retry, whether it was a timeout."""
+    if isinstance(err, httpx.TimeoutException):
+        return "timed out", True, True
+    if isinstance(err, httpx.ConnectError):
+        return _connect_reason(err), True, False
+    if isinstance(err, httpx.RemoteProtocolError):
+        if "without sending" in str(err):
+            return "server closed the connection without a response", True, False
+        return "invalid HTTP response", True, False
+    if isinstance(err, httpx.NetworkError):
+        return "connection reset", True, False
+    if isinstance(err, httpx.UnsupportedProtocol):
+        return "only http and https URLs are allowed", False, False
+    return f"request failed ({type(err).__name__})", False, False
+
+
+def _connect_reason(err: BaseException) -> str:
+    # Walk the chain down to the OS error: its class is stable, its text (addresses,
+    # "All connection attempts failed") is not.
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate verification failed: {cause.verify_message}"
+        if isinstance(cause, ssl.SSLError):
+            return "TLS handshake failed"
+        if isinstance(cause, socket.gaierror):
+            return "cannot resolve host name"
+        if (
+            isinstance(cause, ConnectionRefusedError)
+            or getattr(cause, "errno", None) == errno.ECONNREFUSED
+        ):
+            return "connection refused"
+        if getattr(cause, "errno", None) == errno.ENETUNREACH:
+            return "network unreachable"
+        if getattr(cause, "errno", None) == errno.EHOSTUNREACH:
+            return "host unreachable"
+        cause = cause.__cause__ or cause.__context__
+    text = str(err).lower()
+    if "refused" in text:
+        return "connection refused"
+    if "name or service" in text or "nodename" in text or "getaddrinfo" in text:
+        return "cannot resolve host name"
+    return "connection failed"
+
+
+def _healthz_url(config_url: str) -> str:
+    parts = urlsplit(config_url)
+    return f"{parts.scheme}://{parts.netloc}/healthz"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def _clean(reason: str) -> str:
+    reason = _CONTROL_RE.sub(" ", reason)
+    return reason if len(reason) <= _REASON_LIMIT else reason[: _REASON_LIMIT - 1] + "…"
+
+
+def _host(text: str) -> str:
+    host = text[1:-1] if text.startswith("[") else text
+    if not host:
+        raise ValueError("empty host")
+    return host.lower()
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is not between 1 and 65535")
+    return port
+
+
+# --------------------------------------------------------------------- transport
+
+
+@asynccontextmanager
+async def _open_client(
+    settings: SyncSettings, connect_to: ConnectTo, transport: httpx.AsyncBaseTransport | None
+) -> AsyncIterator[httpx.AsyncClient]:
+    def make_transport() -> httpx.AsyncBaseTransport:
+        # The semaphore bounds concurrency; the pool must not add a second, smaller bound.
+        return httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32)
+        )
+
+    wrapper = _ConnectToTransport(
+        transport if transport is not None else make_transport(),
+        connect_to,
+        owns_inner=transport is None,
+        make_transport=make_transport if transport is None else None,
+    )
+    client = httpx.AsyncClient(
+        transport=wrapper,
+        follow_redirects=False,  # followed by hand, same origin only
+        trust_env=False,  # no environment proxies or netrc: sync connects where it is told
+        headers={
+            "User-Agent": USER_AGENT,
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",
+        },
+    )
+    async with client:
+        yield client
+
+
+class _ConnectToTransport(httpx.AsyncBaseTransport):
+    """Sends requests for mapped ``host:port`` to another address, like curl ``--connect-to``.
+
+    The request URL is rewritten to the address (that is where httpcore connects), while
+    its ``Host`` header stays, and for ``https`` the ``sni_hostname`` extension makes TLS
+    send and verify the original name. Each mapped ``https`` origin gets a pool of its
+    own, so a TLS connection verified for one name is never reused for another name
+    mapped to the same address.
+    """
+
+    def __init__(
+        self,
+        inner: httpx.AsyncBaseTransport,
+        connect_to: ConnectTo,
+        *,
+        owns_inner: bool,
+        make_transport: Callable[[], httpx.AsyncBaseTransport] | None,
+    ) -> None:
+        self._inner = inner
+        self._connect_to = {
+            (host.lower(), port): target for (host, port), target in connect_to.items()
+        }
+        self._owns_inner = owns_inner
+        self._make_transport = make_transport
+        self._tls_pools: dict[tuple[str, int], httpx.AsyncBaseTransport] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+        target = self._connect_to.get((url.host.lower(), port))
+        if target is None:
+            return await self._inner.handle_async_request(request)
+        address, address_port = target
+        extensions = dict(request.extensions)
+        inner = self._inner
+        if url.scheme == "https":
+            extensions["sni_hostname"] = url.host
+            if self._make_transport is not None:
+                key = (url.host.lower(), port)
+                if key not in self._tls_pools:
+                    self._tls_pools[key] = self._make_transport()
+                inner = self._tls_pools[key]
+        # With a stream given, httpx.Request keeps the headers as they are: Host stays.
+        rewritten = httpx.Request(
+            request.method,
+            url.copy_with(host=address, port=address_port),
+            headers=request.headers,
+            stream=request.stream,
+            extensions=extensions,
+        )
+        return await inner.handle_async_request(rewritten)
+
+    async def aclose(self) -> None:
+        pools = list(self._tls_pools.values())
+        self._tls_pools.clear()
+        for pool in pools:
+            await pool.aclose()
+        if self._owns_inner:
+            await self._inner.aclose()
