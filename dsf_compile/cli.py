@@ -1,0 +1,152 @@
+"""``dsf-compile``: arguments, exit codes and printing. The only place that exits.
+
+Exit codes: 0 success; 1 invalid inputs, or ``rendered/`` differs (``render --check``,
+``diff``), or a conformance check failed (``scorer-check``), or an Inactive scorer with
+``sync --strict``; 2 usage error or internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+from .errors import DsfError, InputError, Problem, UsageError
+
+EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dsf-compile", description="Validate, sync and render a DSF fleet for OCM.")
+    parser.add_argument("--root", default=".", help="repository root (default: current directory)")
+    parser.add_argument(
+        "--format",
+        dest="problem_format",
+        choices=("text", "github"),
+        default=None,
+        help="how problems are printed (default: text; github when GITHUB_ACTIONS=true)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    commands.add_parser("validate", help="load and check the inputs; no network")
+
+    sync = commands.add_parser("sync", help="fetch each scorer's /config or /healthz into dsf.lock.json")
+    sync.add_argument("names", nargs="*", metavar="NAME", help="refresh only these scorers")
+    sync.add_argument("--strict", action="store_true", help="exit 1 when a scorer is Inactive")
+    sync.add_argument(
+        "--resolve",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR[:PORT]",
+        help="connect to ADDR (and PORT) for HOST:PORT, like curl's --resolve/--connect-to; repeatable",
+    )
+
+    render = commands.add_parser("render", help="write rendered/ from the inputs and the lockfile; no network")
+    render.add_argument("--check", action="store_true", help="write nothing; exit 1 if rendered/ is stale")
+
+    diff = commands.add_parser("diff", help="what render would change, object by object")
+    diff.add_argument("--format", dest="diff_format", choices=("text", "markdown"), default="text")
+
+    check = commands.add_parser("scorer-check", help="conformance test of a live Scoring API")
+    check.add_argument("url", help="the scorer's base URL or its /config URL")
+    check.add_argument("--token", default=None, help="bearer token for /scoring (default: $DSF_SCORER_TOKEN)")
+    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+
+    schemas = commands.add_parser("schemas", help="write the JSON Schemas of every format into schemas/")
+    schemas.add_argument("--check", action="store_true", help="write nothing; exit 1 if schemas/ is stale")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    code = run(list(sys.argv[1:] if argv is None else argv), sys.stdout, sys.stderr)
+    sys.exit(code)
+
+
+def run(argv: list[str], out: TextIO, err: TextIO) -> int:
+    """Run one command; return its exit code. Never raises for user mistakes."""
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as error:
+        print(f"dsf-compile: error: {error}", file=err)
+        return EXIT_FAILURE
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
+    github = args.problem_format == "github" or (
+        args.problem_format is None and os.environ.get("GITHUB_ACTIONS") == "true"
+    )
+    root = Path(args.root)
+    try:
+        if not root.is_dir():
+            raise UsageError(f"--root {args.root}: not a directory")
+        return _dispatch(args, root, out, err, github)
+    except InputError as error:
+        print_problems(error.problems, err, github)
+        count = sum(1 for p in error.problems if p.severity == "error")
+        print(f"dsf-compile: {count} error(s); nothing was written", file=err)
+        return EXIT_INVALID
+    except UsageError as error:
+        print(f"dsf-compile: error: {error}", file=err)
+        return EXIT_FAILURE
+    except DsfError as error:
+        print(f"dsf-compile: error: {error}", file=err)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("dsf-compile: interrupted", file=err)
+        return EXIT_FAILURE
+
+
+def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) -> None:
+    for problem in sorted(problems):
+        print(problem.format_github() if github else problem.format(), file=stream)
+
+
+def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
+    command = args.command
+    if command == "validate":
+        from .pipeline import load_inputs
+
+        inputs = load_inputs(root)
+        print_problems(inputs.warnings, err, github)
+        print(
+            f"dsf-compile: {len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid",
+            file=err,
+        )
+        return EXIT_OK
+    if command == "sync":
+        from .pipeline import sync_fleet
+
+        inactive = sync_fleet(root, names=args.names, resolve=args.resolve, err=err, github=github)
+        return EXIT_INVALID if (args.strict and inactive) else EXIT_OK
+    if command == "render":
+        from .pipeline import check_rendered, render_fleet
+
+        if args.check:
+            return EXIT_INVALID if check_rendered(root, out, err, github, "text") else EXIT_OK
+        render_fleet(root, out, err, github)
+        return EXIT_OK
+    if command == "diff":
+        from .pipeline import check_rendered
+
+        return EXIT_INVALID if check_rendered(root, out, err, github, args.diff_format) else EXIT_OK
+    if command == "scorer-check":
+        from .scorer_check import run_scorer_check
+
+        token = args.token if args.token is not None else os.environ.get("DSF_SCORER_TOKEN") or None
+        ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=out)
+        return EXIT_OK if ok else EXIT_INVALID
+    if command == "schemas":
+        from .schemas import write_schemas
+
+        stale = write_schemas(root / "schemas", check=args.check, out=out)
+        return EXIT_INVALID if (args.check and stale) else EXIT_OK
+    raise UsageError(f"unknown command {command}")  # pragma: no cover - argparse refuses first

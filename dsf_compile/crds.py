@@ -1,0 +1,91 @@
+"""The CustomResourceDefinitions of DynamicScorer and DynamicScoringConfig.
+
+Their OpenAPI schemas are generated from the same models as ``schemas/``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from .emit import dump_yaml
+from .models import API_GROUP, DynamicScorerSpec, DynamicScoringConfigSpec, ScorerConfig
+from .schemas import openapi_schema
+
+
+def _health_column() -> dict[str, Any]:
+    escaped = API_GROUP.replace(".", "\\.")
+    return {
+        "name": "Health",
+        "type": "string",
+        "jsonPath": f".metadata.annotations.{escaped}/health",
+        "description": "Health recorded by the last sync (Active or Inactive).",
+    }
+
+
+class _ScorerStatus(BaseModel):
+    """Upstream's status block; a GitOps apply cannot set it, the annotations carry it."""
+
+    healthStatus: str | None = None
+    lastSyncedConfig: ScorerConfig | None = None
+
+
+def _crd(kind: str, plural: str, spec: type[BaseModel], columns: list[dict[str, Any]], status: type[BaseModel] | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": openapi_schema(spec),
+    }
+    if status is not None:
+        properties["status"] = openapi_schema(status)
+    version: dict[str, Any] = {
+        "name": "v1alpha1",
+        "served": True,
+        "storage": True,
+        "schema": {
+            "openAPIV3Schema": {
+                "description": (spec.__doc__ or kind).strip().splitlines()[0],
+                "type": "object",
+                "required": ["spec"],
+                "properties": properties,
+            }
+        },
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [*columns, {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{API_GROUP}"},
+        "spec": {
+            "group": API_GROUP,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }
+
+
+@cache
+def render_crds() -> dict[str, str]:
+    """Path → YAML text of both CRDs (the same for every fleet, so computed once)."""
+    scorer = _crd(
+        "DynamicScorer",
+        "dynamicscorers",
+        DynamicScorerSpec,
+        [
+            {"name": "Score", "type": "string", "jsonPath": ".spec.scoring.params.name"},
+            {"name": "Mode", "type": "string", "jsonPath": ".spec.configSyncMode"},
+            {"name": "Destination", "type": "string", "jsonPath": ".spec.scoreDestination", "priority": 1},
+            _health_column(),
+        ],
+        _ScorerStatus,
+    )
+    config = _crd("DynamicScoringConfig", "dynamicscoringconfigs", DynamicScoringConfigSpec, [], None)
+    return {
+        f"crds/dynamicscorers.{API_GROUP}.yaml": dump_yaml(scorer),
+        f"crds/dynamicscoringconfigs.{API_GROUP}.yaml": dump_yaml(config),
+    }

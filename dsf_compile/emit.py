@@ -1,0 +1,58 @@
+"""Objects → YAML text, byte-stable.
+
+Key order is the order the objects were built in (apiVersion, kind, metadata, then the
+rest), multi-line strings are literal blocks, lines are never folded. PyYAML's C
+emitter does the work; the summary lists, which repeat the same per-scorer blocks on
+every cluster, are encoded once per scorer and joined (:func:`encode_summaries`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+try:
+    _BaseDumper: type = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _BaseDumper = yaml.SafeDumper
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    pass
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(obj: Any) -> str:
+    """One YAML document, LF line endings, trailing newline."""
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 30
+    )
+
+
+def encode_summary(summary: Mapping[str, Any]) -> str:
+    """One summary as it stands inside the indented JSON list (two-space indent, no comma)."""
+    text = json.dumps(summary, indent=2, ensure_ascii=True)
+    return "\n".join("  " + line for line in text.split("\n"))
+
+
+def encode_summaries(blocks: Sequence[str]) -> str:
+    """Join pre-encoded summaries: equal to ``json.dumps(summaries, indent=2)``."""
+    if not blocks:
+        return "[]"
+    return "[\n" + ",\n".join(blocks) + "\n]"
+
+
+def literal_block(text: str, indent: int) -> str:
+    """``text`` as the lines of a YAML ``|-`` block at ``indent`` spaces."""
+    pad = " " * indent
+    return "\n".join(pad + line if line else line for line in text.split("\n"))

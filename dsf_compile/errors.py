@@ -1,0 +1,66 @@
+"""The error tree and the problem record every stage reports with.
+
+A :class:`Problem` is one finding about one field of one input file. Stages collect
+problems instead of stopping at the first one; the CLI prints them sorted and turns
+them into exit codes. Only the CLI catches :class:`DsfError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One finding, located in a file: ``path:line:column: severity: field: message``.
+
+    ``path`` is relative to the repository root; ``line`` and ``column`` are 1-based
+    (0 when the problem is about a whole file or has no location). ``field`` is the
+    dotted path of the field (``spec.scoring.params.interval``), empty for a whole file.
+    """
+
+    path: str
+    line: int
+    column: int
+    field: str
+    message: str
+    severity: str = "error"
+
+    def format(self) -> str:
+        where = f"{self.field}: " if self.field else ""
+        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {where}{self.message}"
+
+    def format_github(self) -> str:
+        level = "error" if self.severity == "error" else "warning"
+        where = f"{self.field}: " if self.field else ""
+        text = _escape_github(f"{where}{self.message}")
+        return f"::{level} file={self.path},line={self.line},col={self.column}::{text}"
+
+
+def _escape_github(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+class DsfError(Exception):
+    """Base of every error the project raises on purpose."""
+
+
+class InputError(DsfError):
+    """The inputs are invalid; carries every problem found, sorted."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(sorted(problems))
+        super().__init__(f"{len(self.problems)} problem(s) in the inputs")
+
+
+class SyncError(DsfError):
+    """Sync could not run at all (not: a scorer is down, which makes it Inactive)."""
+
+
+class RenderError(DsfError):
+    """Rendering failed for a reason that is not an input problem (for example I/O)."""
+
+
+class UsageError(DsfError):
+    """The command line is wrong."""

@@ -1,0 +1,229 @@
+"""YAML files → plain documents that remember where every field was written.
+
+This is the only module that reads input files. It uses PyYAML's safe composer (the C
+one when available), builds the Python values itself so that it can refuse what a
+plain ``yaml.safe_load`` would silently accept — duplicate keys, non-string keys, merge
+keys, aliases that expand without bound — and records the line and column of every
+field so that later stages can point at it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Problem
+
+try:  # the C composer is several times faster; both behave the same here
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_ALIAS_NODES = 10_000
+MAX_DEPTH = 64
+
+Pointer = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of one file, as plain Python values plus positions."""
+
+    path: str
+    index: int
+    data: Any
+    positions: Mapping[Pointer, tuple[int, int]] = field(repr=False)
+
+    def locate(self, pointer: Pointer) -> tuple[int, int]:
+        """Line and column of ``pointer``, or of its nearest written ancestor."""
+        for end in range(len(pointer), -1, -1):
+            where = self.positions.get(pointer[:end])
+            if where is not None:
+                return where
+        return (1, 1)
+
+    def problem(self, pointer: Pointer, message: str) -> Problem:
+        line, column = self.locate(pointer)
+        return Problem(self.path, line, column, format_pointer(pointer), message)
+
+
+def format_pointer(pointer: Pointer) -> str:
+    """``("spec", "masks", 1, "scoreName")`` → ``spec.masks[1].scoreName``."""
+    out = ""
+    for part in pointer:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+class _Builder:
+    """Turns one composed node graph into values, collecting problems."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.positions: dict[Pointer, tuple[int, int]] = {}
+        self.problems: list[Problem] = []
+        self._constructor = yaml.constructor.SafeConstructor()
+        self._seen: set[int] = set()
+        self._alias_nodes = 0
+
+    def build(self, node: yaml.Node, pointer: Pointer, depth: int, via_alias: bool) -> Any:
+        if depth > MAX_DEPTH:
+            raise _TooDeepError(node)
+        if id(node) in self._seen and not isinstance(node, yaml.ScalarNode):
+            via_alias = True
+        self._seen.add(id(node))
+        if via_alias:
+            self._alias_nodes += 1
+            if self._alias_nodes > MAX_ALIAS_NODES:
+                raise _AliasBombError(node)
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, pointer, depth, via_alias)
+        if isinstance(node, yaml.SequenceNode):
+            out = []
+            for index, item in enumerate(node.value):
+                child = (*pointer, index)
+                self.positions.setdefault(child, _mark(item))
+                out.append(self.build(item, child, depth + 1, via_alias))
+            return out
+        return self._scalar(node, pointer)
+
+    def _mapping(self, node: yaml.MappingNode, pointer: Pointer, depth: int, via_alias: bool) -> Any:
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            line, column = _mark(key_node)
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                self._report(line, column, pointer, "YAML merge keys (<<) are not supported")
+                continue
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                text = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
+                self._report(line, column, pointer, f"key {text!r} must be a string (quote it)")
+                continue
+            key = key_node.value
+            child = (*pointer, key)
+            if key in out:
+                self._report(line, column, child, "duplicate key")
+                continue
+            self.positions.setdefault(child, (line, column))
+            out[key] = self.build(value_node, child, depth + 1, via_alias)
+        return out
+
+    def _scalar(self, node: yaml.Node, pointer: Pointer) -> Any:
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as err:
+            line, column = _mark(node)
+            self._report(line, column, pointer, f"cannot read value: {err}")
+            return None
+
+    def _report(self, line: int, column: int, pointer: Pointer, message: str) -> None:
+        self.problems.append(Problem(self.path, line, column, format_pointer(pointer), message))
+
+
+class _AliasBombError(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        self.node = node
+
+
+class _TooDeepError(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        self.node = node
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
+    """Parse every document of ``text``; never raises for bad YAML."""
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    if "\x00" in text:
+        return [], [Problem(path, 1, 1, "", "file is not text (it contains a NUL byte)")]
+    try:
+        for index, node in enumerate(_compose_all(text)):
+            if node is None:
+                continue
+            builder = _Builder(path)
+            builder.positions[()] = _mark(node)
+            try:
+                data = builder.build(node, (), 0, False)
+            except _AliasBombError as err:
+                line, column = _mark(err.node)
+                problems.append(
+                    Problem(path, line, column, "", f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes")
+                )
+                continue
+            except _TooDeepError as err:
+                line, column = _mark(err.node)
+                problems.append(Problem(path, line, column, "", f"nested deeper than {MAX_DEPTH} levels"))
+                continue
+            problems.extend(builder.problems)
+            documents.append(Document(path, index, data, builder.positions))
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        reason = err.problem or err.context or "invalid YAML"
+        problems.append(Problem(path, line, column, "", f"invalid YAML: {reason}"))
+    except (yaml.YAMLError, RecursionError) as err:
+        problems.append(Problem(path, 1, 1, "", f"invalid YAML: {type(err).__name__}"))
+    return documents, problems
+
+
+def _compose_all(text: str) -> Iterator[yaml.Node | None]:
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    finally:
+        loader.dispose()
+
+
+def read_yaml_file(root: Path, relative: str) -> tuple[list[Document], list[Problem]]:
+    """Read and parse one file below ``root`` (size- and encoding-checked)."""
+    file = root / relative
+    try:
+        size = file.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return [], [Problem(relative, 0, 0, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")]
+        raw = file.read_bytes()
+    except OSError as err:
+        return [], [Problem(relative, 0, 0, "", f"cannot read file: {err.strerror}")]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        return [], [Problem(relative, 1, 1, "", f"file is not UTF-8 text (byte {err.start})")]
+    if not text.strip():
+        return [], [Problem(relative, 0, 0, "", "file is empty")]
+    return parse_yaml(text, relative)
+
+
+_SAFE_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.ya?ml$")
+
+
+def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]:
+    """The ``*.yaml``/``*.yml`` files of ``root/folder``, sorted, as relative paths."""
+    directory = root / folder
+    if not directory.is_dir():
+        return [], []
+    files: list[str] = []
+    problems: list[Problem] = []
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        if entry.name.startswith(".") or not entry.name.endswith((".yaml", ".yml")):
+            continue
+        relative = f"{folder}/{entry.name}"
+        if not _SAFE_FILE_NAME.match(entry.name):
+            problems.append(Problem(relative, 0, 0, "", "file name must be letters, digits, '.', '_' or '-'"))
+        elif entry.is_symlink() or not entry.is_file():
+            problems.append(Problem(relative, 0, 0, "", "must be a regular file (not a link or folder)"))
+        else:
+            files.append(relative)
+    return files, problems

@@ -1,0 +1,103 @@
+"""The lockfile ``dsf.lock.json``: hashing, canonical encoding, reading and writing.
+
+The encoding is canonical (sorted keys, two-space indent, LF, trailing newline, no
+timestamps) so that an unchanged fleet gives an unchanged file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import Problem
+from .models import DynamicScorerSpec, LockEntry, Lockfile, ScorerConfig
+
+LOCKFILE = "dsf.lock.json"
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted, compact, ASCII JSON: the input of every hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def sha256(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def spec_hash(spec: DynamicScorerSpec) -> str:
+    """Hash of the whole spec an entry was made from (informational)."""
+    return sha256(spec.model_dump(mode="json", exclude_none=True))
+
+
+def make_entry(
+    spec: DynamicScorerSpec, *, healthy: bool, reason: str = "", config: ScorerConfig | None = None
+) -> LockEntry:
+    """A lock entry for ``spec``, its content hash computed from what sync learned."""
+    config_data = config.model_dump(mode="json", exclude_none=True) if config is not None else None
+    health = "Active" if healthy else "Inactive"
+    content = {"health": health, "reason": reason, "config": config_data}
+    return LockEntry(
+        mode=spec.configSyncMode,
+        configURL=spec.configURL,
+        health=health,
+        reason=reason,
+        specHash=spec_hash(spec),
+        config=config,
+        contentHash=sha256(content),
+    )
+
+
+def encode_lockfile(lock: Lockfile) -> str:
+    data = lock.model_dump(mode="json", exclude_none=True)
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_lockfile(root: Path) -> tuple[Lockfile, list[Problem]]:
+    """The lockfile at ``root``; an empty one when there is none."""
+    file = root / LOCKFILE
+    if not file.exists():
+        return Lockfile(), []
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        line = getattr(err, "lineno", 0)
+        column = getattr(err, "colno", 0)
+        return Lockfile(), [Problem(LOCKFILE, line, column, "", f"cannot read lockfile: {err}; run 'dsf-compile sync'")]
+    try:
+        return Lockfile.model_validate(data), []
+    except ValidationError as err:
+        problems = [
+            Problem(LOCKFILE, 0, 0, ".".join(str(p) for p in e["loc"]), f"{e['msg']}; run 'dsf-compile sync'")
+            for e in err.errors()
+        ]
+        return Lockfile(), problems
+
+
+def write_lockfile(root: Path, lock: Lockfile) -> bool:
+    """Replace the lockfile atomically; return whether its bytes changed."""
+    file = root / LOCKFILE
+    text = encode_lockfile(lock)
+    if file.exists() and file.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write(file, text.encode())
+    return True
+
+
+def atomic_write(file: Path, data: bytes) -> None:
+    """Write ``data`` to ``file`` through a temporary file and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

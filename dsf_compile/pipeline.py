@@ -1,0 +1,134 @@
+"""The commands as pipelines of stages: load → validate → (sync) → resolve → render → write.
+
+Each function here wires stages together and is where their I/O happens: reading the
+repository, the network (through :mod:`dsf_compile.sync`), writing ``rendered/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .errors import InputError, Problem
+from .load import Document, list_input_files, read_yaml_file
+from .lock import read_lockfile, write_lockfile
+from .models import LockEntry
+from .render import render_manifests
+from .resolve import Plan, resolve_fleet
+from .validate import Inputs, validate_documents, validate_settings
+from .write import RENDERED, compare_tree, format_changes, write_tree
+
+SETTINGS_FILE = "dsf.yaml"
+
+
+def load_inputs(root: Path) -> Inputs:
+    """Read and validate ``dsf.yaml``, ``scorers/`` and ``clusters/``; raise InputError on problems."""
+    problems: list[Problem] = []
+    settings_document: Document | None = None
+    if (root / SETTINGS_FILE).exists():
+        documents, found = read_yaml_file(root, SETTINGS_FILE)
+        problems += found
+        if len(documents) > 1:
+            problems.append(Problem(SETTINGS_FILE, 1, 1, "", "must hold one YAML document"))
+        settings_document = documents[0] if documents else None
+    settings, found = validate_settings(settings_document)
+    problems += found
+    documents = []
+    for folder in ("scorers", "clusters"):
+        files, found = list_input_files(root, folder)
+        problems += found
+        for relative in files:
+            docs, found = read_yaml_file(root, relative)
+            problems += found
+            documents += docs
+    if not (root / "scorers").is_dir() and not (root / "clusters").is_dir():
+        problems.append(Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)"))
+    return validate_documents(documents, settings, problems)
+
+
+def plan_fleet(root: Path) -> Plan:
+    """Load, validate and resolve against the committed lockfile (no network)."""
+    inputs = load_inputs(root)
+    lock, problems = read_lockfile(root)
+    if problems:
+        raise InputError(problems)
+    return resolve_fleet(inputs, lock)
+
+
+def render_fleet(root: Path, out: TextIO, err: TextIO, github: bool) -> None:
+    """``render``: write ``rendered/`` atomically and minimally."""
+    from .cli import print_problems
+
+    plan = plan_fleet(root)
+    print_problems(plan.warnings, err, github)
+    files = render_manifests(plan)
+    changes = write_tree(root / RENDERED, files)
+    print(
+        f"dsf-compile: rendered {len(files)} file(s) for {len(plan.clusters)} cluster(s): "
+        f"{changes.summary()}",
+        file=err,
+    )
+
+
+def check_rendered(root: Path, out: TextIO, err: TextIO, github: bool, style: str) -> bool:
+    """``render --check`` / ``diff``: print what render would change; return whether anything would."""
+    from .cli import print_problems
+
+    plan = plan_fleet(root)
+    print_problems(plan.warnings, err, github)
+    files = render_manifests(plan)
+    changes = compare_tree(root / RENDERED, files)
+    text = format_changes(changes, style)
+    if text:
+        out.write(text)
+    if changes.empty:
+        print("dsf-compile: rendered/ is up to date", file=err)
+    else:
+        print(f"dsf-compile: rendered/ is stale: {changes.summary()}; run 'dsf-compile render'", file=err)
+    return not changes.empty
+
+
+def sync_fleet(root: Path, *, names: Sequence[str], resolve: Sequence[str], err: TextIO, github: bool) -> list[str]:
+    """``sync``: refresh the lockfile; return the names of Inactive scorers."""
+    from .cli import print_problems
+    from .sync import format_progress, parse_connect_to, parse_resolve_setting, sync_lock
+
+    inputs = load_inputs(root)
+    previous, problems = read_lockfile(root)
+    if problems:  # a broken lockfile is replaced by a fresh sync, but say so
+        print_problems([Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems], err, github)
+    connect_to = parse_resolve_setting(inputs.settings.sync.resolve)
+    connect_to.update(parse_connect_to(resolve))
+    scorers = [s.model for s in inputs.scorers]
+    only = frozenset(names) if names else None
+    total = len(names) if names else len(scorers)
+    done = 0
+    show = err.isatty() if hasattr(err, "isatty") else False
+
+    def progress(name: str, entry: LockEntry) -> None:
+        nonlocal done
+        done += 1
+        if show:
+            print(format_progress(name, entry, done, total), file=err, flush=True)
+
+    lock = asyncio.run(
+        sync_lock(scorers, previous, inputs.settings.sync, only=only, connect_to=connect_to, progress=progress)
+    )
+    changed = write_lockfile(root, lock)
+    inactive = sorted(n for n, e in lock.scorers.items() if e.health == "Inactive" and (only is None or n in only))
+    warnings = [
+        inputs.scorer(name).problem(("spec", "configURL"), f"Inactive: {lock.scorers[name].reason}", "warning")
+        for name in inactive
+    ]
+    print_problems(warnings, err, github)
+    active = sum(1 for e in lock.scorers.values() if e.health == "Active")
+    state = "updated" if changed else "unchanged"
+    print(f"dsf-compile: {active} Active, {len(inactive)} Inactive; dsf.lock.json {state}", file=err)
+    return inactive
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use the dsf-compile command")

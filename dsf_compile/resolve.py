@@ -1,0 +1,321 @@
+"""Models + lockfile → resolved scorers and per-cluster summaries (``resolution.md``).
+
+Pure. Each summary field takes the first non-empty value (numbers: the first > 0) of
+the scorer's synced ``/config`` document (``L``, only for ``Full`` scorers) and its
+``spec`` (``S``), then falls back to the host of ``configURL``. Every missing or invalid
+value is a problem naming the scorer file, the field, and where the value could come from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import InputError, Problem
+from .load import Pointer
+from .lock import sha256
+from .models import SUMMARY_KEYS, DynamicScorer, Lockfile, ScorerConfig, check_http_url
+from .names import sanitize_score_name
+from .validate import Inputs, Located, mask_matches_cluster
+
+MAX_POINTS = 11_000
+
+
+@dataclass(frozen=True)
+class ResolvedScorer:
+    """One scorer's summary (the same on every cluster) and where it was defined."""
+
+    name: str
+    summary: dict[str, str | int]
+    located: Located[DynamicScorer]
+
+    @property
+    def score_name(self) -> str:
+        return str(self.summary["scoreName"])
+
+    @property
+    def config_hash(self) -> str:
+        return sha256(self.summary)
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """One managed cluster and the names of the scorers it runs, in order."""
+
+    name: str
+    labels: dict[str, str]
+    scorers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything ``render`` needs: validated inputs, health, resolved scorers per cluster."""
+
+    inputs: Inputs
+    health: dict[str, str]
+    resolved: dict[str, ResolvedScorer]
+    clusters: tuple[ClusterPlan, ...]
+    warnings: tuple[Problem, ...]
+
+
+# ----------------------------------------------------------------- one scorer
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def join_url(host: str, path: str) -> str:
+    """``http://h:9090`` + ``/api/v1/query_range`` → ``http://h:9090/api/v1/query_range``."""
+    if not path:
+        return host
+    return host.rstrip("/") + "/" + path.lstrip("/")
+
+
+def _get(obj: Any, *names: str) -> Any:
+    for name in names:
+        if obj is None:
+            return None
+        obj = getattr(obj, name, None)
+    return obj
+
+
+class _Resolver:
+    """Resolves one scorer, collecting problems located in its file."""
+
+    def __init__(self, located: Located[DynamicScorer], config: ScorerConfig | None) -> None:
+        self.located = located
+        self.spec = located.model.spec
+        self.config = config
+        self.full = self.spec.configSyncMode == "Full"
+        self.problems: list[Problem] = []
+
+    def pick(self, path: tuple[str, ...], *, number: bool = False) -> tuple[Any, str]:
+        """First non-empty value of L.<path>, S.<path>; returns (value, origin)."""
+        for origin, root in (("/config", self.config), ("spec", self.spec)):
+            value = _get(root, *path)
+            if value is None or value == "" or (number and not (isinstance(value, int) and value > 0)):
+                continue
+            return value, origin
+        return None, ""
+
+    def missing(self, path: tuple[str, ...], what: str) -> None:
+        where = f"spec.{'.'.join(path)}"
+        if self.full:
+            where += f" or the scorer's /config ({'.'.join(path)})"
+        self.problems.append(self.located.problem(("spec", *path), f"{what} is missing after resolution: set {where}"))
+
+    def invalid(self, path: tuple[str, ...], origin: str, message: str) -> None:
+        if origin == "/config":
+            pointer: Pointer = ("spec", "configURL")
+            message = f"/config {'.'.join(path)}: {message}"
+        else:
+            pointer = ("spec", *path)
+        self.problems.append(self.located.problem(pointer, message))
+
+    def endpoint(self, part: str) -> str | None:
+        host, host_origin = self.pick((part, "host"))
+        if host is None:
+            host, host_origin = _origin(self.spec.configURL), "spec"
+        path, _ = self.pick((part, "path"))
+        url = join_url(str(host), str(path or ""))
+        try:
+            check_http_url(url)
+        except ValueError as err:
+            self.invalid((part, "host"), host_origin, f"endpoint {url!r} {err}")
+            return None
+        return url
+
+    def resolve(self) -> ResolvedScorer | None:
+        spec = self.spec
+        score_name, _ = self.pick(("scoring", "params", "name"))
+        if score_name is None:
+            self.missing(("scoring", "params", "name"), "the score name")
+        source_type, _ = self.pick(("source", "type"))
+        if source_type is None:
+            self.missing(("source", "type"), "the source type (Prometheus or None)")
+        interval, _ = self.pick(("scoring", "params", "interval"), number=True)
+        if interval is None:
+            self.missing(("scoring", "params", "interval"), "the scoring interval")
+        scoring_endpoint = self.endpoint("scoring")
+
+        source_endpoint, query, range_, step = "", "", 0, 0
+        source_auth = ("", "")
+        if source_type == "Prometheus":
+            source_endpoint = self.endpoint("source") or ""
+            query, _ = self.pick(("source", "params", "query"))
+            if query is None:
+                self.missing(("source", "params", "query"), "the PromQL query")
+            range_, range_origin = self.pick(("source", "params", "range"), number=True)
+            if range_ is None:
+                self.missing(("source", "params", "range"), "the query range")
+            step, step_origin = self.pick(("source", "params", "step"), number=True)
+            if step is None:
+                self.missing(("source", "params", "step"), "the query step")
+            if range_ and step:
+                if step > range_:
+                    self.invalid(("source", "params", "step"), step_origin, f"step {step} s is longer than range {range_} s")
+                elif range_ // step > MAX_POINTS:
+                    self.invalid(
+                        ("source", "params", "range"),
+                        range_origin,
+                        f"range {range_} s / step {step} s is {range_ // step} points; Prometheus allows {MAX_POINTS}",
+                    )
+            ref = _get(spec, "source", "auth", "tokenSecretRef")
+            source_auth = (ref.name, ref.key) if ref else ("", "")
+        ref = _get(spec, "scoring", "auth", "tokenSecretRef")
+        scoring_auth = (ref.name, ref.key) if ref else ("", "")
+        if self.problems:
+            return None
+        values = (
+            self.located.model.metadata.name,
+            score_name,
+            source_type,
+            source_endpoint,
+            *source_auth,
+            query or "",
+            range_ or 0,
+            step or 0,
+            scoring_endpoint,
+            interval,
+            *scoring_auth,
+            spec.location,
+            spec.scoreDestination,
+            spec.scoreDimensionFormat,
+        )
+        return ResolvedScorer(self.located.model.metadata.name, dict(zip(SUMMARY_KEYS, values, strict=True)), self.located)
+
+
+def resolve_scorer(located: Located[DynamicScorer], config: ScorerConfig | None) -> tuple[ResolvedScorer | None, list[Problem]]:
+    """Resolve one scorer per the precedence table; problems instead of a result when incomplete."""
+    resolver = _Resolver(located, config)
+    resolved = resolver.resolve()
+    return resolved, resolver.problems
+
+
+# ------------------------------------------------------------------ the fleet
+
+
+def check_unique_scores(resolved: Sequence[ResolvedScorer]) -> list[Problem]:
+    """Score names, and the AddOnPlacementScore names they sanitize to, must be unique."""
+    problems = []
+    by_score: dict[str, ResolvedScorer] = {}
+    by_object: dict[str, ResolvedScorer] = {}
+    for scorer in resolved:
+        score, object_name = scorer.score_name, sanitize_score_name(scorer.score_name)
+        pointer: Pointer = ("spec", "scoring", "params", "name")
+        if score in by_score:
+            problems.append(
+                scorer.located.problem(pointer, f"score name {score!r} is also the score of scorer {by_score[score].name!r}")
+            )
+        elif object_name in by_object:
+            other = by_object[object_name]
+            problems.append(
+                scorer.located.problem(
+                    pointer,
+                    f"score name {score!r} and {other.score_name!r} (scorer {other.name!r}) both become "
+                    f"AddOnPlacementScore {object_name!r}",
+                )
+            )
+        by_score.setdefault(score, scorer)
+        by_object.setdefault(object_name, scorer)
+    return problems
+
+
+def _check_lock(inputs: Inputs, lock: Lockfile) -> tuple[list[Problem], list[Problem]]:
+    errors, warnings = [], []
+    for located in inputs.scorers:
+        name, spec = located.model.metadata.name, located.model.spec
+        entry = lock.scorers.get(name)
+        if entry is None:
+            errors.append(located.problem(("metadata", "name"), f"no entry in dsf.lock.json: run 'dsf-compile sync {name}'"))
+        elif entry.mode != spec.configSyncMode or entry.configURL != spec.configURL:
+            field = "configSyncMode" if entry.mode != spec.configSyncMode else "configURL"
+            errors.append(
+                located.problem(("spec", field), f"changed since the last sync: run 'dsf-compile sync {name}'")
+            )
+        elif entry.health == "Inactive":
+            keep = inputs.settings.render.keepInactive
+            what = "kept (render.keepInactive)" if keep else "left out of every cluster"
+            warnings.append(
+                located.problem(("metadata", "name"), f"scorer is Inactive ({entry.reason}); {what}", "warning")
+            )
+    defined = {s.model.metadata.name for s in inputs.scorers}
+    for name in sorted(set(lock.scorers) - defined):
+        warnings.append(
+            Problem("dsf.lock.json", 0, 0, f"scorers.{name}", "no scorer defines this entry: run 'dsf-compile sync'", "warning")
+        )
+    return errors, warnings
+
+
+def _check_mask_scores(inputs: Inputs, lock: Lockfile, resolved: dict[str, ResolvedScorer]) -> list[Problem]:
+    if inputs.config is None:
+        return []
+    known = {r.score_name for r in resolved.values()}
+    unknown_name = False
+    for located in inputs.scorers:
+        name = located.model.metadata.name
+        if name in resolved:
+            continue
+        spec_name = _get(located.model.spec, "scoring", "params", "name")
+        if spec_name:
+            known.add(spec_name)
+        else:
+            unknown_name = True  # an Inactive Full scorer whose name only its /config knows
+    if unknown_name:
+        return []
+    problems = []
+    for index, mask in enumerate(inputs.masks):
+        if not any(fnmatchcase(score, mask.scoreName) for score in known):
+            problems.append(
+                inputs.config.problem(("spec", "masks", index, "scoreName"), "matches no score of any scorer (a typo?)")
+            )
+    return problems
+
+
+def resolve_fleet(inputs: Inputs, lock: Lockfile) -> Plan:
+    """Resolve every scorer against the lockfile and plan each cluster's summaries."""
+    errors, warnings = _check_lock(inputs, lock)
+    health: dict[str, str] = {}
+    resolved: dict[str, ResolvedScorer] = {}
+    keep_inactive = inputs.settings.render.keepInactive
+    for located in inputs.scorers:
+        name = located.model.metadata.name
+        entry = lock.scorers.get(name)
+        if entry is None:
+            continue
+        health[name] = entry.health
+        if entry.health != "Active" and not keep_inactive:
+            continue
+        result, problems = resolve_scorer(located, entry.config if entry.mode == "Full" else None)
+        errors += problems
+        if result is not None:
+            resolved[name] = result
+    errors += check_unique_scores(list(resolved.values()))
+    errors += _check_mask_scores(inputs, lock, resolved)
+    if errors:
+        raise InputError(errors + warnings)
+    return Plan(inputs, health, resolved, plan_clusters(inputs, resolved), tuple(warnings))
+
+
+def plan_clusters(inputs: Inputs, resolved: dict[str, ResolvedScorer]) -> tuple[ClusterPlan, ...]:
+    """Per cluster, the resolved scorers that no mask keeps off it, ordered by scorer name."""
+    names = sorted(resolved)
+    masked: dict[str, set[str]] = {}
+    for mask in inputs.masks:
+        scorers = [n for n in names if fnmatchcase(resolved[n].score_name, mask.scoreName)]
+        if not scorers:
+            continue
+        for cluster in inputs.clusters:
+            if mask_matches_cluster(mask, cluster.model):
+                masked.setdefault(cluster.model.metadata.name, set()).update(scorers)
+    plans = []
+    for cluster in inputs.clusters:
+        meta = cluster.model.metadata
+        hidden = masked.get(meta.name, set())
+        plans.append(ClusterPlan(meta.name, dict(meta.labels), tuple(n for n in names if n not in hidden)))
+    return tuple(plans)

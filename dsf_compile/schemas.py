@@ -1,0 +1,121 @@
+"""JSON Schemas of every format, generated from the models, and their CRD (OpenAPI) form.
+
+``dsf-compile schemas`` writes ``schemas/*.schema.json``; a test fails when they are
+stale. :func:`openapi_schema` turns a model into the structural OpenAPI v3 schema a
+CustomResourceDefinition needs (no ``$ref``, no ``anyOf`` with null, no ``const``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel
+
+from .lock import atomic_write
+from .models import (
+    DynamicScorer,
+    DynamicScoringConfig,
+    Lockfile,
+    ManagedCluster,
+    ScorerConfig,
+    ScoringRequest,
+    ScoringResponse,
+    Settings,
+    SummaryList,
+)
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+#: file name (without ``.schema.json``) → model; inputs are validated in "validation" mode.
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "dynamicscorer": DynamicScorer,
+    "dynamicscoringconfig": DynamicScoringConfig,
+    "managedcluster": ManagedCluster,
+    "dsf-settings": Settings,
+    "dsf-lock": Lockfile,
+    "scorer-config": ScorerConfig,
+    "scoring-request": ScoringRequest,
+    "scoring-response": ScoringResponse,
+    "summaries": SummaryList,
+}
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema (2020-12) as inputs are checked against it."""
+    schema = model.model_json_schema(mode="validation")
+    return {"$schema": SCHEMA_DIALECT, **schema}
+
+
+def encode_schema(model: type[BaseModel]) -> str:
+    return json.dumps(json_schema(model), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_schemas(folder: Path, *, check: bool, out: TextIO) -> list[str]:
+    """Write (or with ``check``, compare) every schema; return the names that were stale."""
+    stale = []
+    if not check:
+        folder.mkdir(parents=True, exist_ok=True)
+    for name, model in SCHEMAS.items():
+        file = folder / f"{name}.schema.json"
+        text = encode_schema(model)
+        current = file.read_text(encoding="utf-8") if file.exists() else None
+        if current == text:
+            continue
+        stale.append(file.name)
+        if check:
+            print(f"schemas/{file.name} is stale; run 'dsf-compile schemas'", file=out)
+        else:
+            atomic_write(file, text.encode())
+            print(f"wrote schemas/{file.name}", file=out)
+    return stale
+
+
+# ------------------------------------------------------------- OpenAPI for CRDs
+
+_DROP = {"title", "$defs", "additionalProperties", "format", "prefixItems", "$schema"}
+
+
+def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A structural OpenAPI v3 schema of ``model`` in its canonical (written) form."""
+    schema = model.model_json_schema(mode="serialization")
+    return _structural(schema, schema.get("$defs", {}))
+
+
+def _structural(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_structural(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _structural(merged, defs)
+    if "anyOf" in node:
+        options = [o for o in node["anyOf"] if o.get("type") != "null"]
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        if len(options) == 1:
+            return _structural({**options[0], **rest}, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROP and not (key == "additionalProperties" and isinstance(value, dict)):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "const":
+            out["enum"] = [value]
+            continue
+        if key == "exclusiveMinimum":
+            out["minimum"] = value
+            out["exclusiveMinimum"] = True
+            continue
+        if key == "properties":
+            out[key] = {name: _structural(prop, defs) for name, prop in value.items()}
+            continue
+        out[key] = _structural(value, defs)
+    if "properties" in out or "additionalProperties" in out:
+        out.setdefault("type", "object")
+    if "maxItems" in out and out.get("type") == "array" and "items" not in out:
+        out["items"] = {"x-kubernetes-preserve-unknown-fields": True}
+    return out

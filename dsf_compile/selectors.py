@@ -1,0 +1,27 @@
+"""Kubernetes label selectors and shell-style globs, as masks and overrides use them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .models import LabelSelector
+
+
+def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """Kubernetes semantics: every matchLabels pair and every expression must hold."""
+    for key, value in (selector.matchLabels or {}).items():
+        if labels.get(key) != value:
+            return False
+    for requirement in selector.matchExpressions or ():
+        present = requirement.key in labels
+        value = labels.get(requirement.key)
+        values = requirement.values or ()
+        if requirement.operator == "In" and value not in values:
+            return False
+        if requirement.operator == "NotIn" and present and value in values:
+            return False
+        if requirement.operator == "Exists" and not present:
+            return False
+        if requirement.operator == "DoesNotExist" and present:
+            return False
+    return True

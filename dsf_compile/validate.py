@@ -1,0 +1,360 @@
+"""Documents → validated models, with every problem located at its file, line and field.
+
+Pure: takes the documents :mod:`dsf_compile.load` read and returns :class:`Inputs`, or
+raises :class:`InputError` carrying every problem found, sorted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from . import models
+from .errors import InputError, Problem
+from .load import Document, Pointer, format_pointer
+from .models import DynamicScorer, DynamicScoringConfig, ManagedCluster, Mask, Settings
+from .selectors import selector_matches
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Located(Generic[M]):
+    """A validated model and the document it was read from (to point at its fields)."""
+
+    model: M
+    document: Document
+    base: Pointer = ()
+
+    def problem(self, pointer: Pointer, message: str, severity: str = "error") -> Problem:
+        """A problem at ``pointer`` (relative to this model) in the model's file."""
+        full = (*self.base, *pointer)
+        line, column = self.document.locate(full)
+        return Problem(self.document.path, line, column, format_pointer(full), message, severity)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the repository declares, validated; scorers and clusters sorted by name."""
+
+    settings: Settings
+    scorers: tuple[Located[DynamicScorer], ...]
+    config: Located[DynamicScoringConfig] | None
+    clusters: tuple[Located[ManagedCluster], ...]
+    warnings: tuple[Problem, ...] = ()
+
+    @property
+    def masks(self) -> tuple[Mask, ...]:
+        return self.config.model.spec.masks if self.config else ()
+
+    def scorer(self, name: str) -> Located[DynamicScorer]:
+        for located in self.scorers:
+            if located.model.metadata.name == name:
+                return located
+        raise KeyError(name)
+
+
+# ------------------------------------------------------------------- messages
+
+
+_ALL_FIELDS = sorted(
+    {
+        name
+        for model in vars(models).values()
+        if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
+        for name in model.model_fields
+    }
+)
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        field = str(error["loc"][-1])
+        close = difflib.get_close_matches(field, _ALL_FIELDS, n=1, cutoff=0.75)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown field{hint}"
+    if kind == "literal_error":
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        return f"must be one of: {', '.join(expected)}" if expected else "has an unexpected value"
+    if kind in ("string_type", "str_type"):
+        if isinstance(value, (bool, int, float)) or value is None:
+            shown = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+            return f'must be a string (quote it: "{shown}")'
+        return "must be a string"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "must be an integer"
+    if kind in ("float_type", "float_parsing"):
+        return "must be a number"
+    if kind == "bool_type":
+        return "must be true or false"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return "must be a mapping"
+    if kind in ("list_type", "tuple_type"):
+        return "must be a list"
+    if kind == "greater_than":
+        return f"must be > {ctx.get('gt')}"
+    if kind == "greater_than_equal":
+        return f"must be >= {ctx.get('ge')}"
+    if kind == "less_than_equal":
+        return f"must be <= {ctx.get('le')}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters"
+    if kind == "string_pattern_mismatch":
+        return f"does not match the pattern {ctx.get('pattern')}"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return str(error["msg"])
+
+
+def _validate(model: type[M], document: Document, data: Any, base: Pointer = ()) -> tuple[M | None, list[Problem]]:
+    try:
+        return model.model_validate(data), []
+    except ValidationError as err:
+        problems = []
+        for error in err.errors():
+            loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            problems.append(document.problem((*base, *loc), _message(error)))
+        return None, problems
+
+
+# --------------------------------------------------------------- pre-checks
+
+_CREDENTIAL_KEYS = {
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "apikey",
+    "accesstoken",
+    "bearertoken",
+    "clientsecret",
+    "privatekey",
+    "credentials",
+    "authorization",
+}
+_URL_WITH_CREDENTIALS = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
+
+
+def _walk(value: Any, pointer: Pointer = ()) -> Iterator[tuple[Pointer, Any]]:
+    yield pointer, value
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _walk(child, (*pointer, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _walk(child, (*pointer, index))
+
+
+def precheck(document: Document) -> list[Problem]:
+    """Credentials in Git: literal token/password fields and URLs with user:password@."""
+    problems = []
+    for pointer, value in _walk(document.data):
+        if pointer and isinstance(pointer[-1], str):
+            key = re.sub(r"[-_]", "", pointer[-1]).lower()
+            if key in _CREDENTIAL_KEYS:
+                problems.append(
+                    document.problem(
+                        pointer,
+                        "credentials must not be written in Git; reference a Secret with auth.tokenSecretRef",
+                    )
+                )
+                continue
+        if isinstance(value, str) and _URL_WITH_CREDENTIALS.match(value):
+            problems.append(
+                document.problem(pointer, "URL carries credentials (user:password@host); use a Secret reference")
+            )
+    return problems
+
+
+# --------------------------------------------------------------- documents
+
+
+@dataclass
+class _Collected:
+    scorers: list[Located[DynamicScorer]]
+    configs: list[Located[DynamicScoringConfig]]
+    clusters: list[Located[ManagedCluster]]
+    problems: list[Problem]
+
+
+def _kind_of(document: Document, data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+def _collect(documents: Iterable[Document]) -> _Collected:
+    out = _Collected([], [], [], [])
+    for document in documents:
+        in_scorers = document.path.startswith("scorers/")
+        data = document.data
+        if not isinstance(data, dict):
+            out.problems.append(document.problem((), "document must be a mapping with apiVersion and kind"))
+            continue
+        out.problems.extend(precheck(document))
+        kind = _kind_of(document, data)
+        if in_scorers:
+            if kind != "DynamicScorer":
+                out.problems.append(
+                    document.problem(("kind",), "files in scorers/ hold DynamicScorer documents only")
+                )
+                continue
+            model, problems = _validate(DynamicScorer, document, data)
+            out.problems.extend(problems)
+            if model is not None:
+                out.scorers.append(Located(model, document))
+            continue
+        if kind == "DynamicScoringConfig":
+            name = data.get("metadata", {}).get("name") if isinstance(data.get("metadata"), dict) else None
+            if isinstance(name, str) and name != models.CONFIG_NAME:
+                out.problems.append(
+                    document.problem(
+                        ("metadata", "name"),
+                        f"must be {models.CONFIG_NAME}: the framework reads only that DynamicScoringConfig",
+                    )
+                )
+                continue
+            config, problems = _validate(DynamicScoringConfig, document, data)
+            out.problems.extend(problems)
+            if config is not None:
+                out.configs.append(Located(config, document))
+        elif kind == "ManagedCluster":
+            cluster, problems = _validate(ManagedCluster, document, data)
+            out.problems.extend(problems)
+            if cluster is not None:
+                out.clusters.append(Located(cluster, document))
+        elif kind in ("List", "ManagedClusterList"):
+            items = data.get("items")
+            if not isinstance(items, list):
+                out.problems.append(document.problem(("items",), "must be a list of ManagedCluster"))
+                continue
+            for index, item in enumerate(items):
+                if not isinstance(item, dict) or item.get("kind", "ManagedCluster") != "ManagedCluster":
+                    out.problems.append(document.problem(("items", index, "kind"), "must be ManagedCluster"))
+                    continue
+                item = {"kind": "ManagedCluster", **item}
+                cluster, problems = _validate(ManagedCluster, document, item, ("items", index))
+                out.problems.extend(problems)
+                if cluster is not None:
+                    out.clusters.append(Located(cluster, document, ("items", index)))
+        else:
+            out.problems.append(
+                document.problem(
+                    ("kind",),
+                    "files in clusters/ hold ManagedCluster (or a List of them) and DynamicScoringConfig documents",
+                )
+            )
+    return out
+
+
+# ----------------------------------------------------------------- semantics
+
+
+def _check_unique_scorers(scorers: list[Located[DynamicScorer]], settings: Settings) -> list[Problem]:
+    problems: list[Problem] = []
+    first: dict[str, Located[DynamicScorer]] = {}
+    for located in sorted(scorers, key=lambda s: (s.document.path, s.document.index)):
+        meta = located.model.metadata
+        if meta.name in first:
+            other = first[meta.name]
+            line, _ = other.document.locate((*other.base, "metadata", "name"))
+            problems.append(
+                located.problem(("metadata", "name"), f"duplicate scorer name {meta.name!r} (also in {other.document.path}:{line})")
+            )
+        else:
+            first[meta.name] = located
+        if meta.namespace is not None and meta.namespace != settings.hubNamespace:
+            problems.append(
+                located.problem(
+                    ("metadata", "namespace"),
+                    f"must be the hub namespace {settings.hubNamespace!r} (dsf.yaml hubNamespace) or be left out",
+                )
+            )
+    return problems
+
+
+def _check_unique_clusters(clusters: list[Located[ManagedCluster]]) -> list[Problem]:
+    problems = []
+    first: dict[str, Located[ManagedCluster]] = {}
+    for located in clusters:
+        name = located.model.metadata.name
+        if name in first:
+            other = first[name]
+            line, _ = other.document.locate((*other.base, "metadata", "name"))
+            problems.append(
+                located.problem(
+                    ("metadata", "name"), f"duplicate cluster name {name!r} (also in {other.document.path}:{line})"
+                )
+            )
+        else:
+            first[name] = located
+    return problems
+
+
+def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
+    """Whether the cluster part of ``mask`` (name glob and/or selector) selects ``cluster``."""
+    meta = cluster.metadata
+    if mask.clusterName is not None and not fnmatchcase(meta.name, mask.clusterName):
+        return False
+    return mask.clusterSelector is None or selector_matches(mask.clusterSelector, meta.labels)
+
+
+def _check_masks_clusters(config: Located[DynamicScoringConfig], clusters: list[Located[ManagedCluster]]) -> list[Problem]:
+    problems = []
+    for index, mask in enumerate(config.model.spec.masks):
+        if not any(mask_matches_cluster(mask, c.model) for c in clusters):
+            field = "clusterName" if mask.clusterName is not None else "clusterSelector"
+            problems.append(
+                config.problem(("spec", "masks", index, field), "matches no cluster of the inventory (a typo?)")
+            )
+    return problems
+
+
+def validate_documents(
+    documents: Iterable[Document], settings: Settings, file_problems: Iterable[Problem] = ()
+) -> Inputs:
+    """Validate every document and the cross-document rules; raise InputError on any problem."""
+    collected = _collect(documents)
+    problems = list(file_problems) + collected.problems
+    problems += _check_unique_scorers(collected.scorers, settings)
+    problems += _check_unique_clusters(collected.clusters)
+    config = None
+    for extra in collected.configs[1:]:
+        first = collected.configs[0].document
+        line, _ = first.locate(("metadata", "name"))
+        problems.append(
+            extra.problem(("metadata", "name"), f"a second DynamicScoringConfig (the first is {first.path}:{line})")
+        )
+    if collected.configs:
+        config = collected.configs[0]
+        problems += _check_masks_clusters(config, collected.clusters)
+    if any(p.severity == "error" for p in problems):
+        raise InputError(problems)
+    scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))
+    clusters = tuple(sorted(collected.clusters, key=lambda c: c.model.metadata.name))
+    return Inputs(settings, scorers, config, clusters, tuple(problems))
+
+
+def validate_settings(document: Document | None) -> tuple[Settings, list[Problem]]:
+    """``dsf.yaml`` → Settings (all defaults when there is none)."""
+    if document is None:
+        return Settings(), []
+    problems = precheck(document)
+    if document.data is None:
+        return Settings(), problems
+    settings, more = _validate(Settings, document, document.data)
+    return (settings or Settings()), problems + more
