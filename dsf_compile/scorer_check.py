@@ -1,0 +1,503 @@
+"""``dsf-compile scorer-check URL``: a conformance test of a live Scoring API.
+
+Checks, in order, each printed as one ``PASS``/``FAIL``/``SKIP`` line with a short
+reason and its timing: ``/healthz``, the ``/config`` document, the scoring endpoint it
+names, a ``/scoring`` round trip with generated series and one with an empty ``data``
+list, the response schema, finite scores, the auth behaviour (when a token is given),
+and the latency of scoring. A check that cannot run because an earlier one failed is
+``SKIP``ped. The network is touched only through the one ``httpx.Client`` made here
+(its transport is injectable for tests): explicit timeouts, no redirects, capped bodies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TextIO
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from pydantic import ValidationError
+
+from .models import ScorerConfig, ScoringResponse, check_http_url
+
+Status = Literal["PASS", "FAIL", "SKIP"]
+
+LATENCY_LIMIT_SECONDS = 5.0
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_SCORING_BYTES = 16 * 1024 * 1024
+MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
+SERIES_COUNT = 3
+POINTS_PER_SERIES = 60
+FIRST_TIMESTAMP = 1_718_600_000  # fixed, so a run is reproducible
+USER_AGENT = "dsf-scorer-check"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check; ``seconds`` is None for checks that make no request."""
+
+    name: str
+    status: Status
+    reason: str
+    seconds: float | None = None
+
+    def format(self) -> str:
+        """``PASS name  reason (12 ms)``."""
+        timing = "" if self.seconds is None else f" ({self.seconds * 1000:.0f} ms)"
+        return f"{self.status} {self.name:<16} {self.reason}{timing}"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    body: bytes
+    seconds: float
+    location: str | None
+
+
+class _RequestFailedError(Exception):
+    """A request got no usable answer; the message is the reason shown to the user."""
+
+    def __init__(self, reason: str, seconds: float) -> None:
+        super().__init__(reason)
+        self.seconds = seconds
+
+
+@dataclass(frozen=True)
+class _Endpoints:
+    healthz: str
+    config: str
+    origin: str
+
+
+@dataclass
+class _Report:
+    out: TextIO
+    token: str | None
+    results: list[CheckResult] = field(default_factory=list)
+
+    def add(self, name: str, status: Status, reason: str, seconds: float | None = None) -> bool:
+        result = CheckResult(name, status, reason, seconds)
+        self.results.append(result)
+        self.print(result.format())
+        return status == "PASS"
+
+    def print(self, line: str) -> None:
+        if self.token:
+            # A scorer could echo the header back in an error text; never show it.
+            line = line.replace(self.token, "***")
+        print(line, file=self.out, flush=True)
+
+
+def run_scorer_check(
+    url: str,
+    *,
+    token: str | None,
+    timeout: float,
+    out: TextIO,
+    transport: httpx.BaseTransport | None = None,
+) -> bool:
+    """Check the Scoring API at ``url`` (its base URL or its ``/config`` URL) against the contract.
+
+    Prints one line per check and a summary to ``out``; returns True when no check failed.
+    ``token`` is sent as ``Authorization: Bearer`` on scoring requests and is never printed.
+    """
+    report = _Report(out, token or None)
+    try:
+        endpoints = _endpoints(url)
+    except ValueError as error:
+        # The URL is not echoed: a rejected one may carry user:password@.
+        report.add("url", "FAIL", f"the URL {error}")
+        return _summary(report, "the URL")
+    client = httpx.Client(
+        transport=transport,
+        timeout=httpx.Timeout(timeout),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+    )
+    with client:
+        _run_checks(client, endpoints, report)
+    return _summary(report, url)
+
+
+def _run_checks(client: httpx.Client, endpoints: _Endpoints, report: _Report) -> None:
+    _check_healthz(client, endpoints.healthz, report)
+    config = _check_config(client, endpoints.config, report)
+    scoring_url = _check_scoring_endpoint(config, endpoints.origin, report)
+    names = ("scoring", "scoring-empty", "response-schema", "finite-scores", "auth", "latency")
+    if scoring_url is None or config is None:
+        for name in names:
+            report.add(name, "SKIP", "no scoring endpoint to call")
+        return
+    step = _positive(config.source.params.step if config.source and config.source.params else None)
+    series_body = {"data": list(generate_series(step or 60))}
+    with_series = _check_scoring(client, scoring_url, series_body, report, "scoring")
+    empty = _check_scoring(client, scoring_url, {"data": []}, report, "scoring-empty")
+    answers = [a for a in (with_series, empty) if a is not None]
+    responses = _check_schema(answers, report, expected=2)
+    _check_finite(responses, report)
+    _check_auth(client, scoring_url, series_body, with_series, report)
+    _check_latency(answers, report)
+
+
+def generate_series(
+    step: int, count: int = SERIES_COUNT, points: int = POINTS_PER_SERIES
+) -> Iterator[dict[str, object]]:
+    """``count`` deterministic series (rising, flat, falling...) of ``points`` values each."""
+    for index in range(count):
+        slope = (1 - index % 3) * 0.01
+        yield {
+            "metric": {
+                "node": f"node-{index}",
+                "namespace": "scorer-check",
+                "pod": f"pod-{index}",
+            },
+            "values": [
+                [FIRST_TIMESTAMP + i * step, f"{0.5 + index * 0.1 + slope * i:.4f}"]
+                for i in range(points)
+            ],
+        }
+
+
+def _endpoints(url: str) -> _Endpoints:
+    check_http_url(url)
+    parts = urlsplit(url)
+    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    path = parts.path.rstrip("/")
+    if path.endswith("/config"):
+        config = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    else:
+        config = f"{origin}{path}/config"
+    return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin)
+
+
+def _request(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    limit: int,
+    body: object = None,
+    headers: dict[str, str] | None = None,
+) -> _Answer:
+    content = None if body is None else json.dumps(body).encode()
+    all_headers = dict(headers or {})
+    if content is not None:
+        all_headers["Content-Type"] = "application/json"
+    start = time.perf_counter()
+    try:
+        with client.stream(method, url, content=content, headers=all_headers) as response:
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > limit:
+                    raise _RequestFailedError(
+                        f"{method} {url}: body larger than {limit} bytes",
+                        time.perf_counter() - start,
+                    )
+            return _Answer(
+                response.status_code,
+                bytes(data),
+                time.perf_counter() - start,
+                response.headers.get("Location"),
+            )
+    except httpx.HTTPError as error:
+        reason = f"{method} {url}: {type(error).__name__}: {error}"
+        raise _RequestFailedError(reason, time.perf_counter() - start) from None
+
+
+def _status_reason(answer: _Answer) -> str:
+    if 300 <= answer.status < 400:
+        return f"{answer.status} redirect to {answer.location or '?'} (redirects are not followed)"
+    excerpt = answer.body[:120].decode("utf-8", "replace").strip()
+    return f"{answer.status}" + (f": {excerpt}" if excerpt else "")
+
+
+def _check_healthz(client: httpx.Client, url: str, report: _Report) -> None:
+    try:
+        answer = _request(client, "GET", url, limit=MAX_CONFIG_BYTES)
+    except _RequestFailedError as error:
+        report.add("healthz", "FAIL", str(error), error.seconds)
+        return
+    if answer.status == 200:
+        report.add("healthz", "PASS", f"GET {url} -> 200", answer.seconds)
+    else:
+        report.add("healthz", "FAIL", f"GET {url} -> {_status_reason(answer)}", answer.seconds)
+
+
+def _check_config(client: httpx.Client, url: str, report: _Report) -> ScorerConfig | None:
+    try:
+        answer = _request(client, "GET", url, limit=MAX_CONFIG_BYTES)
+    except _RequestFailedError as error:
+        report.add("config", "FAIL", str(error), error.seconds)
+        return None
+    if answer.status != 200:
+        report.add("config", "FAIL", f"GET {url} -> {_status_reason(answer)}", answer.seconds)
+        return None
+    try:
+        document = json.loads(answer.body)
+    except ValueError as error:
+        report.add("config", "FAIL", f"GET {url}: not JSON ({error})", answer.seconds)
+        return None
+    if not isinstance(document, dict):
+        report.add(
+            "config",
+            "FAIL",
+            f"GET {url}: a {type(document).__name__}, not a JSON object",
+            answer.seconds,
+        )
+        return None
+    try:
+        config = ScorerConfig.model_validate_json(answer.body)
+    except ValidationError as error:
+        report.add("config", "FAIL", f"GET {url}: {_validation_reason(error)}", answer.seconds)
+        return None
+    problems, missing = config_findings(config)
+    if problems:
+        report.add("config", "FAIL", f"GET {url}: {'; '.join(problems)}", answer.seconds)
+        return None
+    summary = _config_summary(config)
+    if missing:
+        summary += f"; the DynamicScorer spec must supply {', '.join(missing)}"
+    report.add("config", "PASS", f"GET {url}: {summary}", answer.seconds)
+    return config
+
+
+def config_findings(config: ScorerConfig) -> tuple[list[str], list[str]]:
+    """``(problems, missing)`` of a schema-valid ``/config`` document.
+
+    Problems are values the compiler would reject (step above range, too many points);
+    missing are the fields a scorer needs that the document leaves to the DynamicScorer
+    spec — allowed by the contract (every field is optional), so only reported.
+    """
+    problems: list[str] = []
+    missing: list[str] = []
+    scoring_params = config.scoring.params if config.scoring else None
+    if not (scoring_params and scoring_params.name):
+        missing.append("scoring.params.name")
+    if not (scoring_params and _positive(scoring_params.interval)):
+        missing.append("scoring.params.interval")
+    source = config.source
+    if source is None or source.type is None:
+        missing.append("source.type")
+    if source is not None and source.type == "Prometheus":
+        params = source.params
+        if not (params and params.query):
+            missing.append("source.params.query")
+        range_ = _positive(params.range if params else None)
+        step = _positive(params.step if params else None)
+        if range_ is None:
+            missing.append("source.params.range")
+        if step is None:
+            missing.append("source.params.step")
+        if range_ is not None and step is not None:
+            if step > range_:
+                problems.append(f"source.params.step {step} is larger than range {range_}")
+            elif range_ // step > MAX_POINTS:
+                problems.append(
+                    f"source.params range/step = {range_ // step} points, more than {MAX_POINTS}"
+                )
+    return problems, missing
+
+
+def _config_summary(config: ScorerConfig) -> str:
+    params = config.scoring.params if config.scoring else None
+    parts = [repr(config.name) if config.name else "unnamed scorer"]
+    if params and params.name:
+        parts.append(f"score {params.name}")
+    if params and _positive(params.interval):
+        parts.append(f"every {params.interval} s")
+    if config.source and config.source.type:
+        parts.append(f"source {config.source.type}")
+    return ", ".join(parts)
+
+
+def _check_scoring_endpoint(
+    config: ScorerConfig | None, origin: str, report: _Report
+) -> str | None:
+    if config is None:
+        report.add("scoring-endpoint", "SKIP", "no valid /config")
+        return None
+    scoring = config.scoring
+    host = scoring.host if scoring and scoring.host else origin
+    path = scoring.path if scoring and scoring.path else "/scoring"
+    where = "from /config" if scoring and scoring.path else "default path"
+    # The compiler's join rule: host without its trailing '/', then '/', then the path.
+    url = f"{host.rstrip('/')}/{path.lstrip('/')}"
+    try:
+        check_http_url(url)
+    except ValueError as error:
+        report.add("scoring-endpoint", "FAIL", f"{url}: {error}")
+        return None
+    report.add("scoring-endpoint", "PASS", f"{url} ({where})")
+    return url
+
+
+def _auth_header(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _check_scoring(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, list[dict[str, object]]],
+    report: _Report,
+    name: str,
+) -> _Answer | None:
+    shown = (
+        f"{len(body['data'])} series x {POINTS_PER_SERIES} points"
+        if body["data"]
+        else '{"data": []}'
+    )
+    try:
+        answer = _request(
+            client,
+            "POST",
+            url,
+            limit=MAX_SCORING_BYTES,
+            body=body,
+            headers=_auth_header(report.token),
+        )
+    except _RequestFailedError as error:
+        report.add(name, "FAIL", str(error), error.seconds)
+        return None
+    if answer.status != 200:
+        hint = ""
+        if answer.status in (401, 403) and not report.token:
+            hint = " (the scorer wants a token: --token or $DSF_SCORER_TOKEN)"
+        report.add(name, "FAIL", f"POST {shown} -> {_status_reason(answer)}{hint}", answer.seconds)
+        return None
+    report.add(name, "PASS", f"POST {shown} -> 200, {len(answer.body)} bytes", answer.seconds)
+    return answer
+
+
+def _check_schema(
+    answers: Sequence[_Answer], report: _Report, expected: int
+) -> list[ScoringResponse]:
+    if not answers:
+        report.add("response-schema", "SKIP", "no scoring response")
+        return []
+    responses = []
+    for answer in answers:
+        try:
+            responses.append(ScoringResponse.model_validate_json(answer.body))
+        except ValidationError as error:
+            report.add(
+                "response-schema", "FAIL", f"not a scoring response: {_validation_reason(error)}"
+            )
+            return []
+    counted = " and ".join(str(len(r.results)) for r in responses)
+    missing = (
+        ""
+        if len(answers) == expected
+        else f" (only {len(answers)} of {expected} requests answered)"
+    )
+    status: Status = "PASS" if len(answers) == expected else "FAIL"
+    report.add(
+        "response-schema", status, f"valid ScoringResponse bodies with {counted} result(s){missing}"
+    )
+    return responses
+
+
+def _check_finite(responses: Sequence[ScoringResponse], report: _Report) -> None:
+    if not responses:
+        report.add("finite-scores", "SKIP", "no valid scoring response")
+        return
+    scores = [result.score for response in responses for result in response.results]
+    bad = [score for score in scores if not math.isfinite(score)]
+    if bad:
+        report.add(
+            "finite-scores", "FAIL", f"{len(bad)} of {len(scores)} score(s) not finite: {bad[0]}"
+        )
+        return
+    if not scores:
+        report.add("finite-scores", "PASS", "no scores returned")
+        return
+    low, high = min(scores), max(scores)
+    clamped = "" if low >= -100 and high <= 100 else "; the agent clamps scores to [-100, 100]"
+    report.add("finite-scores", "PASS", f"{len(scores)} score(s) in [{low:g}, {high:g}]{clamped}")
+
+
+def _check_auth(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, list[dict[str, object]]],
+    with_token: _Answer | None,
+    report: _Report,
+) -> None:
+    if not report.token:
+        report.add("auth", "SKIP", "no token given (--token or $DSF_SCORER_TOKEN)")
+        return
+    seconds = 0.0
+    outcomes = []
+    # A wrong token must be refused too: a scorer that only checks the header is present is open.
+    for label, headers in (
+        ("no token", {}),
+        ("wrong token", _auth_header(f"{report.token}-wrong")),
+    ):
+        try:
+            answer = _request(
+                client, "POST", url, limit=MAX_SCORING_BYTES, body=body, headers=headers
+            )
+        except _RequestFailedError as error:
+            report.add("auth", "FAIL", f"{label}: {error}", seconds + error.seconds)
+            return
+        seconds += answer.seconds
+        if answer.status not in (401, 403):
+            report.add(
+                "auth",
+                "FAIL",
+                f"{label} -> {answer.status}, expected 401 or 403 (scoring is open)",
+                seconds,
+            )
+            return
+        outcomes.append(f"{label} -> {answer.status}")
+    if with_token is None:
+        report.add(
+            "auth", "FAIL", f"{', '.join(outcomes)}, but the request with the token failed", seconds
+        )
+        return
+    report.add("auth", "PASS", f"{', '.join(outcomes)}, token -> 200", seconds)
+
+
+def _check_latency(answers: Sequence[_Answer], report: _Report) -> None:
+    if not answers:
+        report.add("latency", "SKIP", "no scoring response")
+        return
+    slowest = max(answer.seconds for answer in answers)
+    verdict: Status = "PASS" if slowest <= LATENCY_LIMIT_SECONDS else "FAIL"
+    report.add(
+        "latency",
+        verdict,
+        f"slowest scoring request {slowest * 1000:.0f} ms (limit {LATENCY_LIMIT_SECONDS:g} s)",
+    )
+
+
+def _summary(report: _Report, url: str) -> bool:
+    counts = {
+        status: sum(1 for r in report.results if r.status == status)
+        for status in ("PASS", "FAIL", "SKIP")
+    }
+    ok = counts["FAIL"] == 0
+    verdict = "conforms" if ok else "does NOT conform"
+    report.print(
+        f"scorer-check: {url} {verdict}: {counts['PASS']} passed, {counts['FAIL']} failed, "
+        f"{counts['SKIP']} skipped"
+    )
+    return ok
+
+
+def _positive(value: int | None) -> int | None:
+    # The compiler treats 0 like an absent number (the first value > 0 wins).
+    return value if value else None
+
+
+def _validation_reason(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "document"
+    more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
