@@ -180,13 +180,17 @@ def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequ
                 results = function(parse_scoring_request(body))
             except BadRequestError as error:
                 return _error(HTTPStatus.BAD_REQUEST, str(error))
+            except Exception as error:  # a scorer bug must answer 500, not drop the connection
+                sys.stderr.write(f"scoring failed: {type(error).__name__}: {error}\n")
+                return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "scoring failed")
             return Reply(200, _json_bytes({"results": results}))
 
         def _authorized(self, token: str) -> bool:
             scheme, _, given = self.headers.get("Authorization", "").partition(" ")
-            # compare_digest on bytes: constant time, and no crash on non-ASCII input.
+            # http.server decodes headers as Latin-1: encoding back gives the bytes sent,
+            # compared in constant time against the token's UTF-8 bytes.
             return scheme.lower() == "bearer" and hmac.compare_digest(
-                given.strip().encode(), token.encode()
+                given.strip().encode("latin-1", "replace"), token.encode()
             )
 
         def _answer(self, reply: Reply) -> None:
@@ -208,12 +212,26 @@ def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequ
     return Handler
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A threading server that does not print a traceback when a client goes away."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        # Clients closing idle keep-alive connections, or timing out, are routine.
+        if isinstance(error, ConnectionError | TimeoutError):
+            return
+        sys.stderr.write(
+            f"request from {client_address[0]} failed: {type(error).__name__}: {error}\n"
+        )
+
+
 class RunningServer:
     """A sample serving in a background thread; ``close()`` stops it."""
 
     def __init__(self, app: ScoringApp, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.server = ThreadingHTTPServer((host, port), make_handler(app))
-        self.server.daemon_threads = True
+        self.server = QuietServer((host, port), make_handler(app))
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="sample-scorer", daemon=True
         )
@@ -276,8 +294,7 @@ def serve(app: ScoringApp, args: argparse.Namespace) -> int:
     """Serve ``app`` until interrupted; print ``host:port`` first so callers can find it."""
     app.token = read_token(args.token_file)
     app.max_body_bytes = args.max_body_bytes
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(app, verbose=args.verbose))
-    server.daemon_threads = True
+    server = QuietServer((args.host, args.port), make_handler(app, verbose=args.verbose))
     host, port = server.server_address[:2]
     print(f"{host}:{port}", flush=True)
     auth = "bearer token required" if app.token else "no auth"
