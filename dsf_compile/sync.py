@@ -370,6 +370,11 @@ async def _read_capped(response: httpx.Response, shown: str, limit: int) -> byte
     if encoding not in ("", "identity"):
         # We ask for identity; decoding would let a small compressed body blow past the cap.
         raise _FetchFailedError(f"GET {shown}: unsupported Content-Encoding {encoding!r}")
+    if response.is_stream_consumed:
+        # Only in-memory responses (an injected mock transport) arrive already read.
+        if len(response.content) > limit:
+            raise _FetchFailedError(too_large)
+        return response.content
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_raw():
