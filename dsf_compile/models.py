@@ -331,18 +331,38 @@ class ManagedCluster(BaseModel):
 
 # --------------------------------------------------------------------- settings
 
+#: What OCM's addon manager treats as a template variable (``{{NAME}}``, and anything else
+#: between double braces that a user may have meant as one).
+TEMPLATE_VARIABLE_RE = re.compile(r"\{\{(.*?)\}\}")
+
+
+def _no_template_variable(value: str) -> str:
+    # OCM substitutes {{…}} in the agent's AddOnTemplate and silently empties the ones it
+    # does not know; the agent settings end up in that template (or beside it), so a
+    # {{…}} here is refused instead of becoming an empty image or a broken proxy URL.
+    found = TEMPLATE_VARIABLE_RE.search(value)
+    if found:
+        raise ValueError(
+            f"{found.group(0)} looks like an OCM template variable; agent settings must not contain '{{{{…}}}}'"
+        )
+    return value
+
+
+#: A string of the agent settings: no ``{{…}}`` (see :func:`_no_template_variable`).
+AgentStr = Annotated[str, AfterValidator(_no_template_variable)]
+
 
 class Toleration(Frozen):
-    key: str | None = None
+    key: AgentStr | None = None
     operator: Literal["Exists", "Equal"] | None = None
-    value: str | None = None
+    value: AgentStr | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     tolerationSeconds: int | None = None
 
 
 class ResourceList(Frozen):
-    cpu: str | None = None
-    memory: str | None = None
+    cpu: AgentStr | None = None
+    memory: AgentStr | None = None
 
 
 class Resources(Frozen):
@@ -351,9 +371,9 @@ class Resources(Frozen):
 
 
 class ProxySettings(Frozen):
-    httpProxy: str | None = None
-    httpsProxy: str | None = None
-    noProxy: str | None = None
+    httpProxy: AgentStr | None = None
+    httpsProxy: AgentStr | None = None
+    noProxy: AgentStr | None = None
 
 
 class AgentOverride(Frozen):
@@ -361,8 +381,8 @@ class AgentOverride(Frozen):
 
     clusterName: str | None = Field(default=None, min_length=1)
     clusterSelector: LabelSelector | None = None
-    image: str | None = Field(default=None, min_length=1)
-    nodeSelector: StrMap | None = None
+    image: AgentStr | None = Field(default=None, min_length=1)
+    nodeSelector: dict[str, AgentStr] | None = None
     tolerations: Items[Toleration] | None = None
     resources: Resources | None = None
     proxy: ProxySettings | None = None
@@ -375,7 +395,7 @@ class AgentOverride(Frozen):
 
 
 class AgentSettings(Frozen):
-    image: str = Field(default="quay.io/dynamic-scoring/dsf-agent:0.1.0", min_length=1)
+    image: AgentStr = Field(default="quay.io/dynamic-scoring/dsf-agent:0.1.0", min_length=1)
     imagePullPolicy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     logLevel: Literal["debug", "info", "warning", "error"] = "info"
     serviceMonitor: bool = False

@@ -5,19 +5,32 @@ Pure. Layout (one object per file, a ``kustomization.yaml`` in every folder):
 - ``crds/<plural>.<group>.yaml``             the two CRDs
 - ``hub/dynamicscorers/<name>.yaml``         one DynamicScorer per scorer, canonical form
 - ``hub/dynamicscoringconfig.yaml``          the DynamicScoringConfig (masks), when there is one
+- ``hub/addon/…``                            the agent's addon (:mod:`dsf_compile.addon`)
 - ``clusters/<cluster>/manifestwork.yaml``   the ManifestWork carrying the summary ConfigMap
+- ``clusters/<cluster>/…``                   the cluster's ManagedClusterAddOn (and overrides)
+- ``fleet/``, ``bootstrap/``                 GitOps wiring (:mod:`dsf_compile.gitops`)
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
-from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
+import yaml
+
+from .addon import render_addon
 from .crds import render_crds
 from .emit import dump_yaml, encode_summary, literal_block
 from .errors import InputError
+from .gitops import (
+    WAVE_CLUSTER_CONFIG,
+    WAVE_CRDS,
+    WAVE_HUB,
+    gitops_annotations,
+    render_bootstrap,
+    render_kustomizations,
+)
 from .models import API_GROUP, API_VERSION, CONFIG_NAME
 from .resolve import Plan
 
@@ -26,26 +39,40 @@ CONFIGMAP_NAME = "dynamic-scoring-config"
 MAX_MANIFEST_BYTES = 500 * 1024
 HEALTH_ANNOTATION = f"{API_GROUP}/health"
 CONFIG_HASH_ANNOTATION = f"{API_GROUP}/config-hash"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-compile", "app.kubernetes.io/part-of": "dynamic-scoring-framework"}
-
-#: Extra renderers (path → text) that later stages plug in, e.g. the agent addon objects.
-Extension = Callable[[Plan], dict[str, str]]
-EXTENSIONS: list[Extension] = []
+MANAGED_BY = {
+    "app.kubernetes.io/managed-by": "dsf-compile",
+    "app.kubernetes.io/part-of": "dynamic-scoring-framework",
+}
 
 
 def render_manifests(plan: Plan) -> dict[str, str]:
-    """Every file of ``rendered/`` (kustomizations included), sorted by path."""
+    """Every file of ``rendered/`` (kustomizations and bootstrap included), sorted by path."""
     files: dict[str, str] = {}
-    files.update(render_crds())
+    files.update(_crds_with_wave())
     files.update(_render_hub(plan))
     files.update(render_cluster_works(plan))
-    for extension in EXTENSIONS:
-        files.update(extension(plan))
+    files.update(render_addon(plan))
     files.update(render_kustomizations(files))
+    files.update(render_bootstrap(plan.inputs.settings))
     return dict(sorted(files.items()))
 
 
+@cache
+def _crds_with_wave() -> dict[str, str]:
+    """The CRDs of :mod:`dsf_compile.crds` with their sync wave (the same for every fleet)."""
+    out = {}
+    for path, text in render_crds().items():
+        crd = yaml.safe_load(text)
+        crd["metadata"]["annotations"] = gitops_annotations(WAVE_CRDS)
+        out[path] = dump_yaml(crd)
+    return out
+
+
 # ------------------------------------------------------------------------- hub
+
+
+# Our own kinds: their CRDs are applied by the same sync.
+_CR_ANNOTATIONS = gitops_annotations(WAVE_HUB, crd_in_same_sync=True)
 
 
 def _render_hub(plan: Plan) -> dict[str, str]:
@@ -57,6 +84,7 @@ def _render_hub(plan: Plan) -> dict[str, str]:
         name = scorer.metadata.name
         annotations = dict(scorer.metadata.annotations or {})
         annotations[HEALTH_ANNOTATION] = plan.health.get(name, "Inactive")
+        annotations.update(_CR_ANNOTATIONS)
         if name in plan.resolved:
             annotations[CONFIG_HASH_ANNOTATION] = plan.resolved[name].config_hash
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
@@ -75,8 +103,9 @@ def _render_hub(plan: Plan) -> dict[str, str]:
         metadata = {"name": CONFIG_NAME, "namespace": namespace}
         if config.metadata.labels:
             metadata["labels"] = dict(sorted(config.metadata.labels.items()))
-        if config.metadata.annotations:
-            metadata["annotations"] = dict(sorted(config.metadata.annotations.items()))
+        metadata["annotations"] = dict(
+            sorted({**(config.metadata.annotations or {}), **_CR_ANNOTATIONS}.items())
+        )
         obj = {
             "apiVersion": API_VERSION,
             "kind": "DynamicScoringConfig",
@@ -98,14 +127,23 @@ def _manifestwork_skeleton(cluster: str, agent_namespace: str) -> dict[str, Any]
     return {
         "apiVersion": "work.open-cluster-management.io/v1",
         "kind": "ManifestWork",
-        "metadata": {"name": MANIFESTWORK_NAME, "namespace": cluster, "labels": dict(MANAGED_BY)},
+        "metadata": {
+            "name": MANIFESTWORK_NAME,
+            "namespace": cluster,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_CLUSTER_CONFIG),
+        },
         "spec": {
             "workload": {
                 "manifests": [
                     {
                         "apiVersion": "v1",
                         "kind": "ConfigMap",
-                        "metadata": {"name": CONFIGMAP_NAME, "namespace": agent_namespace, "labels": dict(MANAGED_BY)},
+                        "metadata": {
+                            "name": CONFIGMAP_NAME,
+                            "namespace": agent_namespace,
+                            "labels": dict(MANAGED_BY),
+                        },
                         "data": {"summaries": _PLACEHOLDER},
                     }
                 ]
@@ -130,9 +168,11 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
             body = f"|-\n{pad}[\n" + ",\n".join(blocks[n] for n in cluster.scorers) + f"\n{pad}]"
         else:
             body = f"|-\n{pad}[]"
-        configmap = _manifestwork_skeleton(cluster.name, agent_namespace)["spec"]["workload"]["manifests"][0]
+        configmap = _manifestwork_skeleton(cluster.name, agent_namespace)["spec"]["workload"][
+            "manifests"
+        ][0]
         size = len(json.dumps(configmap, separators=(",", ":"))) - len(_PLACEHOLDER)
-        size += 6 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
+        size += 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
         if size > MAX_MANIFEST_BYTES:
             located = next(c for c in plan.inputs.clusters if c.model.metadata.name == cluster.name)
             problems.append(
@@ -143,7 +183,9 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
                 )
             )
             continue
-        files[f"clusters/{cluster.name}/manifestwork.yaml"] = skeleton.replace(_PLACEHOLDER, body, 1)
+        files[f"clusters/{cluster.name}/manifestwork.yaml"] = skeleton.replace(
+            _PLACEHOLDER, body, 1
+        )
     if problems:
         raise InputError(problems)
     return files
@@ -155,29 +197,3 @@ def summaries_of(plan: Plan, cluster: str) -> list[dict[str, str | int]]:
         if item.name == cluster:
             return [plan.resolved[n].summary for n in item.scorers]
     raise KeyError(cluster)
-
-
-# --------------------------------------------------------------- kustomization
-
-
-def render_kustomizations(files: Iterable[str]) -> dict[str, str]:
-    """A ``kustomization.yaml`` in every folder listing its files and sub-folders."""
-    entries: dict[str, set[str]] = {}
-    for path in files:
-        folder, name = posixpath.split(path)
-        if folder.startswith("bootstrap") or name == "kustomization.yaml":
-            continue
-        entries.setdefault(folder, set()).add(name)
-        while folder:
-            parent, child = posixpath.split(folder)
-            entries.setdefault(parent, set()).add(child)
-            folder = parent
-    out = {}
-    for folder, names in entries.items():
-        obj = {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": sorted(names),
-        }
-        out[posixpath.join(folder, "kustomization.yaml")] = dump_yaml(obj)
-    return out

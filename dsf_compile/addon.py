@@ -1,0 +1,594 @@
+"""Plan → the agent as a template-based OCM addon (``rendered.md``, item 3 and 5).
+
+Pure. Hub (cluster-scoped):
+
+- ``hub/addon/clustermanagementaddon.yaml``  the ClusterManagementAddOn; its default config is
+  the AddOnTemplate, and it accepts per-cluster AddOnDeploymentConfigs
+- ``hub/addon/addontemplate.yaml``           the AddOnTemplate: the agent's objects for a managed
+  cluster and its ``KubeClient`` registration with ``CurrentCluster`` hub permissions
+- ``hub/addon/clusterrole.yaml``             what those hub permissions grant: AddOnPlacementScores
+- ``hub/addon/clusterrolebinding.yaml``      that role for the addon manager, so that it may grant it
+
+Per cluster ``<c>`` (namespace ``<c>`` on the hub):
+
+- ``clusters/<c>/managedclusteraddon.yaml``      installs the agent on ``<c>``
+- ``clusters/<c>/addondeploymentconfig.yaml``    the agent overrides of ``dsf.yaml`` that select ``<c>``
+
+The only template variables are :data:`TEMPLATE_VARIABLES`; anything else between double
+braces is refused (OCM would silently replace it with an empty string).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from typing import Any
+
+from .emit import dump_yaml
+from .errors import InputError, Problem
+from .gitops import WAVE_CLUSTER_CONFIG, WAVE_CLUSTER_INSTALL, WAVE_HUB, gitops_annotations
+from .load import Pointer, format_pointer
+from .models import (
+    TEMPLATE_VARIABLE_RE,
+    AgentOverride,
+    ProxySettings,
+    ResourceList,
+    Resources,
+    Settings,
+)
+from .resolve import ClusterPlan, Plan
+from .selectors import selector_matches
+
+ADDON_GROUP = "addon.open-cluster-management.io"
+ADDON_API_VERSION = f"{ADDON_GROUP}/v1alpha1"
+RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+SCORE_GROUP = "cluster.open-cluster-management.io"
+
+#: The variables OCM fills in; ``CLUSTER_NAME`` cannot be overridden by any config.
+TEMPLATE_VARIABLES = ("CLUSTER_NAME", "HUB_KUBECONFIG", "INSTALL_NAMESPACE")
+
+AGENT_NAME = "dynamic-scoring-agent"
+AGENT_CONTAINER = "agent"
+CONFIGMAP_NAME = "dynamic-scoring-config"
+METRICS_PORT = 8080
+METRICS_PORT_NAME = "metrics"
+#: The addon manager of an OCM hub (``ClusterManager``'s default install).
+ADDON_MANAGER_SERVICE_ACCOUNT = "addon-manager-controller-sa"
+ADDON_MANAGER_NAMESPACE = "open-cluster-management-hub"
+#: Manifests with this annotation stay on the managed cluster when the addon is removed.
+DELETION_ORPHAN = f"{ADDON_GROUP}/deletion-orphan"
+
+_CLUSTER_PLACEHOLDER = "dsf-cluster-placeholder"
+_PART_OF = {"app.kubernetes.io/part-of": "dynamic-scoring-framework"}
+_MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-compile", **_PART_OF}
+_AGENT_SELECTOR = {"app.kubernetes.io/name": AGENT_NAME}
+_AGENT_LABELS = {**_AGENT_SELECTOR, "app.kubernetes.io/component": "agent", **_PART_OF}
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    # A JSON round trip unshares the label dicts the builders reuse, which PyYAML would
+    # otherwise write as anchors and aliases (valid YAML, but unreadable in a review).
+    return dump_yaml(json.loads(json.dumps(obj)))
+
+
+def hub_cluster_role_name(settings: Settings) -> str:
+    """The hub ClusterRole the agent's ``CurrentCluster`` permissions reference."""
+    return f"open-cluster-management:{settings.addonName}:agent"
+
+
+def secret_names(plan: Plan) -> tuple[str, ...]:
+    """Every Secret a resolved scorer's ``auth`` names, sorted: all the agent may read."""
+    names = set()
+    for resolved in plan.resolved.values():
+        for key in ("sourceEndpointAuthName", "scoringEndpointAuthName"):
+            name = resolved.summary.get(key)
+            if isinstance(name, str) and name:
+                names.add(name)
+    return tuple(sorted(names))
+
+
+# ------------------------------------------------------------------ agent side
+
+
+def _resources(resources: Resources) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in ("requests", "limits"):
+        values: ResourceList | None = getattr(resources, part)
+        if values is not None:
+            items = values.model_dump(exclude_none=True)
+            if items:
+                out[part] = items
+    return out
+
+
+def _agent_role(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
+    # resourceNames everywhere: an empty list would mean "every object", so the Secret
+    # rule is left out entirely when no scorer names a Secret.
+    rules: list[dict[str, Any]] = [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [CONFIGMAP_NAME],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    if secrets:
+        rules.append(
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": list(secrets),
+                "verbs": ["get"],
+            }
+        )
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "Role",
+        "metadata": {
+            "name": AGENT_NAME,
+            "namespace": settings.agentNamespace,
+            "labels": dict(_AGENT_LABELS),
+        },
+        "rules": rules,
+    }
+
+
+def _agent_deployment(settings: Settings) -> dict[str, Any]:
+    agent = settings.agent
+    probe = {
+        "httpGet": {"path": "/healthz", "port": METRICS_PORT_NAME},
+        "periodSeconds": 20,
+        "timeoutSeconds": 5,
+    }
+    container = {
+        "name": AGENT_CONTAINER,
+        "image": agent.image,
+        "imagePullPolicy": agent.imagePullPolicy,
+        "args": [
+            "--cluster-name={{CLUSTER_NAME}}",
+            "--hub-kubeconfig={{HUB_KUBECONFIG}}",
+            f"--metrics-bind=0.0.0.0:{METRICS_PORT}",
+            f"--log-level={agent.logLevel}",
+        ],
+        "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "livenessProbe": {**probe, "initialDelaySeconds": 10},
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": METRICS_PORT_NAME},
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+        },
+        "resources": _resources(agent.resources),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        # The root filesystem is read-only; Python and TLS libraries still want a /tmp.
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": AGENT_NAME,
+            "namespace": settings.agentNamespace,
+            "labels": dict(_AGENT_LABELS),
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": dict(_AGENT_SELECTOR)},
+            "template": {
+                "metadata": {"labels": dict(_AGENT_LABELS)},
+                "spec": {
+                    "serviceAccountName": AGENT_NAME,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+                },
+            },
+        },
+    }
+
+
+def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The objects the addon installs on every managed cluster (``agentSpec.workload.manifests``)."""
+    namespace = settings.agentNamespace
+    labels = dict(_AGENT_LABELS)
+    manifests: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            # The users' scorer Secrets live in this namespace: removing the addon must not
+            # delete them, so the namespace is orphaned rather than deleted.
+            "metadata": {"name": namespace, "labels": labels, "annotations": {DELETION_ORPHAN: ""}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": AGENT_NAME, "namespace": namespace, "labels": labels},
+        },
+        _agent_role(settings, secrets),
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "RoleBinding",
+            "metadata": {"name": AGENT_NAME, "namespace": namespace, "labels": labels},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": AGENT_NAME,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": namespace}],
+        },
+        _agent_deployment(settings),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"{AGENT_NAME}-metrics", "namespace": namespace, "labels": labels},
+            "spec": {
+                "selector": dict(_AGENT_SELECTOR),
+                "ports": [
+                    {
+                        "name": METRICS_PORT_NAME,
+                        "port": METRICS_PORT,
+                        "targetPort": METRICS_PORT_NAME,
+                        "protocol": "TCP",
+                    }
+                ],
+            },
+        },
+    ]
+    if settings.agent.serviceMonitor:
+        # Only in the template (applied on the managed clusters, where the Prometheus
+        # Operator runs), never on the hub, whose sync would fail without its CRD.
+        manifests.append(
+            {
+                "apiVersion": "monitoring.coreos.com/v1",
+                "kind": "ServiceMonitor",
+                "metadata": {"name": AGENT_NAME, "namespace": namespace, "labels": labels},
+                "spec": {
+                    "selector": {"matchLabels": dict(_AGENT_SELECTOR)},
+                    "namespaceSelector": {"matchNames": [namespace]},
+                    "endpoints": [
+                        {"port": METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}
+                    ],
+                },
+            }
+        )
+    return manifests
+
+
+# ------------------------------------------------------------------------- hub
+
+
+def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
+    """The AddOnTemplate: what the addon installs, and its hub registration."""
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "AddOnTemplate",
+        "metadata": {
+            "name": settings.addonName,
+            "labels": dict(_MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": {
+            "addonName": settings.addonName,
+            "agentSpec": {"workload": {"manifests": agent_manifests(settings, secrets)}},
+            "registration": [
+                {
+                    "type": "KubeClient",
+                    "kubeClient": {
+                        "hubPermissions": [
+                            {
+                                "type": "CurrentCluster",
+                                "currentCluster": {
+                                    "clusterRoleName": hub_cluster_role_name(settings)
+                                },
+                            }
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+
+
+def cluster_management_addon(settings: Settings) -> dict[str, Any]:
+    """The ClusterManagementAddOn: a template addon, installed where a ManagedClusterAddOn asks."""
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "ClusterManagementAddOn",
+        "metadata": {
+            "name": settings.addonName,
+            "labels": dict(_MANAGED_BY),
+            "annotations": {
+                **gitops_annotations(WAVE_HUB),
+                f"{ADDON_GROUP}/lifecycle": "addon-manager",
+            },
+        },
+        "spec": {
+            "addOnMeta": {
+                "displayName": "Dynamic Scoring Framework",
+                "description": "dsf-agent: scores every managed cluster and publishes AddOnPlacementScores.",
+            },
+            # Manual: the ManagedClusterAddOns are rendered per inventory cluster; a
+            # Placements strategy would make the addon manager create (and fight over) them.
+            "installStrategy": {"type": "Manual"},
+            "supportedConfigs": [
+                {"group": ADDON_GROUP, "resource": "addondeploymentconfigs"},
+                {
+                    "group": ADDON_GROUP,
+                    "resource": "addontemplates",
+                    "defaultConfig": {"name": settings.addonName},
+                },
+            ],
+        },
+    }
+
+
+def hub_cluster_role(settings: Settings) -> dict[str, Any]:
+    """What the agent may do in its own cluster namespace on the hub, and nothing more."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": hub_cluster_role_name(settings),
+            "labels": dict(_MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "rules": [
+            {
+                "apiGroups": [SCORE_GROUP],
+                "resources": ["addonplacementscores", "addonplacementscores/status"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch"],
+            }
+        ],
+    }
+
+
+def addon_manager_binding(settings: Settings) -> dict[str, Any]:
+    """Grants the hub ClusterRole to the addon manager.
+
+    The addon manager creates, in each cluster namespace, the RoleBinding that gives the
+    agent the ClusterRole; Kubernetes lets it bind only permissions it holds itself (or
+    ``bind``, which would let it grant this role anywhere). OCM's addon template guide asks
+    for exactly this ClusterRoleBinding.
+    """
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRoleBinding",
+        "metadata": {
+            "name": f"open-cluster-management:{settings.addonName}:addon-manager",
+            "labels": dict(_MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": hub_cluster_role_name(settings),
+        },
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": ADDON_MANAGER_SERVICE_ACCOUNT,
+                "namespace": ADDON_MANAGER_NAMESPACE,
+            }
+        ],
+    }
+
+
+# ------------------------------------------------------- template variables
+
+
+def _strings(value: Any, pointer: Pointer = ()) -> Iterator[tuple[Pointer, str]]:
+    if isinstance(value, str):
+        yield pointer, value
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from _strings(key, (*pointer, key))
+            yield from _strings(child, (*pointer, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _strings(child, (*pointer, index))
+
+
+def _setting_origins(settings: Settings) -> list[tuple[str, str]]:
+    """(``dsf.yaml`` field, value) of every setting string that reaches the template."""
+    origins = [("agent.image", settings.agent.image)]
+    for part in ("requests", "limits"):
+        values = getattr(settings.agent.resources, part)
+        for key, value in (values.model_dump(exclude_none=True) if values else {}).items():
+            origins.append((f"agent.resources.{part}.{key}", value))
+    return origins
+
+
+def check_template_variables(template: dict[str, Any], settings: Settings) -> list[Problem]:
+    """Every ``{{…}}`` in ``template`` that OCM does not define, named by where it came from.
+
+    A string that came from ``dsf.yaml`` is reported at that field; anything else (a bug
+    of the compiler) at the template's own field path.
+    """
+    origins = _setting_origins(settings)
+    problems: set[Problem] = set()
+    for pointer, text in _strings(template):
+        for match in TEMPLATE_VARIABLE_RE.finditer(text):
+            if match.group(1) in TEMPLATE_VARIABLES:
+                continue
+            variable = match.group(0)
+            message = (
+                f"{variable} would be an OCM template variable in the AddOnTemplate; only "
+                + ", ".join("{{" + v + "}}" for v in TEMPLATE_VARIABLES)
+                + " are allowed"
+            )
+            fields = [name for name, value in origins if variable in value]
+            if fields:
+                problems.update(Problem("dsf.yaml", 0, 0, name, message) for name in fields)
+            else:
+                where = f"AddOnTemplate {template['metadata']['name']}: {format_pointer(pointer)}"
+                problems.add(Problem("rendered/hub/addon/addontemplate.yaml", 0, 0, where, message))
+    return sorted(problems)
+
+
+# ------------------------------------------------------------------ overrides
+
+
+def override_selects(override: AgentOverride, cluster: ClusterPlan) -> bool:
+    """Whether the override's name glob and/or label selector select ``cluster`` (both must)."""
+    if override.clusterName is not None and not fnmatchcase(cluster.name, override.clusterName):
+        return False
+    return override.clusterSelector is None or selector_matches(
+        override.clusterSelector, cluster.labels
+    )
+
+
+def _merge_resources(base: dict[str, Any], extra: Resources | None) -> dict[str, Any]:
+    merged = {part: dict(values) for part, values in base.items()}
+    for part, values in _resources(extra or Resources()).items():
+        merged.setdefault(part, {}).update(values)
+    return {part: dict(sorted(values.items())) for part, values in sorted(merged.items()) if values}
+
+
+def deployment_config(
+    settings: Settings, cluster: ClusterPlan, overrides: list[AgentOverride]
+) -> dict[str, Any]:
+    """The AddOnDeploymentConfig of one cluster: its matching overrides, later ones winning.
+
+    Each override replaces the image, node selector and tolerations it sets; resources and
+    proxy variables are merged key by key over the defaults and the earlier overrides.
+    """
+    image: str | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    resources: dict[str, Any] | None = None
+    proxy: dict[str, str] = {}
+    for override in overrides:
+        image = override.image or image
+        if override.nodeSelector is not None:
+            node_selector = dict(sorted(override.nodeSelector.items()))
+        if override.tolerations is not None:
+            tolerations = [t.model_dump(exclude_none=True) for t in override.tolerations]
+        if override.resources is not None:
+            resources = _merge_resources(
+                resources or _resources(settings.agent.resources), override.resources
+            )
+        proxy.update((override.proxy or ProxySettings()).model_dump(exclude_none=True))
+    spec: dict[str, Any] = {
+        # Without it OCM moves the agent to open-cluster-management-agent-addon, away from
+        # the ConfigMap the ManifestWork writes into the agent namespace.
+        "agentInstallNamespace": settings.agentNamespace,
+    }
+    if node_selector is not None or tolerations is not None:
+        placement: dict[str, Any] = {}
+        if node_selector is not None:
+            placement["nodeSelector"] = node_selector
+        if tolerations is not None:
+            placement["tolerations"] = tolerations
+        spec["nodePlacement"] = placement
+    if proxy:
+        spec["proxyConfig"] = dict(sorted(proxy.items()))
+    if image is not None and image != settings.agent.image:
+        # OCM rewrites images by prefix; the whole default image as the source swaps it exactly.
+        spec["registries"] = [{"source": settings.agent.image, "mirror": image}]
+    if resources is not None:
+        spec["resourceRequirements"] = [
+            {"containerID": f"deployments:{AGENT_NAME}:{AGENT_CONTAINER}", "resources": resources}
+        ]
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "AddOnDeploymentConfig",
+        "metadata": {
+            "name": settings.addonName,
+            "namespace": cluster.name,
+            "labels": dict(_MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_CLUSTER_CONFIG),
+        },
+        "spec": spec,
+    }
+
+
+def managed_cluster_addon(
+    settings: Settings, cluster: ClusterPlan, *, configured: bool
+) -> dict[str, Any]:
+    """Installs the agent on one cluster (with its AddOnDeploymentConfig when ``configured``)."""
+    spec: dict[str, Any] = {"installNamespace": settings.agentNamespace}
+    if configured:
+        spec["configs"] = [
+            {
+                "group": ADDON_GROUP,
+                "resource": "addondeploymentconfigs",
+                "name": settings.addonName,
+                "namespace": cluster.name,
+            }
+        ]
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "ManagedClusterAddOn",
+        "metadata": {
+            "name": settings.addonName,
+            "namespace": cluster.name,
+            "labels": dict(_MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_CLUSTER_INSTALL),
+        },
+        "spec": spec,
+    }
+
+
+# ---------------------------------------------------------------------- all
+
+
+def render_addon(plan: Plan) -> dict[str, str]:
+    """Path → YAML text of every addon object, hub and per cluster; InputError on problems."""
+    settings = plan.inputs.settings
+    template = addon_template(settings, secret_names(plan))
+    problems = check_template_variables(template, settings)
+    overrides = settings.agent.overrides
+    used = [False] * len(overrides)
+    files = {
+        "hub/addon/addontemplate.yaml": _dump(template),
+        "hub/addon/clustermanagementaddon.yaml": _dump(cluster_management_addon(settings)),
+        "hub/addon/clusterrole.yaml": _dump(hub_cluster_role(settings)),
+        "hub/addon/clusterrolebinding.yaml": _dump(addon_manager_binding(settings)),
+    }
+    # Most clusters have no override: their ManagedClusterAddOns differ only in the
+    # namespace (a DNS label, safe to substitute), so they are encoded once.
+    plain = _dump(
+        managed_cluster_addon(settings, ClusterPlan(_CLUSTER_PLACEHOLDER, {}, ()), configured=False)
+    )
+    for cluster in plan.clusters:
+        matching = []
+        for index, override in enumerate(overrides):
+            if override_selects(override, cluster):
+                used[index] = True
+                matching.append(override)
+        if matching:
+            files[f"clusters/{cluster.name}/addondeploymentconfig.yaml"] = _dump(
+                deployment_config(settings, cluster, matching)
+            )
+        files[f"clusters/{cluster.name}/managedclusteraddon.yaml"] = (
+            _dump(managed_cluster_addon(settings, cluster, configured=True))
+            if matching
+            else plain.replace(
+                f"namespace: {_CLUSTER_PLACEHOLDER}\n", f"namespace: {cluster.name}\n", 1
+            )
+        )
+    for index, override in enumerate(overrides):
+        if not used[index]:
+            field = "clusterName" if override.clusterName is not None else "clusterSelector"
+            problems.append(
+                Problem(
+                    "dsf.yaml",
+                    0,
+                    0,
+                    f"agent.overrides[{index}].{field}",
+                    "selects no cluster of the inventory (a typo?)",
+                )
+            )
+    if problems:
+        raise InputError(problems)
+    return files

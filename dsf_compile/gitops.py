@@ -1,0 +1,176 @@
+"""How Argo CD and Flux apply ``rendered/``: sync waves, kustomizations, bootstrap objects.
+
+Pure. Layout of ``rendered/`` (``rendered.md``, "Layout and GitOps wiring"):
+
+- ``kustomization.yaml``      ``crds`` + ``fleet``: every object exactly once (Argo CD's view)
+- ``crds/``                   the CustomResourceDefinitions (Flux's first Kustomization)
+- ``fleet/kustomization.yaml`` every other top-level folder (``../hub``, ``../clusters``):
+  Flux's second Kustomization, which ``dependsOn`` the first and never re-applies a CRD
+- ``hub/``, ``clusters/<c>/`` the objects, one per file, a ``kustomization.yaml`` per folder
+- ``bootstrap/argocd/``, ``bootstrap/flux/``  applied once by hand, outside the root kustomization
+
+Argo CD orders one sync by the ``argocd.argoproj.io/sync-wave`` annotation: CRDs, then
+hub objects, then per-cluster configuration, then the ManagedClusterAddOns that use it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from typing import Any
+
+from .emit import dump_yaml
+from .models import Settings
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+WAVE_CRDS = "0"
+WAVE_HUB = "1"
+#: ManifestWorks and AddOnDeploymentConfigs: what a cluster's addon reads.
+WAVE_CLUSTER_CONFIG = "2"
+#: ManagedClusterAddOns, after the AddOnDeploymentConfig they reference exists.
+WAVE_CLUSTER_INSTALL = "3"
+
+CRDS_FOLDER = "crds"
+FLEET_FOLDER = "fleet"
+BOOTSTRAP_FOLDER = "bootstrap"
+KUSTOMIZE_API_VERSION = "kustomize.config.k8s.io/v1beta1"
+ARGOCD_NAMESPACE = "argocd"
+FLUX_NAMESPACE = "flux-system"
+
+
+def gitops_annotations(wave: str, *, crd_in_same_sync: bool = False) -> dict[str, str]:
+    """The Argo CD annotations of an object in ``wave``.
+
+    ``crd_in_same_sync``: the object's CRD is created by the same sync, so Argo CD's dry
+    run, which runs before any wave, cannot know the kind yet and must skip it.
+    """
+    annotations = {SYNC_WAVE: wave}
+    if crd_in_same_sync:
+        annotations[SYNC_OPTIONS] = "SkipDryRunOnMissingResource=true"
+    return annotations
+
+
+def _kustomization(resources: Iterable[str]) -> str:
+    return dump_yaml(
+        {
+            "apiVersion": KUSTOMIZE_API_VERSION,
+            "kind": "Kustomization",
+            "resources": sorted(resources),
+        }
+    )
+
+
+def render_kustomizations(files: Iterable[str]) -> dict[str, str]:
+    """A ``kustomization.yaml`` for every folder of ``files``, plus the root and ``fleet/`` ones.
+
+    Folders list their files and sub-folders; the root lists ``crds`` and ``fleet``;
+    ``fleet`` lists every other top-level folder. ``bootstrap/`` is left out of the root.
+    """
+    paths = [p for p in files if p.split("/", 1)[0] != BOOTSTRAP_FOLDER]
+    entries: dict[str, set[str]] = {}
+    for path in paths:
+        folder, name = posixpath.split(path)
+        if name == "kustomization.yaml" or not folder:
+            continue
+        entries.setdefault(folder, set()).add(name)
+        while True:
+            parent, child = posixpath.split(folder)
+            if not parent:
+                break
+            entries.setdefault(parent, set()).add(child)
+            folder = parent
+    top = {path.split("/", 1)[0] for path in paths if "/" in path}
+    out = {
+        posixpath.join(folder, "kustomization.yaml"): _kustomization(names)
+        for folder, names in entries.items()
+    }
+    others = sorted(top - {CRDS_FOLDER, FLEET_FOLDER, BOOTSTRAP_FOLDER})
+    out[f"{FLEET_FOLDER}/kustomization.yaml"] = _kustomization(f"../{name}" for name in others)
+    out["kustomization.yaml"] = _kustomization([CRDS_FOLDER, FLEET_FOLDER])
+    return out
+
+
+# ------------------------------------------------------------------ bootstrap
+
+
+def _repository_path(settings: Settings, *parts: str) -> str:
+    path = settings.repository.path.strip("/")
+    path = path.removeprefix("./") or "."
+    return posixpath.join(path, *parts)
+
+
+def argocd_application(settings: Settings) -> dict[str, Any]:
+    """The Argo CD Application that syncs ``rendered/`` (its waves order the objects)."""
+    repository = settings.repository
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": settings.addonName, "namespace": ARGOCD_NAMESPACE},
+        "spec": {
+            "project": "default",
+            "source": {
+                "repoURL": repository.url,
+                "targetRevision": repository.branch,
+                "path": _repository_path(settings),
+            },
+            "destination": {"server": "https://kubernetes.default.svc"},
+            "syncPolicy": {
+                "automated": {"prune": True, "selfHeal": True},
+                "retry": {
+                    "limit": 5,
+                    "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"},
+                },
+            },
+        },
+    }
+
+
+def flux_objects(settings: Settings) -> dict[str, dict[str, Any]]:
+    """File name → the GitRepository and the two Flux Kustomizations (CRDs, then the rest)."""
+    repository = settings.repository
+    name = settings.addonName
+    source_ref = {"kind": "GitRepository", "name": name}
+
+    def kustomization(object_name: str, folder: str, extra: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": object_name, "namespace": FLUX_NAMESPACE},
+            "spec": {
+                "interval": "10m",
+                "retryInterval": "1m",
+                "sourceRef": source_ref,
+                "path": "./" + _repository_path(settings, folder),
+                "prune": True,
+                **extra,
+            },
+        }
+
+    return {
+        "gitrepository.yaml": {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": FLUX_NAMESPACE},
+            "spec": {"interval": "1m", "url": repository.url, "ref": {"branch": repository.branch}},
+        },
+        # wait: the second Kustomization starts only once the CRDs are Established.
+        "kustomization-crds.yaml": kustomization(f"{name}-crds", CRDS_FOLDER, {"wait": True}),
+        "kustomization-fleet.yaml": kustomization(
+            name, FLEET_FOLDER, {"dependsOn": [{"name": f"{name}-crds"}]}
+        ),
+    }
+
+
+def render_bootstrap(settings: Settings) -> dict[str, str]:
+    """``bootstrap/argocd/`` and ``bootstrap/flux/``, each with its own ``kustomization.yaml``."""
+    folders: dict[str, dict[str, dict[str, Any]]] = {
+        f"{BOOTSTRAP_FOLDER}/argocd": {"application.yaml": argocd_application(settings)},
+        f"{BOOTSTRAP_FOLDER}/flux": flux_objects(settings),
+    }
+    files = {}
+    for folder, objects in folders.items():
+        for name, obj in objects.items():
+            files[f"{folder}/{name}"] = dump_yaml(obj)
+        files[f"{folder}/kustomization.yaml"] = _kustomization(objects)
+    return files
