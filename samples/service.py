@@ -233,7 +233,11 @@ class RunningServer:
     def __init__(self, app: ScoringApp, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = QuietServer((host, port), make_handler(app))
         self._thread = threading.Thread(
-            target=self.server.serve_forever, name="sample-scorer", daemon=True
+            # A short poll interval: close() waits up to one interval for the loop to stop.
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="sample-scorer",
+            daemon=True,
         )
         self._thread.start()
 
