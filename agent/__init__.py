@@ -1,0 +1,13 @@
+"""dsf-agent: runs every scorer of one managed cluster and publishes the scores.
+
+Reading order, one scorer from configuration to published score: ``settings`` (command
+line) → ``config`` (ConfigMap or file → summaries) → ``loop`` (one task per scorer,
+cadence) → ``cycle`` (one scoring cycle) → ``fetch`` (Prometheus) → ``score``
+(Scoring API) → ``metrics`` and ``publish`` (AddOnPlacementScore on the hub).
+"""
+
+from __future__ import annotations
+
+__all__ = ["AGENT_NAME"]
+
+AGENT_NAME = "dsf-agent"

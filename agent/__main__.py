@@ -1,0 +1,138 @@
+"""``dsf-agent``: wire the stages together, serve the endpoints, stop cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from prometheus_client import CollectorRegistry, disable_created_metrics
+
+from agent.config import ConfigMapSource, FileSource
+from agent.cycle import CycleContext
+from agent.errors import AgentError
+from agent.kube import core_api, custom_objects_api, hub_client, managed_cluster_client
+from agent.logs import configure_logging, fields
+from agent.loop import Agent
+from agent.metrics import AgentMetrics
+from agent.publish import HubPublisher
+from agent.secrets import ApiSecretStore, DirSecretStore, SecretStore
+from agent.server import start_server
+from agent.settings import CONFIG_MAP_NAME, Settings, parse_settings
+from agent.transport import make_client
+
+log = logging.getLogger("dsf.agent")
+
+
+async def run_agent(
+    settings: Settings,
+    stop: asyncio.Event,
+    *,
+    registry: CollectorRegistry | None = None,
+    core: Any = None,
+    hub: Any = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    on_listening: Any = None,
+) -> None:
+    """Run until ``stop`` is set. ``core``/``hub`` (``CoreV1Api``/``CustomObjectsApi``) are
+    built from the environment unless given; tests inject them."""
+    registry = registry if registry is not None else CollectorRegistry()
+    if core is None and (settings.config_file is None or settings.secrets_dir is None):
+        core = core_api(managed_cluster_client())
+    if hub is None and settings.hub_kubeconfig is not None:
+        hub = custom_objects_api(hub_client(settings.hub_kubeconfig))
+    secrets: SecretStore = (
+        DirSecretStore(settings.secrets_dir)
+        if settings.secrets_dir is not None
+        else ApiSecretStore(core, settings.namespace, timeout=settings.request_timeout)
+    )
+    source = (
+        FileSource(settings.config_file, poll=settings.config_poll_seconds)
+        if settings.config_file is not None
+        else ConfigMapSource(
+            core, settings.namespace, CONFIG_MAP_NAME, timeout=settings.request_timeout
+        )
+    )
+    metrics = AgentMetrics(registry, settings.cluster_name)
+    metrics.config_ok.set(0)
+    publisher = (
+        HubPublisher(
+            hub,
+            settings.cluster_name,
+            timeout=settings.request_timeout,
+            retries=settings.hub_conflict_retries,
+        )
+        if hub is not None
+        else None
+    )
+    async with make_client(settings.request_timeout, transport=transport) as client:
+        ctx = CycleContext(
+            settings=settings, client=client, secrets=secrets, metrics=metrics, hub=publisher
+        )
+        agent = Agent(ctx)
+        server = await start_server(
+            settings.metrics_host, settings.metrics_port, registry, ready=agent.ready.is_set
+        )
+        if on_listening is not None:
+            on_listening(server)
+        log.info(
+            "agent_started",
+            extra=fields(
+                cluster=settings.cluster_name,
+                config=str(settings.config_file)
+                if settings.config_file
+                else f"configmap {CONFIG_MAP_NAME}",
+                hub=publisher is not None,
+            ),
+        )
+        follower = asyncio.create_task(agent.follow(source.events()), name="config")
+        stopper = asyncio.create_task(stop.wait(), name="stop")
+        try:
+            done, _ = await asyncio.wait({follower, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if follower in done:
+                follower.result()  # the config source never ends on its own: surface why it did
+        finally:
+            for task in (follower, stopper):
+                task.cancel()
+            await asyncio.gather(follower, stopper, return_exceptions=True)
+            await agent.stop_all()
+            server.close()
+            await server.wait_closed()
+            if isinstance(source, ConfigMapSource):
+                source.stop()
+    log.info("agent_stopped")
+
+
+async def _main(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await run_agent(settings, stop)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point; exits 0 after SIGTERM/SIGINT, 2 on a usage or startup error."""
+    settings = parse_settings(sys.argv[1:] if argv is None else argv)
+    configure_logging(settings.log_level, settings.log_format)
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series double the counters and nobody reads them
+    try:
+        asyncio.run(_main(settings))
+    except AgentError as err:
+        log.error("agent_failed", extra=fields(reason=err.reason, error=str(err)))
+        sys.exit(2)
+    except OSError as err:  # e.g. the metrics port is taken
+        log.error("agent_failed", extra=fields(reason="os_error", error=str(err)))
+        sys.exit(2)
+    with contextlib.suppress(Exception):
+        logging.shutdown()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""One scoring cycle of one scorer: secrets → fetch → score → publish → account.
+
+Every failure is caught here, counted by stage and reason, and logged when it starts,
+changes or ends (not on every repeat: 200 failing scorers at 1 s would bury the log).
+A failed cycle changes nothing already published except the failure counters.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import httpx
+
+from agent.dimensions import sanitize_name, score_items
+from agent.errors import AgentError, SecretMissingError
+from agent.fetch import fetch_series
+from agent.logs import fields
+from agent.metrics import AgentMetrics, ScorerMetrics
+from agent.publish import HubPublisher, placement_score_status
+from agent.score import request_scores
+from agent.secrets import SecretStore
+from agent.settings import Settings
+from dsf_compile.models import Summary
+
+log = logging.getLogger("dsf.agent.cycle")
+
+
+@dataclass
+class CycleContext:
+    """What every cycle shares: settings, the HTTP client, Secrets, metrics and the hub."""
+
+    settings: Settings
+    client: httpx.AsyncClient
+    secrets: SecretStore
+    metrics: AgentMetrics
+    hub: HubPublisher | None = None
+    wall_clock: Callable[[], float] = field(default=time.time)
+
+
+@dataclass
+class CycleState:
+    """Per-scorer memory between cycles: the current failure, to log only changes."""
+
+    failure: tuple[str, str] | None = None
+
+
+async def _token(secrets: SecretStore, name: str, key: str) -> str | None:
+    return await secrets.token(name, key) if name and key else None
+
+
+async def run_cycle(
+    ctx: CycleContext, summary: Summary, counters: ScorerMetrics, state: CycleState
+) -> bool:
+    """Run one cycle; returns whether it succeeded. Never raises except on cancellation."""
+    score_name = summary.scoreName
+    stage = "internal"
+    try:
+        stage = "secret"
+        try:
+            source_token = await _token(
+                ctx.secrets, summary.sourceEndpointAuthName, summary.sourceEndpointAuthKey
+            )
+            scoring_token = await _token(
+                ctx.secrets, summary.scoringEndpointAuthName, summary.scoringEndpointAuthKey
+            )
+        except SecretMissingError:
+            counters.enabled.set(0)
+            raise
+        counters.enabled.set(1)
+
+        stage = "fetch"
+        started = time.perf_counter()
+        try:
+            series = await fetch_series(
+                ctx.client,
+                summary,
+                token=source_token,
+                now=ctx.wall_clock(),
+                max_bytes=ctx.settings.max_response_bytes,
+            )
+        finally:
+            fetched = time.perf_counter()
+            counters.fetch_seconds.inc(fetched - started)
+
+        stage = "score"
+        try:
+            outcome = await request_scores(
+                ctx.client,
+                summary.scoringEndpoint,
+                series,
+                token=scoring_token,
+                max_bytes=ctx.settings.max_scoring_response_bytes,
+            )
+        finally:
+            scored = time.perf_counter()
+            counters.perform_seconds.inc(scored - fetched)
+        del series  # the input can be tens of MB; do not hold it while publishing
+        if outcome.skipped:
+            counters.skipped_results.inc(outcome.skipped)
+
+        stage = "publish"
+        how = ctx.settings.aggregation_for(score_name)
+        try:
+            ctx.metrics.publish_scores(score_name, outcome.results, how)
+            if ctx.hub is not None and summary.scoreDestination == "AddOnPlacementScore":
+                items = score_items(
+                    outcome.results,
+                    template=summary.scoreDimensionFormat,
+                    cluster=ctx.settings.cluster_name,
+                    score_name=score_name,
+                    how=how,
+                )
+                status = placement_score_status(
+                    items,
+                    now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
+                    interval=summary.scoringInterval,
+                )
+                conflicts = await ctx.hub.publish(sanitize_name(score_name), status)
+                if conflicts:
+                    counters.hub_conflicts.inc(conflicts)
+        finally:
+            counters.send_seconds.inc(time.perf_counter() - scored)
+    except AgentError as err:
+        _record_failure(counters, state, score_name, err.stage, err.reason, str(err))
+        return False
+    except Exception as err:  # a bug must cost one cycle, not the scorer
+        _record_failure(
+            counters, state, score_name, stage, type(err).__name__, repr(err)[:300], exc=err
+        )
+        return False
+    counters.success.inc()
+    counters.last_success.set(ctx.wall_clock())
+    if state.failure is not None:
+        log.info("scorer_recovered", extra=fields(score_name=score_name, after=state.failure[0]))
+        state.failure = None
+    return True
+
+
+def _record_failure(
+    counters: ScorerMetrics,
+    state: CycleState,
+    score_name: str,
+    stage: str,
+    reason: str,
+    message: str,
+    *,
+    exc: BaseException | None = None,
+) -> None:
+    counters.failed(stage, reason)
+    level = logging.WARNING if state.failure != (stage, reason) else logging.DEBUG
+    state.failure = (stage, reason)
+    log.log(
+        level,
+        "cycle_failed",
+        extra=fields(score_name=score_name, stage=stage, reason=reason, error=message),
+        exc_info=exc,
+    )

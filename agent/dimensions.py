@@ -1,0 +1,110 @@
+"""Pure mapping of scorer results to AddOnPlacementScore names and items."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from agent.aggregate import Aggregation, group_by_key
+from agent.score import Scored
+from dsf_compile.models import PLACEHOLDER_RE
+
+RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")
+SCORE_MIN = -100
+SCORE_MAX = 100
+_MAX_NAME = 253
+_OUTSIDE = re.compile(r"[^a-z0-9.-]")
+_DASHES = re.compile(r"-{2,}")
+
+
+def sanitize_name(score_name: str) -> str:
+    """The AddOnPlacementScore name of a score (``agent.md``): a DNS-safe form of it.
+
+    ``sample_my_score`` → ``sample-my-score``; ``My Score@Name`` → ``my-score-name``;
+    ``""`` → ``score``.
+    """
+    name = _DASHES.sub("-", _OUTSIDE.sub("-", score_name.lower())).strip("-.")
+    if len(name) > _MAX_NAME:
+        name = name[:_MAX_NAME]
+        while name and not name[-1].isalnum():
+            name = name[:-1]
+    if not name:
+        return "score"
+    if not name[0].isalnum():
+        name = "a" + name
+    if not name[-1].isalnum():
+        name = name + "a"
+    return name
+
+
+def render_dimension(
+    template: str, labels: Mapping[str, str], *, cluster: str, score_name: str
+) -> str:
+    """``scoreDimensionFormat`` with each ``${placeholder}`` replaced by its value.
+
+    Result labels are used untruncated; an absent label renders empty. An unknown
+    placeholder (the compiler rejects them) is left as written.
+    """
+    values = {"cluster": cluster, "scoreName": score_name}
+
+    def replace(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key in values:
+            return values[key]
+        if key in RESULT_LABELS:
+            return labels.get(key, "")
+        return match.group(0)
+
+    return PLACEHOLDER_RE.sub(replace, template)
+
+
+def placement_value(score: float) -> int:
+    """A score as the API's integer: rounded down, then clamped to [-100, 100].
+
+    Clamping comes first so that an infinite sum of finite scores still maps to a bound.
+    """
+    if score >= SCORE_MAX:
+        return SCORE_MAX
+    if score <= SCORE_MIN:
+        return SCORE_MIN
+    return math.floor(score)
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    """One entry of ``status.scores``."""
+
+    name: str
+    value: int
+
+    def as_dict(self) -> dict[str, str | int]:
+        """The item as the API wants it."""
+        return {"name": self.name, "value": self.value}
+
+
+def score_items(
+    results: Iterable[Scored],
+    *,
+    template: str,
+    cluster: str,
+    score_name: str,
+    how: Aggregation,
+) -> list[ScoreItem]:
+    """The sorted ``status.scores`` of one scorer's results.
+
+    Results whose name renders empty are skipped; results with the same name are folded
+    (``last`` keeps the later one, as upstream does).
+    """
+    pairs = (
+        (render_dimension(template, r.labels, cluster=cluster, score_name=score_name), r.score)
+        for r in results
+    )
+    folded = group_by_key(((name, score) for name, score in pairs if name), how)
+    # A fold can only give NaN by adding +inf and -inf overflows; such a dimension has no value.
+    return [
+        ScoreItem(name, placement_value(score))
+        for name, score in sorted(folded.items())
+        if not math.isnan(score)
+    ]

@@ -1,0 +1,179 @@
+"""Scheduling: one asyncio task per scorer, started, updated and stopped with the config.
+
+A scorer's cycles run on a fixed grid ``base + k * interval``; ``base`` is offset from the
+start by a stable per-scorer phase (a hash of the score name, at most 10 s), so that
+hundreds of scorers with the same interval do not all fire in the same millisecond. The
+first cycle runs right after start; the next one on the first grid slot at least one
+interval later. A cycle that overruns makes the scorer skip the slots it missed (counted)
+instead of piling cycles up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import zlib
+from collections.abc import AsyncIterator
+
+from agent.config import ParsedConfig
+from agent.cycle import CycleContext, CycleState, run_cycle
+from agent.dimensions import sanitize_name
+from agent.errors import ConfigError
+from agent.logs import fields
+from agent.metrics import ScorerMetrics
+from dsf_compile.models import Summary
+
+log = logging.getLogger("dsf.agent.loop")
+MAX_PHASE_SECONDS = 10.0
+
+
+def scorer_phase(score_name: str, interval: float) -> float:
+    """Stable offset in ``[0, min(interval, 10 s))`` of a scorer's grid."""
+    return zlib.crc32(score_name.encode()) / 2**32 * min(interval, MAX_PHASE_SECONDS)
+
+
+def next_slot(base: float, interval: float, not_before: float) -> float:
+    """The first grid time ``base + k * interval`` (k >= 0) that is at or after ``not_before``."""
+    if not_before <= base:
+        return base
+    steps = math.ceil((not_before - base) / interval - 1e-9)
+    return base + steps * interval
+
+
+class ScorerRunner:
+    """The task running one scorer's cycles; its settings can change while it runs."""
+
+    def __init__(self, summary: Summary, ctx: CycleContext) -> None:
+        self.summary = summary
+        self._ctx = ctx
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.counters = ScorerMetrics(ctx.metrics, summary.scoreName)
+        self.cycles = 0
+
+    def start(self) -> None:
+        """Start the task; the first cycle runs at once."""
+        self._task = asyncio.create_task(self._run(), name=f"scorer:{self.summary.scoreName}")
+
+    def update(self, summary: Summary) -> None:
+        """Use ``summary`` from the next cycle on (a new interval reschedules at once)."""
+        self.summary = summary
+        self._changed.set()
+
+    async def stop(self) -> None:
+        """Cancel the task, including a cycle in flight, and wait for it to end."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            if not self._task.cancelled():  # we are being cancelled ourselves
+                raise
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        scheduled = started
+        state = CycleState()
+        lag = self._ctx.metrics.start_lag
+        while True:
+            lag.observe(max(0.0, loop.time() - scheduled))
+            await run_cycle(self._ctx, self.summary, self.counters, state)
+            self.cycles += 1
+            while True:
+                interval = float(self.summary.scoringInterval)
+                base = started + scorer_phase(self.summary.scoreName, interval)
+                target = next_slot(base, interval, scheduled + interval)
+                now = loop.time()
+                if target < now:
+                    upcoming = next_slot(base, interval, now)
+                    self.counters.missed_cycles.inc(round((upcoming - target) / interval))
+                    target = upcoming
+                self._changed.clear()
+                try:
+                    async with asyncio.timeout_at(target):
+                        await self._changed.wait()
+                except TimeoutError:
+                    break
+            scheduled = target
+
+
+class Agent:
+    """Owns the scorers: applies each new configuration, keeps the last good one."""
+
+    def __init__(self, ctx: CycleContext) -> None:
+        self._ctx = ctx
+        self.runners: dict[str, ScorerRunner] = {}
+        self.ready = asyncio.Event()
+
+    async def apply(self, config: ParsedConfig) -> None:
+        """Start new scorers, update changed ones, stop (and forget) removed ones.
+
+        A scorer whose new summary was rejected keeps running with its previous settings.
+        """
+        wanted = {summary.scoreName: summary for summary in config.summaries}
+        removed = [
+            name
+            for name in self.runners
+            if name not in wanted and name not in config.rejected_score_names
+        ]
+        for name in removed:
+            await self._stop(name)
+        started = updated = 0
+        for name, summary in wanted.items():
+            runner = self.runners.get(name)
+            if runner is None:
+                runner = self.runners[name] = ScorerRunner(summary, self._ctx)
+                runner.start()
+                started += 1
+            elif runner.summary != summary:
+                runner.update(summary)
+                updated += 1
+        self._ctx.metrics.scorers.set(len(self.runners))
+        log.info(
+            "config_applied",
+            extra=fields(
+                scorers=len(self.runners),
+                started=started,
+                updated=updated,
+                stopped=len(removed),
+                rejected=len(config.problems),
+            ),
+        )
+
+    async def _stop(self, name: str) -> None:
+        runner = self.runners.pop(name)
+        await runner.stop()
+        self._ctx.metrics.forget(name)
+        if self._ctx.hub is not None:
+            self._ctx.hub.forget(sanitize_name(name))
+
+    async def stop_all(self) -> None:
+        """Stop every scorer (shutdown)."""
+        for name in list(self.runners):
+            await self._stop(name)
+
+    async def follow(self, events: AsyncIterator[ParsedConfig | ConfigError]) -> None:
+        """Apply every configuration ``events`` yields; on an error keep the last good one."""
+        metrics = self._ctx.metrics
+        async for event in events:
+            if isinstance(event, ConfigError):
+                metrics.reloads.labels("failure").inc()
+                metrics.config_ok.set(0)
+                log.error(
+                    "config_rejected",
+                    extra=fields(
+                        reason=event.reason, error=str(event), kept_scorers=len(self.runners)
+                    ),
+                )
+                continue
+            for problem in event.problems:
+                log.error("summary_rejected", extra=fields(problem=problem))
+            await self.apply(event)
+            metrics.reloads.labels("success").inc()
+            metrics.config_ok.set(1)
+            metrics.config_timestamp.set(self._ctx.wall_clock())
+            metrics.invalid_summaries.set(len(event.problems))
+            self.ready.set()

@@ -1,0 +1,213 @@
+"""Every metric the agent exposes, on an injected ``CollectorRegistry``.
+
+Upstream's names are kept (``dynamic_score``, ``dynamic_scoring_requests_total`` and the
+three ``*_seconds_total`` counters); the rest tell an operator *why* a scorer fails.
+Series that carry a score name are tracked per scorer so that a removed scorer leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
+
+from agent.aggregate import Aggregation, group_by_key
+from agent.dimensions import RESULT_LABELS
+from agent.score import Scored
+
+MAX_LABEL_LENGTH = 256
+SCORE_LABELS = ("ds_cluster", *(f"ds_{label}" for label in RESULT_LABELS), "ds_score_name")
+_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+SeriesKey = tuple[str, ...]
+_M = TypeVar("_M", bound=MetricWrapperBase)
+
+
+@dataclass
+class _Owned:
+    """The labelled series one scorer created, so they can all be removed with it."""
+
+    children: set[tuple[MetricWrapperBase, SeriesKey]] = field(default_factory=set)
+    scores: set[SeriesKey] = field(default_factory=set)
+
+
+class AgentMetrics:
+    """The agent's metrics; one instance per registry (tests pass a fresh one)."""
+
+    def __init__(self, registry: CollectorRegistry, cluster: str) -> None:
+        self.registry = registry
+        self.cluster = cluster
+        self._owned: dict[str, _Owned] = {}
+        self.score = Gauge(
+            "dynamic_score",
+            "Latest score returned by a Scoring API.",
+            SCORE_LABELS,
+            registry=registry,
+        )
+        self.requests = Counter(
+            "dynamic_scoring_requests",
+            "Scoring cycles by outcome.",
+            ("score_name", "status"),
+            registry=registry,
+        )
+        self.fetch_seconds = Counter(
+            "dynamic_scoring_fetch_seconds",
+            "Time spent querying the source.",
+            ("score_name",),
+            registry=registry,
+        )
+        self.perform_seconds = Counter(
+            "dynamic_scoring_perform_seconds",
+            "Time spent waiting for the Scoring API.",
+            ("score_name",),
+            registry=registry,
+        )
+        self.send_seconds = Counter(
+            "dynamic_scoring_send_seconds",
+            "Time spent publishing scores (metrics and AddOnPlacementScore).",
+            ("score_name",),
+            registry=registry,
+        )
+        self.failures = Counter(
+            "dynamic_scoring_failures",
+            "Failed cycles by stage (secret, fetch, score, publish) and reason.",
+            ("score_name", "stage", "reason"),
+            registry=registry,
+        )
+        self.skipped_results = Counter(
+            "dynamic_scoring_skipped_results",
+            "Scoring API results skipped because their score was not a finite number or they were malformed.",
+            ("score_name",),
+            registry=registry,
+        )
+        self.missed_cycles = Counter(
+            "dynamic_scoring_missed_cycles",
+            "Scheduled cycles not run because the previous cycle of the scorer was still running.",
+            ("score_name",),
+            registry=registry,
+        )
+        self.last_success = Gauge(
+            "dynamic_scoring_last_success_timestamp_seconds",
+            "Unix time of the scorer's last fully successful cycle.",
+            ("score_name",),
+            registry=registry,
+        )
+        self.enabled = Gauge(
+            "dynamic_scoring_scorer_enabled",
+            "1 when the scorer can run, 0 while it is disabled (a Secret it needs is missing).",
+            ("score_name",),
+            registry=registry,
+        )
+        self.scorers = Gauge(
+            "dynamic_scoring_scorers", "Scorers currently configured.", registry=registry
+        )
+        self.reloads = Counter(
+            "dynamic_scoring_config_reloads",
+            "Configuration loads by result; a failed load keeps the last good configuration.",
+            ("result",),
+            registry=registry,
+        )
+        self.config_ok = Gauge(
+            "dynamic_scoring_config_last_reload_successful",
+            "1 when the latest configuration could be used, 0 when the last good one is kept.",
+            registry=registry,
+        )
+        self.config_timestamp = Gauge(
+            "dynamic_scoring_config_last_reload_success_timestamp_seconds",
+            "Unix time of the last configuration that could be used.",
+            registry=registry,
+        )
+        self.invalid_summaries = Gauge(
+            "dynamic_scoring_config_invalid_summaries",
+            "Summaries of the latest configuration that were rejected.",
+            registry=registry,
+        )
+        self.start_lag = Histogram(
+            "dynamic_scoring_cycle_start_lag_seconds",
+            "Delay between a cycle's scheduled and actual start.",
+            buckets=_LAG_BUCKETS,
+            registry=registry,
+        )
+        self.hub_conflicts = Counter(
+            "dynamic_scoring_hub_conflicts",
+            "AddOnPlacementScore writes retried after a resourceVersion conflict.",
+            ("score_name",),
+            registry=registry,
+        )
+
+    def child(self, metric: _M, score_name: str, *labels: str) -> _M:
+        """``metric`` labelled for ``score_name`` (first label) and ``labels``, tracked for removal."""
+        key = (score_name, *labels)
+        self._owned.setdefault(score_name, _Owned()).children.add((metric, key))
+        return metric.labels(*key)
+
+    def publish_scores(self, score_name: str, results: Iterable[Scored], how: Aggregation) -> int:
+        """Set ``dynamic_score`` for the results and delete this scorer's series not among them.
+
+        Returns the number of series now published.
+        """
+        owned = self._owned.setdefault(score_name, _Owned())
+        folded = group_by_key(
+            ((self._score_key(score_name, r.labels), r.score) for r in results), how
+        )
+        for key, value in folded.items():
+            self.score.labels(*key).set(value)
+        for stale in owned.scores - folded.keys():
+            self.score.remove(*stale)
+        owned.scores = set(folded)
+        return len(folded)
+
+    def forget(self, score_name: str) -> None:
+        """Delete every series of a scorer that was removed from the configuration."""
+        owned = self._owned.pop(score_name, None)
+        if owned is None:
+            return
+        for key in owned.scores:
+            self.score.remove(*key)
+        for metric, labels in owned.children:
+            # A child that was never touched is unknown to prometheus_client.
+            with contextlib.suppress(KeyError):
+                metric.remove(*labels)
+
+    def _score_key(self, score_name: str, labels: dict[str, str]) -> SeriesKey:
+        return (
+            self.cluster[:MAX_LABEL_LENGTH],
+            *(labels.get(label, "")[:MAX_LABEL_LENGTH] for label in RESULT_LABELS),
+            score_name[:MAX_LABEL_LENGTH],
+        )
+
+
+class ScorerMetrics:
+    """The series of one scorer, bound once: a cycle touches them without label lookups."""
+
+    def __init__(self, metrics: AgentMetrics, score_name: str) -> None:
+        self._metrics = metrics
+        self.score_name = score_name
+        child = metrics.child
+        self.success = child(metrics.requests, score_name, "success")
+        self.failure = child(metrics.requests, score_name, "failure")
+        self.fetch_seconds = child(metrics.fetch_seconds, score_name)
+        self.perform_seconds = child(metrics.perform_seconds, score_name)
+        self.send_seconds = child(metrics.send_seconds, score_name)
+        self.skipped_results = child(metrics.skipped_results, score_name)
+        self.missed_cycles = child(metrics.missed_cycles, score_name)
+        self.hub_conflicts = child(metrics.hub_conflicts, score_name)
+        self.last_success = child(metrics.last_success, score_name)
+        self.enabled = child(metrics.enabled, score_name)
+        self._failures: dict[tuple[str, str], Counter] = {}
+
+    def failed(self, stage: str, reason: str) -> None:
+        """Count a failed cycle, by stage and reason."""
+        key = (stage, reason)
+        counter = self._failures.get(key)
+        if counter is None:
+            counter = self._failures[key] = self._metrics.child(
+                self._metrics.failures, self.score_name, *key
+            )
+        counter.inc()
+        self.failure.inc()

@@ -1,0 +1,100 @@
+"""Stage 2 of a cycle: POST the series to the Scoring API and check every result."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from agent.errors import AgentError, ScoreError
+from agent.transport import decode_json, read_capped
+from dsf_compile.models import ScoreResult
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One usable result: the scorer's labels and a finite score."""
+
+    labels: dict[str, str]
+    score: float
+
+
+@dataclass(frozen=True)
+class ScoringOutcome:
+    """What a Scoring API answered: the usable results, in order, and how many were skipped."""
+
+    results: list[Scored]
+    skipped: int
+
+
+def encode_request(series: list[Any]) -> bytes:
+    """The ``/scoring`` body ``{"data": [...]}``, compact (the series can be tens of MB)."""
+    return json.dumps({"data": series}, separators=(",", ":"), allow_nan=False).encode()
+
+
+def parse_response(document: Any) -> ScoringOutcome:
+    """Check a ``/scoring`` answer: a ``results`` list is required; a result whose labels are
+    not a string map or whose score is not a finite number is skipped and counted."""
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        raise ScoreError("Scoring API answer has no results list", reason="invalid_response")
+    usable: list[Scored] = []
+    skipped = 0
+    for item in document["results"]:
+        try:
+            result = ScoreResult.model_validate(item)
+        except ValidationError:
+            skipped += 1
+            continue
+        if not math.isfinite(result.score):
+            skipped += 1
+            continue
+        usable.append(Scored(labels=result.metric, score=result.score))
+    return ScoringOutcome(results=usable, skipped=skipped)
+
+
+async def request_scores(
+    client: httpx.AsyncClient,
+    endpoint: str,
+    series: list[Any],
+    *,
+    token: str | None,
+    max_bytes: int,
+) -> ScoringOutcome:
+    """POST ``series`` to ``endpoint`` and return the validated results."""
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        body = encode_request(series)
+    except ValueError as err:
+        # Prometheus never returns NaN as a JSON number, but a compatible API might.
+        raise ScoreError("series cannot be encoded as JSON", reason="invalid_input") from err
+    try:
+        async with client.stream("POST", endpoint, content=body, headers=headers) as response:
+            if response.status_code != 200:
+                raise ScoreError(
+                    f"Scoring API answered HTTP {response.status_code}",
+                    reason=f"http_{response.status_code // 100}xx",
+                )
+            raw = await read_capped(response, max_bytes)
+    except httpx.TimeoutException as err:
+        raise ScoreError(f"Scoring API timed out ({type(err).__name__})", reason="timeout") from err
+    except httpx.HTTPError as err:
+        raise ScoreError(
+            f"Scoring API unreachable ({type(err).__name__}: {err})", reason="unreachable"
+        ) from err
+    except ScoreError:
+        raise
+    except AgentError as err:
+        raise ScoreError(f"Scoring API {err}", reason=err.reason) from err
+    try:
+        document = decode_json(raw)
+    except ValueError as err:
+        raise ScoreError(
+            "Scoring API answered something that is not JSON", reason="invalid_response"
+        ) from err
+    return parse_response(document)

@@ -1,0 +1,86 @@
+"""``/metrics``, ``/healthz`` and ``/readyz`` on a minimal asyncio HTTP/1.1 server.
+
+Three read-only GET endpoints do not justify a web framework; one request per connection
+keeps the parser trivial (Prometheus and the kubelet open a connection per scrape/probe
+or cope with ``Connection: close``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from agent.logs import fields
+
+log = logging.getLogger("dsf.agent.server")
+_MAX_HEADER_BYTES = 16 * 1024
+_READ_TIMEOUT = 10.0
+
+
+def _response(status: str, body: bytes, content_type: str = "text/plain; charset=utf-8") -> bytes:
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def route(path: str, method: str, registry: CollectorRegistry, ready: Callable[[], bool]) -> bytes:
+    """The full HTTP response for one request (pure apart from reading the registry)."""
+    path = path.split("?", 1)[0]
+    if method not in ("GET", "HEAD"):
+        return _response("405 Method Not Allowed", b"method not allowed\n")
+    if path == "/metrics":
+        return _response("200 OK", generate_latest(registry), CONTENT_TYPE_LATEST)
+    if path == "/healthz":
+        return _response("200 OK", b"ok\n")
+    if path == "/readyz":
+        if ready():
+            return _response("200 OK", b"ready\n")
+        return _response("503 Service Unavailable", b"configuration not loaded yet\n")
+    return _response("404 Not Found", b"not found\n")
+
+
+async def start_server(
+    host: str, port: int, registry: CollectorRegistry, ready: Callable[[], bool]
+) -> asyncio.Server:
+    """Listen on ``host:port`` (port 0 picks a free one) and serve the three endpoints."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(_READ_TIMEOUT):
+                head = await reader.readuntil(b"\r\n\r\n")
+            if len(head) > _MAX_HEADER_BYTES:
+                raise ValueError("headers too large")
+            method, path, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+            response = route(path, method, registry, ready)
+            if method == "HEAD":
+                response = response.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
+            writer.write(response)
+            await writer.drain()
+        except (
+            TimeoutError,
+            ValueError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            OSError,
+        ):
+            with contextlib.suppress(OSError):
+                writer.write(_response("400 Bad Request", b"bad request\n"))
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_server(handle, host, port, limit=_MAX_HEADER_BYTES)
+    log.info("http_listening", extra=fields(address=f"{host}:{server_port(server)}"))
+    return server
+
+
+def server_port(server: asyncio.Server) -> int:
+    """The port a started server listens on."""
+    return int(server.sockets[0].getsockname()[1])

@@ -1,0 +1,52 @@
+"""The one shared HTTP client, and reading a response body without trusting its size."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from agent.errors import ResponseTooLargeError
+
+USER_AGENT = "dsf-agent/0.1"
+
+
+def make_client(
+    timeout: float, *, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
+    """An ``AsyncClient`` with pooling and an explicit timeout for every phase of a request.
+
+    Redirects are not followed: a Prometheus or Scoring API that redirects is misconfigured,
+    and following one could send a bearer token to another host.
+    """
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+        limits=httpx.Limits(
+            max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0
+        ),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT},
+        transport=transport,
+        trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
+    )
+
+
+async def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The body of a streamed ``response``, failing as soon as it exceeds ``limit`` bytes."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ResponseTooLargeError(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLargeError(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_json(body: bytes) -> Any:
+    """Parse a JSON body; ``ValueError`` when it is not JSON (or not UTF-8)."""
+    return json.loads(body)
