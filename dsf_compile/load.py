@@ -121,8 +121,11 @@ class _Builder:
             return self._constructor.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as err:
             line, column = _mark(node)
-            self._report(line, column, pointer, f"cannot read value: {err}")
-            return None
+            # a MarkedYAMLError's str() spans lines and names "<unicode string>"
+            reason = err.problem if isinstance(err, yaml.MarkedYAMLError) and err.problem else str(err)
+            self._report(line, column, pointer, f"cannot read value: {reason}")
+            # its text, so that validation adds no misleading "must be a string (null)"
+            return node.value
 
     def _report(self, line: int, column: int, pointer: Pointer, message: str) -> None:
         self.problems.append(Problem(self.path, line, column, format_pointer(pointer), message))
