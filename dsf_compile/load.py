@@ -27,6 +27,9 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_ALIAS_NODES = 10_000
 MAX_DEPTH = 64
+#: Nesting libyaml's composer takes safely: it recurses in C per level and crashes the
+#: interpreter (SIGSEGV) on tens of thousands of levels, before MAX_DEPTH is checked.
+_COMPOSE_SAFE_DEPTH = 5_000
 
 Pointer = tuple[str | int, ...]
 
@@ -145,12 +148,38 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
     return (node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+def _nesting_bound(text: str) -> int:
+    """An upper bound of the nesting depth of ``text``: flow brackets plus block indentation."""
+    longest = max((len(line) for line in text.splitlines()), default=0)
+    return text.count("[") + text.count("{") + 2 * longest + 2
+
+
+def _too_deep(text: str) -> yaml.Mark | None:
+    """Where ``text`` first nests deeper than MAX_DEPTH, read from the (iterative) event stream."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return event.start_mark
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        pass  # composing stops at the same error, no deeper than MAX_DEPTH, and reports it
+    return None
+
+
 def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
     """Parse every document of ``text``; never raises for bad YAML."""
     documents: list[Document] = []
     problems: list[Problem] = []
     if "\x00" in text:
         return [], [Problem(path, 1, 1, "", "file is not text (it contains a NUL byte)")]
+    if _nesting_bound(text) > _COMPOSE_SAFE_DEPTH:
+        mark = _too_deep(text)
+        if mark is not None:
+            return [], [Problem(path, mark.line + 1, mark.column + 1, "", f"nested deeper than {MAX_DEPTH} levels")]
     try:
         for index, node in enumerate(_compose_all(text)):
             if node is None:
