@@ -232,7 +232,10 @@ def read_yaml_file(root: Path, relative: str) -> tuple[list[Document], list[Prob
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        return [], [Problem(relative, 1, 1, "", f"file is not UTF-8 text (byte {err.start})")]
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - raw.rfind(b"\n", 0, err.start)
+        message = f"file is not UTF-8 text (byte 0x{raw[err.start]:02x}); save it as UTF-8"
+        return [], [Problem(relative, line, column, "", message)]
     if not text.strip():
         return [], [Problem(relative, 0, 0, "", "file is empty")]
     return parse_yaml(text, relative)
