@@ -182,8 +182,8 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
             return [], [Problem(path, mark.line + 1, mark.column + 1, "", f"nested deeper than {MAX_DEPTH} levels")]
     try:
         for index, node in enumerate(_compose_all(text)):
-            if node is None:
-                continue
+            if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
+                continue  # an empty document between two '---'
             builder = _Builder(path)
             builder.positions[()] = _mark(node)
             try:

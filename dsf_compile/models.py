@@ -155,8 +155,8 @@ DnsLabel = Annotated[
 SecretKey = Annotated[
     str, AfterValidator(_secret_key), Field(max_length=253, json_schema_extra={"pattern": SECRET_KEY_RE.pattern})
 ]
-HttpUrl = Annotated[str, AfterValidator(check_http_url), Field(format="uri", pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://")]
-HttpHost = Annotated[str, AfterValidator(lambda v: check_http_url(v)), Field(pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://")]
+_URL_SCHEMA = {"pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^@/?#\s]+([/?][^\s#]*)?$"}
+HttpUrl = Annotated[str, AfterValidator(check_http_url), Field(json_schema_extra=_URL_SCHEMA)]
 DimensionFormat = Annotated[str, AfterValidator(_check_dimension_format), Field(min_length=1)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -207,14 +207,14 @@ class ScoringParams(Frozen):
 
 class SourceSpec(Frozen):
     type: SourceType | None = None
-    host: HttpHost | None = None
+    host: HttpUrl | None = None
     path: str | None = None
     params: SourceParams | None = None
     auth: Auth | None = None
 
 
 class ScoringSpec(Frozen):
-    host: HttpHost | None = None
+    host: HttpUrl | None = None
     path: str | None = None
     params: ScoringParams | None = None
     auth: Auth | None = None

@@ -97,14 +97,16 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
     try:
         for relative, text in [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())]:
             target = folder / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.parent.is_dir():
+                target.parent.mkdir(parents=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            staged.append((relative, Path(tmp)))
             with os.fdopen(fd, "wb") as out:
                 out.write(text.encode("utf-8"))
-            staged.append((relative, Path(tmp)))
     except OSError as err:
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)
+            _prune_empty(folder, tmp.parent)
         raise RenderError(f"cannot write {RENDERED}/: {err}; the previous tree is intact") from err
     try:
         for relative, tmp in staged:

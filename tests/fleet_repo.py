@@ -1,0 +1,21 @@
+"""Where the repository and its example fleet are, for the tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED = REPO_ROOT.parent / "shared"
+FLEET_FILES = ("scorers", "clusters", "dsf.yaml", "dsf.lock.json")
+
+
+def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
+    """A copy of the repository's example fleet (inputs, lockfile, and rendered/)."""
+    for name in (*FLEET_FILES, "rendered") if with_rendered else FLEET_FILES:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name)
+        elif source.exists():
+            shutil.copy2(source, target / name)
+    return target

@@ -1,0 +1,155 @@
+"""The command line: exit codes and exact stderr, as scripts and CI depend on them."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsf_compile.cli import run
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_validate_the_example_fleet(fleet: Path) -> None:
+    code, out, err = cli("--root", str(fleet), "validate")
+    assert (code, out) == (0, "")
+    assert err == "dsf-compile: 5 scorer(s), 3 cluster(s): valid\n"
+
+
+def test_render_check_after_render_and_after_an_edit(fleet: Path) -> None:
+    assert cli("--root", str(fleet), "render", "--check")[0] == 0
+    scorer = fleet / "scorers/sample-scorer.yaml"
+    scorer.write_text(scorer.read_text().replace("${node};${namespace};${pod}", "${node};${pod}"))
+    code, out, err = cli("--root", str(fleet), "render", "--check")
+    assert code == 1
+    assert (
+        "changed: rendered/hub/dynamicscorers/sample-scorer.yaml  DynamicScorer open-cluster-management/sample-scorer"
+        in out
+    )
+    assert '-              "scoreDimensionFormat": "${node};${namespace};${pod}"' in out
+    assert '+              "scoreDimensionFormat": "${node};${pod}"' in out
+    assert err.endswith("run 'dsf-compile render'\n")
+    code, _, err = cli("--root", str(fleet), "render")
+    assert code == 0 and "0 added, 4 changed, 0 removed" in err  # the scorer CR and its 3 clusters
+    assert cli("--root", str(fleet), "render", "--check")[0] == 0
+    assert cli("--root", str(fleet), "diff")[0] == 0
+
+
+def test_diff_markdown(fleet: Path) -> None:
+    (fleet / "rendered/clusters/worker01/manifestwork.yaml").write_text("stale\n")
+    code, out, _ = cli("--root", str(fleet), "diff", "--format", "markdown")
+    assert code == 1
+    assert out.startswith("### dsf-compile diff\n\n0 added, 1 changed, 0 removed.\n")
+
+
+BAD_INTERVAL = """\
+apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
+kind: DynamicScorer
+metadata:
+  name: bad
+spec:
+  description: broken
+  configURL: http://bad.svc:8000/config
+  configSyncMode: None
+  scoreDestination: AddOnPlacementScore
+  scoring:
+    params:
+      name: bad_score
+      interval: 0
+      extra: 1
+"""
+
+
+def test_problems_are_all_printed_sorted_and_nothing_is_written(fleet: Path) -> None:
+    (fleet / "scorers/bad.yaml").write_text(BAD_INTERVAL)
+    before = tree(fleet / "rendered")
+    code, out, err = cli("--root", str(fleet), "render")
+    assert (code, out) == (1, "")
+    assert err == (
+        "scorers/bad.yaml:13:7: error: spec.scoring.params.interval: must be > 0\n"
+        "scorers/bad.yaml:14:7: error: spec.scoring.params.extra: unknown field\n"
+        "dsf-compile: 2 error(s); nothing was written\n"
+    )
+    assert tree(fleet / "rendered") == before
+
+
+def test_github_annotations(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (fleet / "scorers/bad.yaml").write_text(BAD_INTERVAL)
+    code, _, err = cli("--root", str(fleet), "--format", "github", "validate")
+    assert code == 1
+    assert (
+        err.splitlines()[0]
+        == "::error file=scorers/bad.yaml,line=13,col=7::spec.scoring.params.interval: must be > 0"
+    )
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert cli("--root", str(fleet), "validate")[2].startswith(
+        "::error file=scorers/bad.yaml,line=13"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("frobnicate",), ("render", "--nope"), ("--root", "/nonexistent/dsf", "validate"), ()],
+    ids=["unknown-command", "unknown-flag", "missing-root", "no-command"],
+)
+def test_usage_errors_exit_2(argv: tuple[str, ...]) -> None:
+    code, _, err = cli(*argv)
+    assert code == 2
+    assert "dsf-compile: error:" in err
+    assert "Traceback" not in err
+
+
+def test_an_empty_folder_is_not_a_fleet(tmp_path: Path) -> None:
+    code, _, err = cli("--root", str(tmp_path), "validate")
+    assert code == 1
+    assert "no scorers/ or clusters/ folder here" in err
+
+
+def test_a_repository_with_only_inputs_works_with_defaults(fleet: Path) -> None:
+    (fleet / "dsf.yaml").unlink()
+    assert cli("--root", str(fleet), "validate")[0] == 0
+
+
+def test_missing_lock_entry_points_at_the_scorer(fleet: Path) -> None:
+    (fleet / "scorers/new.yaml").write_text(
+        BAD_INTERVAL.replace("interval: 0", "interval: 30").replace("      extra: 1\n", "")
+    )
+    code, _, err = cli("--root", str(fleet), "render")
+    assert code == 1
+    assert (
+        err.splitlines()[0]
+        == "scorers/new.yaml:4:3: error: metadata.name: no entry in dsf.lock.json: run 'dsf-compile sync bad'"
+    )
+
+
+def test_console_script_runs_as_a_process(fleet: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from dsf_compile.cli import main; main()",
+            "--root",
+            str(fleet),
+            "render",
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "dsf-compile: rendered/ is up to date\n"

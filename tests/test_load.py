@@ -1,0 +1,109 @@
+"""load: YAML → documents with positions; what a plain safe_load would let through is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsf_compile.load import format_pointer, list_input_files, parse_yaml, read_yaml_file
+
+
+def test_positions_point_at_keys_and_items() -> None:
+    text = "a:\n  b: 1\n  list:\n    - x\n    - y: 2\n"
+    (document,), problems = parse_yaml(text, "f.yaml")
+    assert problems == []
+    assert document.data == {"a": {"b": 1, "list": ["x", {"y": 2}]}}
+    assert document.locate(("a", "b")) == (2, 3)
+    assert document.locate(("a", "list", 1)) == (5, 7)
+    assert document.locate(("a", "list", 1, "y")) == (5, 7)
+    # a field that is not written is located at its nearest written ancestor
+    assert document.locate(("a", "missing", "deeper")) == (1, 1)
+
+
+def test_several_documents_keep_their_own_positions() -> None:
+    documents, problems = parse_yaml("a: 1\n---\nb: 2\n---\n", "f.yaml")
+    assert problems == []
+    assert [d.data for d in documents] == [{"a": 1}, {"b": 2}]
+    assert documents[1].locate(("b",)) == (3, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "message"),
+    [
+        ("a: 1\na: 2\n", 2, "a", "duplicate key"),
+        ("a:\n  1: x\n", 2, "a", "key '1' must be a string"),
+        ("base: &b {x: 1}\nc:\n  <<: *b\n", 3, "c", "merge keys"),
+        ("a: [1, 2\n", 2, "", "invalid YAML"),
+        ("a: b: c\n", 1, "", "invalid YAML"),
+    ],
+    ids=["duplicate-key", "int-key", "merge-key", "unclosed-flow", "bad-mapping"],
+)
+def test_refused_yaml(text: str, line: int, field: str, message: str) -> None:
+    _, problems = parse_yaml(text, "f.yaml")
+    assert problems, "expected a problem"
+    problem = problems[0]
+    assert (problem.path, problem.line, problem.field) == ("f.yaml", line, field)
+    assert message in problem.message
+
+
+def test_alias_bomb_is_refused_quickly() -> None:
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for level in range(1, 9):
+        previous = chr(ord("a") + level - 1)
+        name = chr(ord("a") + level)
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{previous}"] * 10) + "]")
+    documents, problems = parse_yaml("\n".join(lines) + "\n", "bomb.yaml")
+    assert documents == []
+    assert "aliases expand" in problems[0].message
+
+
+def test_small_aliases_are_fine() -> None:
+    (document,), problems = parse_yaml("a: &x {k: v}\nb: *x\n", "f.yaml")
+    assert problems == []
+    assert document.data == {"a": {"k": "v"}, "b": {"k": "v"}}
+
+
+def test_deep_nesting_is_refused() -> None:
+    _, problems = parse_yaml("[" * 200 + "]" * 200, "deep.yaml")
+    assert problems and "nested deeper" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "file is empty"),
+        (b"  \n\n", "file is empty"),
+        (b"a: \xff\xfe\n", "not UTF-8"),
+        (b"a: 1\x00", "NUL"),
+    ],
+    ids=["empty", "blank", "latin1", "nul"],
+)
+def test_unreadable_files(tmp_path: Path, content: bytes, message: str) -> None:
+    (tmp_path / "f.yaml").write_bytes(content)
+    documents, problems = read_yaml_file(tmp_path, "f.yaml")
+    assert documents == []
+    assert message in problems[0].message
+
+
+def test_huge_file_is_refused_before_reading(tmp_path: Path) -> None:
+    with (tmp_path / "big.yaml").open("wb") as out:
+        out.truncate(10 * 1024 * 1024 + 1)
+    _, problems = read_yaml_file(tmp_path, "big.yaml")
+    assert "larger than 10 MiB" in problems[0].message
+
+
+def test_listing_skips_hidden_and_other_files_and_refuses_links(tmp_path: Path) -> None:
+    folder = tmp_path / "scorers"
+    folder.mkdir()
+    for name in ("b.yaml", "a.yml", ".hidden.yaml", "notes.md"):
+        (folder / name).write_text("a: 1\n")
+    (folder / "link.yaml").symlink_to(folder / "b.yaml")
+    files, problems = list_input_files(tmp_path, "scorers")
+    assert files == ["scorers/a.yml", "scorers/b.yaml"]
+    assert [p.path for p in problems] == ["scorers/link.yaml"]
+
+
+def test_format_pointer() -> None:
+    assert format_pointer(("spec", "masks", 1, "scoreName")) == "spec.masks[1].scoreName"
+    assert format_pointer(()) == ""
