@@ -77,17 +77,19 @@ class _Builder:
         self._constructor = yaml.constructor.SafeConstructor()
         self._seen: set[int] = set()
         self._alias_nodes = 0
+        self._alias_site: Pointer = ()
 
     def build(self, node: yaml.Node, pointer: Pointer, depth: int, via_alias: bool) -> Any:
         if depth > MAX_DEPTH:
             raise _TooDeepError(node)
-        if id(node) in self._seen and not isinstance(node, yaml.ScalarNode):
+        if not via_alias and id(node) in self._seen and not isinstance(node, yaml.ScalarNode):
             via_alias = True
+            self._alias_site = pointer
         self._seen.add(id(node))
         if via_alias:
             self._alias_nodes += 1
             if self._alias_nodes > MAX_ALIAS_NODES:
-                raise _AliasBombError(node)
+                raise _AliasBombError(self._alias_site)
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, pointer, depth, via_alias)
         if isinstance(node, yaml.SequenceNode):
@@ -130,13 +132,20 @@ class _Builder:
             # its text, so that validation adds no misleading "must be a string (null)"
             return node.value
 
+    def key_position(self, pointer: Pointer) -> tuple[int, int]:
+        """Where the innermost key on ``pointer`` is written (an alias in a list has no mark of its own)."""
+        for end in range(len(pointer), 0, -1):
+            if isinstance(pointer[end - 1], str):
+                return self.positions[pointer[:end]]
+        return self.positions.get((), (1, 1))
+
     def _report(self, line: int, column: int, pointer: Pointer, message: str) -> None:
         self.problems.append(Problem(self.path, line, column, format_pointer(pointer), message))
 
 
 class _AliasBombError(Exception):
-    def __init__(self, node: yaml.Node) -> None:
-        self.node = node
+    def __init__(self, pointer: Pointer) -> None:
+        self.pointer = pointer
 
 
 class _TooDeepError(Exception):
@@ -189,10 +198,9 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
             try:
                 data = builder.build(node, (), 0, False)
             except _AliasBombError as err:
-                line, column = _mark(err.node)
-                problems.append(
-                    Problem(path, line, column, "", f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes")
-                )
+                line, column = builder.key_position(err.pointer)
+                message = f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes"
+                problems.append(Problem(path, line, column, format_pointer(err.pointer), message))
                 continue
             except _TooDeepError as err:
                 line, column = _mark(err.node)
