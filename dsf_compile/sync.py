@@ -251,8 +251,8 @@ async def _check_scorer(
     except TimeoutError:
         return make_entry(spec, healthy=False, reason=timed_out)
     except _FetchFailedError as failure:
-        # Whether the last attempt hit its own timeout or the whole budget is a race;
-        # both read the same so the lockfile does not flap.
+        # Whether httpx's timeout or the budget fired first is a race; both read the
+        # same so the lockfile does not flap.
         reason = timed_out if failure.timeout else failure.reason
         return make_entry(spec, healthy=False, reason=_clean(reason))
     return make_entry(spec, healthy=True, config=config)
@@ -262,36 +262,35 @@ async def _fetch_with_retries(
     client: httpx.AsyncClient, url: str, *, full: bool, settings: SyncSettings
 ) -> ScorerConfig | None:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + settings.timeoutSeconds
-    # Earlier attempts get an even share of the budget, so a hang leaves room to retry;
-    # the last one runs until the budget ends (the caller's asyncio.timeout).
-    share = settings.timeoutSeconds / (settings.retries + 1)
+    budget = settings.timeoutSeconds
+    deadline = loop.time() + budget
+    # Connecting gets an even share of the budget, so an unanswered SYN leaves room to
+    # retry. Waiting for an accepted request's answer does not: cutting every attempt to
+    # a share made a loaded machine time out a whole burst of slow-but-healthy scorers
+    # at once and retry them all together. A silent server holds its scorer until the
+    # budget ends (the caller's asyncio.timeout), which is all a retry could do too.
+    timeout = httpx.Timeout(budget, connect=budget / (settings.retries + 1))
     attempt = 0
     while True:
-        last = attempt >= settings.retries
         try:
-            if last:
-                return await _fetch_once(client, url, full=full, settings=settings, timeout=share)
-            async with asyncio.timeout(share):
-                return await _fetch_once(client, url, full=full, settings=settings, timeout=share)
-        except TimeoutError as err:
-            if last:
+            return await _fetch_once(client, url, full=full, settings=settings, timeout=timeout)
+        except _FetchFailedError as failure:
+            if attempt >= settings.retries or not failure.retry:
                 raise
-            failure = _FetchFailedError("timed out", timeout=True)
-            failure.__cause__ = err
-        except _FetchFailedError as err:
-            if last or not err.retry:
+            delay = min(_BACKOFF_BASE * 2**attempt, _BACKOFF_CAP)
+            if loop.time() + delay >= deadline:
                 raise
-            failure = err
-        delay = min(_BACKOFF_BASE * 2**attempt, _BACKOFF_CAP)
-        if loop.time() + delay >= deadline:
-            raise failure
         await asyncio.sleep(delay)
         attempt += 1
 
 
 async def _fetch_once(
-    client: httpx.AsyncClient, url: str, *, full: bool, settings: SyncSettings, timeout: float
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    full: bool,
+    settings: SyncSettings,
+    timeout: httpx.Timeout,
 ) -> ScorerConfig | None:
     """One attempt: GET ``url``, following same-origin redirects by hand."""
     shown = url  # as written for the first hop, so reasons name the URL from Git

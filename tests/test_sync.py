@@ -158,8 +158,8 @@ def test_hang_times_out_within_the_budget(server: LoopbackServer) -> None:
     entry = one(url, settings=SyncSettings(timeoutSeconds=1, retries=1))
     assert entry.health == "Inactive"
     assert entry.reason == f"GET {url}: timed out after 1 s"
-    # The budget is shared: the first attempt timed out, the retry ran into the budget.
-    assert server.hits("/config") == 2
+    # An accepted request waits out the whole budget; only connecting is retried on timeout.
+    assert server.hits("/config") == 1
 
 
 def test_connection_reset_is_retried_then_inactive(server: LoopbackServer) -> None:
@@ -591,3 +591,52 @@ def test_injected_mock_transport_needs_no_network() -> None:
     )
     assert lock.scorers["m"].health == "Active"
     assert calls == ["http://scorer.invalid/config"]
+
+
+class _FailingFirst(httpx.AsyncBaseTransport):
+    """Raises ``error`` on the first ``failures`` requests, then answers CONFIG."""
+
+    def __init__(self, error: Exception, failures: int) -> None:
+        self.error = error
+        self.failures = failures
+        self.calls = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return httpx.Response(200, json=CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("error", "failures", "health", "calls", "reason"),
+    [
+        (httpx.ConnectTimeout("slow SYN"), 2, "Active", 3, ""),
+        (httpx.ConnectTimeout("slow SYN"), 3, "Inactive", 3, "timed out after 5 s"),
+        (httpx.ConnectError("[Errno 111] Connection refused"), 1, "Active", 2, ""),
+        (httpx.ReadError("reset"), 3, "Inactive", 3, "connection reset"),
+        (
+            httpx.UnsupportedProtocol("ftp"),
+            1,
+            "Inactive",
+            1,
+            "only http and https URLs are allowed",
+        ),
+    ],
+    ids=[
+        "connect-timeout-then-ok",
+        "connect-timeout-always",
+        "refused-then-ok",
+        "reset",
+        "no-retry",
+    ],
+)
+def test_retry_policy_on_transport_errors(
+    error: Exception, failures: int, health: str, calls: int, reason: str
+) -> None:
+    transport = _FailingFirst(error, failures)
+    url = "http://scorer.invalid/config"
+    entry = one(url, transport=transport)
+    assert entry.health == health
+    assert entry.reason == (f"GET {url}: {reason}" if reason else "")
+    assert transport.calls == calls
