@@ -81,7 +81,9 @@ def _message(error: Any) -> str:
         return "required field is missing"
     if kind == "extra_forbidden":
         field = str(error["loc"][-1])
-        close = difflib.get_close_matches(field, _ALL_FIELDS, n=1, cutoff=0.75)
+        # a field of another model is no hint: "labels" at the top of a scorer is not "labels"
+        candidates = [name for name in _ALL_FIELDS if name != field]
+        close = difflib.get_close_matches(field, candidates, n=1, cutoff=0.75)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         return f"unknown field{hint}"
     if kind == "literal_error":
