@@ -212,6 +212,12 @@ def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequ
     return Handler
 
 
+def listen_address(server: ThreadingHTTPServer) -> str:
+    """``host:port`` of a bound server (``[host]:port`` for IPv6)."""
+    host, port = server.socket.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class QuietServer(ThreadingHTTPServer):
     """A threading server that does not print a traceback when a client goes away."""
 
@@ -244,8 +250,7 @@ class RunningServer:
     @property
     def address(self) -> str:
         """``host:port`` the server listens on."""
-        host, port = self.server.server_address[:2]
-        return f"{host}:{port}"
+        return listen_address(self.server)
 
     def close(self) -> None:
         """Stop serving and release the port."""
@@ -299,8 +304,7 @@ def serve(app: ScoringApp, args: argparse.Namespace) -> int:
     app.token = read_token(args.token_file)
     app.max_body_bytes = args.max_body_bytes
     server = QuietServer((args.host, args.port), make_handler(app, verbose=args.verbose))
-    host, port = server.server_address[:2]
-    print(f"{host}:{port}", flush=True)
+    print(listen_address(server), flush=True)
     auth = "bearer token required" if app.token else "no auth"
     print(
         f"serving {', '.join(sorted([*app.documents, *app.scorers]))} ({auth}); Ctrl-C stops",

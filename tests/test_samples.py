@@ -6,6 +6,7 @@ import json
 import math
 import os
 import random
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -446,3 +447,19 @@ def test_fleet_sync_moves_global_options_first() -> None:
 
 def _environ() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "SCORER_TOKEN"}
+
+
+def test_fleet_sync_reproduces_the_committed_lockfile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repository = Path(__file__).resolve().parent.parent
+    for name in ("scorers", "clusters"):
+        shutil.copytree(repository / name, tmp_path / name)
+    shutil.copy(repository / "dsf.yaml", tmp_path / "dsf.yaml")
+    assert fleet.main(["--root", str(tmp_path), "sync", "--strict"]) == 0
+    assert "0 Inactive" in capsys.readouterr().err
+    # The committed lockfile was made by this same command: a sample whose /config
+    # changes must come with a re-synced lockfile.
+    synced = json.loads((tmp_path / "dsf.lock.json").read_text(encoding="utf-8"))
+    committed = json.loads((repository / "dsf.lock.json").read_text(encoding="utf-8"))
+    assert synced == committed
