@@ -1,0 +1,504 @@
+"""Unit tests of the agent's pure rules: names, dimensions, values, parsing, settings."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from conftest import CLUSTER, configmap_yaml, make_summary
+from prometheus_client import CollectorRegistry
+
+from agent.config import parse_config_document, parse_config_text
+from agent.dimensions import placement_value, render_dimension, sanitize_name, score_items
+from agent.errors import ConfigError, FetchError, ScoreError
+from agent.fetch import range_params, series_of, split_queries
+from agent.logs import Redactor, configure_logging, fields
+from agent.loop import next_slot, scorer_phase
+from agent.metrics import AgentMetrics
+from agent.publish import placement_score_object, placement_score_status, valid_until
+from agent.score import Scored, parse_response
+from agent.settings import parse_settings
+from dsf_compile.models import Summary
+
+# ------------------------------------------------------------------ sanitize
+
+
+@pytest.mark.parametrize(
+    ("score_name", "expected"),
+    [
+        ("sample_my_score", "sample-my-score"),  # agent.md examples
+        ("My Score@Name", "my-score-name"),
+        ("", "score"),
+        ("already-fine.name", "already-fine.name"),
+        ("__x__", "x"),
+        ("-.-", "score"),
+        ("a---b___c", "a-b-c"),
+        ("..dots..", "dots"),
+        ("UPPER", "upper"),
+        ("ünïcode", "n-code"),
+        ("a" * 300, "a" * 253),
+        ("a" * 252 + "-b", "a" * 252),  # cut at 253, then the trailing '-' trimmed
+        ("../../etc/passwd", "etc-passwd"),
+    ],
+)
+def test_sanitize_name(score_name: str, expected: str) -> None:
+    assert sanitize_name(score_name) == expected
+
+
+@pytest.mark.parametrize(
+    "score_name", ["x", "A b", "é" * 400, "9lives", "a.b-c_d", "-", "__", "a" * 1000]
+)
+def test_sanitized_names_are_dns_subdomains(score_name: str) -> None:
+    name = sanitize_name(score_name)
+    assert 1 <= len(name) <= 253
+    assert name[0].isalnum() and name[-1].isalnum()
+    assert set(name) <= set("abcdefghijklmnopqrstuvwxyz0123456789.-")
+
+
+# ---------------------------------------------------------- dimension format
+
+
+@pytest.mark.parametrize(
+    ("template", "labels", "expected"),
+    [
+        ("${node};${namespace};${pod}", {"node": "n1", "namespace": "ns", "pod": "p"}, "n1;ns;p"),
+        ("${scoreName}", {}, "cpu_score"),
+        ("${cluster}-${node}", {"node": "n1"}, f"{CLUSTER}-n1"),
+        (
+            "${device}/${app}/${container}/${meta}",
+            {"device": "gpu0", "app": "a", "container": "c", "meta": "m"},
+            "gpu0/a/c/m",
+        ),
+        ("${node};${pod}", {"node": "n1"}, "n1;"),  # absent label renders empty
+        (
+            "${unknown}:${node}",
+            {"node": "n"},
+            "${unknown}:n",
+        ),  # compiler rejects these; kept literal
+        ("static", {"node": "n"}, "static"),
+        (
+            "${meta}",
+            {"meta": "x" * 400},
+            "x" * 400,
+        ),  # untruncated (metrics labels are cut, names are not)
+    ],
+)
+def test_render_dimension(template: str, labels: dict[str, str], expected: str) -> None:
+    assert render_dimension(template, labels, cluster=CLUSTER, score_name="cpu_score") == expected
+
+
+# --------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize(
+    ("score", "value"),
+    [
+        (10.0, 10),
+        (10.9, 10),
+        (-3.5, -4),  # rounded down, not toward zero
+        (-0.1, -1),
+        (0.0, 0),
+        (100.0, 100),
+        (100.5, 100),
+        (250.0, 100),
+        (-100.0, -100),
+        (-100.2, -100),
+        (-1e300, -100),
+        (1e300, 100),
+        (math.inf, 100),
+        (-math.inf, -100),
+    ],
+)
+def test_placement_value_floors_and_clamps(score: float, value: int) -> None:
+    assert placement_value(score) == value
+
+
+def _results(*pairs: tuple[str, float]) -> list[Scored]:
+    return [Scored(labels={"node": node}, score=score) for node, score in pairs]
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [("last", 5), ("max", 50), ("min", -20), ("sum", 35), ("avg", 11)],
+)
+def test_duplicate_dimensions_are_folded(how: Any, expected: int) -> None:
+    results = _results(("b", 50.0), ("b", -20.0), ("a", 1.0), ("b", 5.0))
+    items = score_items(results, template="${node}", cluster=CLUSTER, score_name="s", how=how)
+    assert [(i.name, i.value) for i in items] == [("a", 1), ("b", expected)]
+
+
+def test_items_are_sorted_and_empty_names_skipped() -> None:
+    results = _results(("zeta", 1.0), ("", 99.0), ("alpha", 2.0), ("mid", 3.0))
+    items = score_items(results, template="${node}", cluster=CLUSTER, score_name="s", how="last")
+    assert [i.name for i in items] == ["alpha", "mid", "zeta"]
+
+
+def test_sum_overflow_still_gives_a_bound() -> None:
+    items = score_items(
+        _results(("a", 1e308), ("a", 1e308)),
+        template="${node}",
+        cluster=CLUSTER,
+        score_name="s",
+        how="sum",
+    )
+    assert [i.value for i in items] == [100]
+
+
+def test_status_and_valid_until() -> None:
+    now = datetime(2024, 6, 17, 5, 0, 0, 123456, tzinfo=UTC)
+    assert valid_until(now, 30) == "2024-06-17T05:01:30Z"
+    items = score_items(
+        _results(("n", 12.7)), template="${node}", cluster=CLUSTER, score_name="s", how="last"
+    )
+    status = placement_score_status(items, now=now, interval=60)
+    assert status == {"scores": [{"name": "n", "value": 12}], "validUntil": "2024-06-17T05:03:00Z"}
+    obj = placement_score_object("n", CLUSTER, status=status, resource_version="7")
+    assert obj["metadata"]["resourceVersion"] == "7" and obj["status"] is status
+    assert "status" not in placement_score_object("n", CLUSTER)
+
+
+def test_placement_score_validates_against_crd(crd_schema: dict[str, Any]) -> None:
+    import jsonschema
+
+    results = _results(("n1", 1e9), ("n2", -1e9), ("n3", 0.5))
+    items = score_items(results, template="${node}", cluster=CLUSTER, score_name="s", how="last")
+    obj = placement_score_object(
+        "s", CLUSTER, status=placement_score_status(items, now=datetime.now(UTC), interval=5)
+    )
+    jsonschema.validate(obj, crd_schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+
+
+# ------------------------------------------------------------------ fetch
+
+
+def test_split_queries_and_params() -> None:
+    assert split_queries("up; rate(x[1m]) ;;  ") == ["up", "rate(x[1m])"]
+    summary = Summary.model_validate(make_summary(sourceRange=3600, sourceStep=60))
+    assert range_params("up", 1718600000.9, summary) == {
+        "query": "up",
+        "start": "1718596400",
+        "end": "1718600000",
+        "step": "60",
+    }
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        {"data": {"result": []}},
+        {"status": "error", "error": "bad query"},
+        {"status": "success"},
+        {"status": "success", "data": {"result": {}}},
+        {"status": "success", "data": {"result": [{"metric": {}}]}},
+        {"status": "success", "data": {"result": [{"metric": [], "values": []}]}},
+        {"status": "success", "data": {"result": ["x"]}},
+    ],
+)
+def test_series_of_rejects_non_prometheus_answers(document: Any) -> None:
+    with pytest.raises(FetchError):
+        series_of(document)
+
+
+def test_series_of_passes_series_through() -> None:
+    series = [{"metric": {"node": "n"}, "values": [[1, "2"]]}]
+    assert (
+        series_of({"status": "success", "data": {"resultType": "matrix", "result": series}})
+        is series
+    )
+
+
+# ------------------------------------------------------------------ score
+
+
+def test_parse_response_skips_non_finite_and_malformed_results() -> None:
+    outcome = parse_response(
+        {
+            "results": [
+                {"metric": {"node": "a"}, "score": 1},
+                {"metric": {"node": "b"}, "score": float("nan")},
+                {"metric": {"node": "c"}, "score": float("inf")},
+                {"metric": {"node": "d"}, "score": "10"},
+                {"metric": {"node": 5}, "score": 1.0},
+                {"metric": {"node": "e"}},
+                "garbage",
+                {"score": -2.5},
+                {"metric": {"node": "f"}, "score": True},
+            ]
+        }
+    )
+    assert [(r.labels, r.score) for r in outcome.results] == [({"node": "a"}, 1.0), ({}, -2.5)]
+    assert outcome.skipped == 7
+
+
+@pytest.mark.parametrize(
+    "document", [None, [], {}, {"results": None}, {"results": {}}, {"result": []}]
+)
+def test_parse_response_needs_results_list(document: Any) -> None:
+    with pytest.raises(ScoreError):
+        parse_response(document)
+
+
+# ----------------------------------------------------------------- config
+
+
+def test_config_accepts_json_list_and_configmap_yaml() -> None:
+    summaries = [make_summary(), make_summary(name="other", scoreName="other")]
+    from_json = parse_config_text(json.dumps(summaries))
+    from_yaml = parse_config_text(configmap_yaml(summaries))
+    assert from_json == from_yaml
+    assert [s.scoreName for s in from_json.summaries] == ["sample_my_score", "other"]
+    assert from_json.problems == ()
+
+
+def test_config_enum_values_are_case_insensitive() -> None:
+    parsed = parse_config_document(
+        [
+            make_summary(
+                sourceType="prometheus", location="internal", scoreDestination="addonplacementscore"
+            )
+        ]
+    )
+    (summary,) = parsed.summaries
+    assert (summary.sourceType, summary.location, summary.scoreDestination) == (
+        "Prometheus",
+        "Internal",
+        "AddOnPlacementScore",
+    )
+
+
+def test_config_source_type_none_needs_no_source() -> None:
+    none = make_summary(
+        sourceType="None", sourceEndpoint="", sourceQuery="", sourceRange=0, sourceStep=0
+    )
+    assert len(parse_config_document([none]).summaries) == 1
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragment"),
+    [
+        ({"scoringInterval": 0}, "scoringInterval"),
+        ({"scoringInterval": "30"}, "scoringInterval"),
+        ({"sourceType": "Graphite"}, "sourceType"),
+        ({"extra": 1}, "extra"),
+        ({"scoringEndpoint": "ftp://x/scoring"}, "scoringEndpoint"),
+        ({"sourceEndpoint": "not a url"}, "sourceEndpoint"),
+        ({"sourceQuery": " "}, "sourceQuery"),
+        ({"sourceRange": 0}, "sourceRange"),
+        ({"sourceEndpointAuthName": "s"}, "sourceEndpointAuthName and sourceEndpointAuthKey"),
+        ({"scoreName": ""}, "scoreName"),
+    ],
+)
+def test_one_bad_summary_does_not_take_the_others_down(bad: dict[str, Any], fragment: str) -> None:
+    broken = make_summary(name="broken", **{"scoreName": "broken_score", **bad})
+    parsed = parse_config_document([make_summary(name="good", scoreName="good"), broken])
+    assert [s.scoreName for s in parsed.summaries] == ["good"]
+    assert len(parsed.problems) == 1 and fragment in parsed.problems[0]
+
+
+def test_missing_key_is_reported() -> None:
+    summary = make_summary()
+    del summary["location"]
+    parsed = parse_config_document([summary])
+    assert parsed.summaries == () and "location" in parsed.problems[0]
+    assert parsed.rejected_score_names == {"sample_my_score"}
+
+
+def test_duplicate_and_colliding_score_names_keep_the_first() -> None:
+    parsed = parse_config_document(
+        [
+            make_summary(name="a", scoreName="cpu_score"),
+            make_summary(name="b", scoreName="cpu_score"),
+            make_summary(name="c", scoreName="cpu-score"),
+        ]
+    )
+    assert [s.name for s in parsed.summaries] == ["a"]
+    assert len(parsed.problems) == 2
+    assert parsed.rejected_score_names == {"cpu-score"}
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("{not json: [", "invalid_yaml"),
+        ("42", "invalid_document"),
+        ('{"kind": "Secret", "data": {}}', "invalid_document"),
+        ("kind: ConfigMap\ndata: {}\n", "missing_key"),
+        ("kind: ConfigMap\ndata:\n  summaries: '[{'\n", "invalid_json"),
+        ("kind: ConfigMap\ndata:\n  summaries: '{}'\n", "invalid_document"),
+        ("kind: ConfigMap\ndata:\n  summaries: 5\n", "invalid_document"),
+    ],
+)
+def test_broken_documents_raise_config_error(text: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(text)
+    assert caught.value.reason == reason
+
+
+def test_empty_list_is_a_valid_configuration() -> None:
+    assert parse_config_text("[]").summaries == ()
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def test_stale_series_are_removed_and_labels_cut() -> None:
+    registry = CollectorRegistry()
+    metrics = AgentMetrics(registry, CLUSTER)
+    first = [Scored({"node": "n1", "meta": "m" * 300}, 1.0), Scored({"node": "n2"}, 2.0)]
+    assert metrics.publish_scores("s", first, "last") == 2
+    assert registry.get_sample_value("dynamic_score", _labels("s", node="n2")) == 2.0
+    assert (
+        registry.get_sample_value("dynamic_score", _labels("s", node="n1", meta="m" * 256)) == 1.0
+    )
+    metrics.publish_scores("other", [Scored({"node": "n1"}, 7.0)], "last")
+    metrics.publish_scores("s", [Scored({"node": "n2"}, 3.0)], "last")
+    assert (
+        registry.get_sample_value("dynamic_score", _labels("s", node="n1", meta="m" * 256)) is None
+    )
+    assert registry.get_sample_value("dynamic_score", _labels("s", node="n2")) == 3.0
+    assert registry.get_sample_value("dynamic_score", _labels("other", node="n1")) == 7.0
+
+
+def test_duplicate_series_follow_the_aggregation() -> None:
+    registry = CollectorRegistry()
+    metrics = AgentMetrics(registry, CLUSTER)
+    metrics.publish_scores(
+        "s",
+        [Scored({"node": "n"}, 1.0), Scored({"node": "n"}, 9.0), Scored({"node": "n"}, 2.0)],
+        "max",
+    )
+    assert registry.get_sample_value("dynamic_score", _labels("s", node="n")) == 9.0
+
+
+def test_forget_removes_every_series_of_a_scorer() -> None:
+    from agent.metrics import ScorerMetrics
+
+    registry = CollectorRegistry()
+    metrics = AgentMetrics(registry, CLUSTER)
+    counters = ScorerMetrics(metrics, "gone")
+    counters.success.inc()
+    counters.failed("fetch", "timeout")
+    metrics.publish_scores("gone", [Scored({"node": "n"}, 1.0)], "last")
+    ScorerMetrics(metrics, "kept").success.inc()
+    metrics.forget("gone")
+    text = _exposition(registry)
+    assert 'score_name="gone"' not in text and 'ds_score_name="gone"' not in text
+    assert 'score_name="kept"' in text
+
+
+def _labels(score_name: str, **labels: str) -> dict[str, str]:
+    names = ("node", "device", "namespace", "app", "pod", "container", "meta")
+    return {
+        "ds_cluster": CLUSTER,
+        **{f"ds_{n}": labels.get(n, "") for n in names},
+        "ds_score_name": score_name,
+    }
+
+
+def _exposition(registry: CollectorRegistry) -> str:
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry).decode()
+
+
+# -------------------------------------------------------------- scheduling
+
+
+def test_phase_is_stable_and_bounded() -> None:
+    assert scorer_phase("a", 30) == scorer_phase("a", 30)
+    assert all(0 <= scorer_phase(f"s{i}", 1) < 1 for i in range(200))
+    assert all(0 <= scorer_phase(f"s{i}", 3600) < 10 for i in range(200))
+
+
+@pytest.mark.parametrize(
+    ("not_before", "expected"),
+    [(0.0, 0.5), (0.5, 0.5), (0.6, 1.5), (1.5, 1.5), (10.49, 10.5), (10.51, 11.5)],
+)
+def test_next_slot(not_before: float, expected: float) -> None:
+    assert next_slot(0.5, 1.0, not_before) == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------- settings
+
+
+def test_settings_from_environment_and_flags() -> None:
+    env = {
+        "DSF_CLUSTER_NAME": "worker01",
+        "DSF_CONFIG_FILE": "/cfg/summaries",
+        "DSF_SECRETS_DIR": "/secrets",
+        "DSF_HUB_KUBECONFIG": "/hub/kubeconfig",
+        "DSF_METRICS_BIND": "127.0.0.1:9000",
+        "DSF_LOG_LEVEL": "DEBUG",
+        "DSF_AGGREGATE": "cpu=max,mem=avg",
+    }
+    settings = parse_settings([], env)
+    assert settings.cluster_name == "worker01" and str(settings.config_file) == "/cfg/summaries"
+    assert (settings.metrics_host, settings.metrics_port, settings.log_level) == (
+        "127.0.0.1",
+        9000,
+        "debug",
+    )
+    assert settings.aggregation_for("cpu") == "max" and settings.aggregation_for("other") == "last"
+    flagged = parse_settings(
+        ["--cluster-name", "c2", "--metrics-bind", ":8081", "--aggregate", "cpu=min"], env
+    )
+    assert (flagged.cluster_name, flagged.metrics_host, flagged.metrics_port) == (
+        "c2",
+        "0.0.0.0",
+        8081,
+    )
+    assert flagged.aggregation_for("cpu") == "min" and flagged.aggregation_for("mem") == "avg"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--cluster-name", "Not_A_Label"],
+        ["--cluster-name", "c", "--metrics-bind", "nope"],
+        ["--cluster-name", "c", "--aggregate", "x=median"],
+        ["--cluster-name", "c", "--log-level", "loud"],
+        ["--cluster-name", "c", "--request-timeout", "0"],
+    ],
+)
+def test_bad_flags_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        parse_settings(argv, {})
+    assert caught.value.code == 2
+    assert "usage: dsf-agent" in capsys.readouterr().err
+
+
+# -------------------------------------------------------------------- logs
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_logs_are_structured_and_redacted(log_format: str) -> None:
+    stream = io.StringIO()
+    redactor = Redactor()
+    redactor.add("s3cr3t-token-value")
+    configure_logging("info", log_format, stream=stream, redactor=redactor)
+    try:
+        logging.getLogger("dsf.test").warning(
+            "cycle_failed",
+            extra=fields(score_name="x", error="header Bearer s3cr3t-token-value rejected"),
+        )
+    finally:
+        configure_logging("warning", "text")
+    line = stream.getvalue().strip()
+    assert "s3cr3t-token-value" not in line and "***" in line
+    if log_format == "json":
+        record = json.loads(line)
+        assert (
+            record["event"] == "cycle_failed"
+            and record["score_name"] == "x"
+            and record["level"] == "warning"
+        )
+    else:
+        assert "event=cycle_failed" in line and "score_name=x" in line
