@@ -127,7 +127,9 @@ class _Builder:
         except (yaml.YAMLError, ValueError, OverflowError) as err:
             line, column = _mark(node)
             # a MarkedYAMLError's str() spans lines and names "<unicode string>"
-            reason = err.problem if isinstance(err, yaml.MarkedYAMLError) and err.problem else str(err)
+            reason = str(err)
+            if isinstance(err, yaml.MarkedYAMLError) and err.problem:
+                reason = err.problem
             self._report(line, column, pointer, f"cannot read value: {reason}")
             # its text, so that validation adds no misleading "must be a string (null)"
             return node.value
@@ -163,7 +165,7 @@ def _nesting_bound(text: str) -> int:
     return text.count("[") + text.count("{") + 2 * longest + 2
 
 
-def _too_deep(text: str) -> yaml.Mark | None:
+def _too_deep(text: str) -> tuple[int, int] | None:
     """Where ``text`` first nests deeper than MAX_DEPTH, read from the (iterative) event stream."""
     depth = 0
     try:
@@ -171,7 +173,8 @@ def _too_deep(text: str) -> yaml.Mark | None:
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return event.start_mark
+                    mark = event.start_mark
+                    return (mark.line + 1, mark.column + 1) if mark else (1, 1)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
     except yaml.YAMLError:
@@ -186,9 +189,9 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
     if "\x00" in text:
         return [], [Problem(path, 1, 1, "", "file is not text (it contains a NUL byte)")]
     if _nesting_bound(text) > _COMPOSE_SAFE_DEPTH:
-        mark = _too_deep(text)
-        if mark is not None:
-            return [], [Problem(path, mark.line + 1, mark.column + 1, "", f"nested deeper than {MAX_DEPTH} levels")]
+        where = _too_deep(text)
+        if where is not None:
+            return [], [Problem(path, *where, "", f"nested deeper than {MAX_DEPTH} levels")]
     try:
         for index, node in enumerate(_compose_all(text)):
             if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
