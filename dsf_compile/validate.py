@@ -190,6 +190,9 @@ class _Collected:
     configs: list[Located[DynamicScoringConfig]]
     clusters: list[Located[ManagedCluster]]
     problems: list[Problem]
+    #: False when a document in clusters/ could not be read as a cluster: a mask that
+    #: matches none of the clusters read may match the missing one.
+    inventory_complete: bool = True
 
 
 def _kind_of(document: Document, data: Any) -> str | None:
@@ -206,6 +209,7 @@ def _collect(documents: Iterable[Document]) -> _Collected:
         data = document.data
         if not isinstance(data, dict):
             out.problems.append(document.problem((), "document must be a mapping with apiVersion and kind"))
+            out.inventory_complete = out.inventory_complete and in_scorers
             continue
         out.problems.extend(precheck(document))
         kind = _kind_of(document, data)
@@ -239,21 +243,28 @@ def _collect(documents: Iterable[Document]) -> _Collected:
             out.problems.extend(problems)
             if cluster is not None:
                 out.clusters.append(Located(cluster, document))
+            else:
+                out.inventory_complete = False
         elif kind in ("List", "ManagedClusterList"):
             items = data.get("items")
             if not isinstance(items, list):
                 out.problems.append(document.problem(("items",), "must be a list of ManagedCluster"))
+                out.inventory_complete = False
                 continue
             for index, item in enumerate(items):
                 if not isinstance(item, dict) or item.get("kind", "ManagedCluster") != "ManagedCluster":
                     out.problems.append(document.problem(("items", index, "kind"), "must be ManagedCluster"))
+                    out.inventory_complete = False
                     continue
                 item = {"kind": "ManagedCluster", **item}
                 cluster, problems = _validate(ManagedCluster, document, item, ("items", index))
                 out.problems.extend(problems)
                 if cluster is not None:
                     out.clusters.append(Located(cluster, document, ("items", index)))
+                else:
+                    out.inventory_complete = False
         else:
+            out.inventory_complete = False
             out.problems.append(
                 document.problem(
                     ("kind",),
@@ -331,7 +342,8 @@ def validate_documents(
 ) -> Inputs:
     """Validate every document and the cross-document rules; raise InputError on any problem."""
     collected = _collect(documents)
-    problems = list(file_problems) + collected.problems
+    file_problems = list(file_problems)
+    problems = file_problems + collected.problems
     problems += _check_unique_scorers(collected.scorers, settings)
     problems += _check_unique_clusters(collected.clusters)
     config = None
@@ -341,9 +353,12 @@ def validate_documents(
         problems.append(
             extra.problem(("metadata", "name"), f"a second DynamicScoringConfig (the first is {first.path}:{line})")
         )
+    # a file of clusters/ that could not be read in full may hold the cluster a mask means
+    unreadable = any(p.path.startswith("clusters/") for p in file_problems)
     if collected.configs:
         config = collected.configs[0]
-        problems += _check_masks_clusters(config, collected.clusters)
+        if collected.inventory_complete and not unreadable:
+            problems += _check_masks_clusters(config, collected.clusters)
     if any(p.severity == "error" for p in problems):
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))
