@@ -1,0 +1,995 @@
+"""The bad-input corpus (``quality.md``, Reliability): every case fails cleanly.
+
+Each case starts from a small valid fleet (``tests/bad_inputs/base`` plus a lockfile
+made here with :func:`dsf_compile.lock.make_entry`), renders it once, then writes the
+case's files and runs ``render`` (and ``validate`` where the inputs alone show the
+problem). Every case must exit 1, print first the problem it is about as
+``PATH:LINE:COL: error: FIELD: MESSAGE``, show no traceback, and leave ``rendered/``
+byte-for-byte as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+
+from dsf_compile.cli import run
+from dsf_compile.load import MAX_FILE_BYTES
+from dsf_compile.lock import encode_lockfile, make_entry, write_lockfile
+from dsf_compile.models import DynamicScorer, Lockfile, ScorerConfig
+
+DATA = Path(__file__).parent / "bad_inputs"
+BASE = DATA / "base"
+BASE_CONFIGS: dict[str, Any] = json.loads((DATA / "base-configs.json").read_text(encoding="utf-8"))
+PROBLEM_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<column>\d+): error: (?P<rest>.*)$")
+
+
+# --------------------------------------------------------------- file contents
+
+
+@dataclass(frozen=True)
+class Symlink:
+    """A symbolic link to ``target`` (relative to the link's folder)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Padded:
+    """A valid copy of the base file ``source``, padded with comment lines to ``size`` bytes."""
+
+    source: str
+    size: int
+
+
+Content = str | bytes | Symlink | Padded
+
+
+def _base(path: str) -> str:
+    return (BASE / path).read_text(encoding="utf-8")
+
+
+def _edit(path: str, old: str, new: str) -> dict[str, Content]:
+    """The base file ``path`` with its one occurrence of ``old`` replaced by ``new``."""
+    text = _base(path)
+    assert text.count(old) == 1, f"{old!r} must occur once in {path}"
+    return {path: text.replace(old, new)}
+
+
+def _base_lock(configs: Mapping[str, Any]) -> Lockfile:
+    """A lock entry for every base scorer: Active, with ``configs[name]`` as /config when Full."""
+    entries = {}
+    for file in sorted((BASE / "scorers").glob("*.yaml")):
+        for data in yaml.safe_load_all(file.read_text(encoding="utf-8")):
+            scorer = DynamicScorer.model_validate(data)
+            name = scorer.metadata.name
+            full = scorer.spec.configSyncMode == "Full"
+            config = ScorerConfig.model_validate(configs[name]) if full else None
+            entries[name] = make_entry(scorer.spec, healthy=True, config=config)
+    return Lockfile(scorers=entries)
+
+
+def _lock_with_config(name: str, edit: Mapping[str, Any]) -> dict[str, Content]:
+    """A lockfile whose /config of ``name`` has ``edit`` applied (dotted paths; None deletes)."""
+    config = json.loads(json.dumps(BASE_CONFIGS[name]))
+    for dotted, value in edit.items():
+        *parents, last = dotted.split(".")
+        node = config
+        for part in parents:
+            node = node[part]
+        if value is None:
+            del node[last]
+        else:
+            node[last] = value
+    return {"dsf.lock.json": encode_lockfile(_base_lock({**BASE_CONFIGS, name: config}))}
+
+
+def _write(root: Path, relative: str, content: Content) -> None:
+    file = root / relative
+    file.parent.mkdir(parents=True, exist_ok=True)
+    if file.exists() or file.is_symlink():
+        file.unlink()
+    if isinstance(content, Symlink):
+        file.symlink_to(content.target)
+    elif isinstance(content, Padded):
+        data = _base(content.source).encode()
+        line = b"# " + b"x" * 1021 + b"\n"
+        file.write_bytes(data + line * ((content.size - len(data)) // len(line) + 1))
+    elif isinstance(content, bytes):
+        file.write_bytes(content)
+    else:
+        file.write_text(content, encoding="utf-8")
+
+
+# ------------------------------------------------------------------- the cases
+
+SCORER = "scorers/static-scorer.yaml"
+FULL = "scorers/cpu-scorer.yaml"
+INVENTORY = "clusters/inventory.yaml"
+MASKS = "clusters/dynamic-scoring-config.yaml"
+SETTINGS = "dsf.yaml"
+LOCK = "dsf.lock.json"
+
+BILLION_LAUGHS = """\
+a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+"""
+
+NEW_FULL_SCORER = """\
+apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
+kind: DynamicScorer
+metadata:
+  name: new-scorer
+spec:
+  description: Added without running sync
+  configURL: http://new-scorer.dynamic-scoring.svc:8000/config
+  configSyncMode: Full
+  scoreDestination: AddOnPlacementScore
+"""
+
+PROMETHEUS_SOURCE = """\
+    type: Prometheus
+    host: http://prometheus.monitoring.svc:9090
+    path: /api/v1/query_range
+    params: {query: up, range: %d, step: %d}"""
+
+
+class Case(NamedTuple):
+    """One bad input: the files written over the base, and the first problem expected.
+
+    ``field`` is the exact dotted field of the first problem ("" for a whole file or
+    document); ``message`` is a regular expression searched in the rest of the line;
+    ``validate`` says whether ``validate`` (inputs only, no lockfile) must fail the same way.
+    """
+
+    id: str
+    files: Mapping[str, Content]
+    path: str
+    line: int
+    field: str
+    message: str
+    validate: bool = True
+
+
+CASES = [
+    # -- YAML that cannot be read
+    Case(
+        "malformed-unclosed-flow",
+        _edit(SCORER, "type: None", "type: [None"),
+        SCORER,
+        13,
+        "",
+        "invalid YAML",
+    ),
+    Case(
+        "malformed-mapping-in-scalar",
+        _edit(SCORER, "A static score", "A static: score"),
+        SCORER,
+        7,
+        "",
+        "invalid YAML",
+    ),
+    Case(
+        "malformed-tab-indent",
+        _edit(SCORER, "    type: None", "\ttype: None"),
+        SCORER,
+        12,
+        "",
+        "invalid YAML",
+    ),
+    Case(
+        "duplicate-key",
+        _edit(SCORER, "  source:\n", "  configSyncMode: Full\n  source:\n"),
+        SCORER,
+        11,
+        "spec.configSyncMode",
+        "duplicate key",
+    ),
+    Case(
+        "duplicate-top-level-key",
+        _edit(SCORER, "metadata:\n", "kind: DynamicScorer\nmetadata:\n"),
+        SCORER,
+        4,
+        "kind",
+        "duplicate key",
+    ),
+    Case(
+        "alias-bomb",
+        {SCORER: BILLION_LAUGHS},
+        SCORER,
+        5,
+        "e[0]",
+        "aliases expand to more than 10000 nodes",
+    ),
+    Case(
+        "deep-nesting",
+        {SCORER: "[" * 100_000 + "]" * 100_000},
+        SCORER,
+        1,
+        "",
+        "nested deeper than 64 levels",
+    ),
+    Case("empty-file", {"scorers/empty.yaml": ""}, "scorers/empty.yaml", 0, "", "file is empty"),
+    Case(
+        "blank-file",
+        {"scorers/blank.yaml": "\n  \n\n"},
+        "scorers/blank.yaml",
+        0,
+        "",
+        "file is empty",
+    ),
+    Case(
+        "huge-file",
+        {SCORER: Padded(SCORER, MAX_FILE_BYTES + 1)},
+        SCORER,
+        0,
+        "",
+        "larger than 10 MiB",
+    ),
+    Case(
+        "not-utf8",
+        {SCORER: _base(SCORER).replace("A static", "Caf\xe9 static").encode("latin-1")},
+        SCORER,
+        7,
+        "",
+        "not UTF-8",
+    ),
+    Case("nul-byte", {SCORER: _base(SCORER) + "\x00"}, SCORER, 1, "", "NUL byte"),
+    Case(
+        "non-string-key",
+        _edit(SCORER, "spec:\n", "  42: answer\nspec:\n"),
+        SCORER,
+        6,
+        "metadata",
+        "key '42' must be a string",
+    ),
+    Case(
+        "merge-key",
+        _edit(SCORER, "      name: static_score", "      <<: {name: static_score}"),
+        SCORER,
+        16,
+        "spec.scoring.params",
+        "merge keys",
+    ),
+    Case(
+        "unsafe-tag",
+        _edit(SCORER, "description: A static", "description: !!python/name:os.system A static"),
+        SCORER,
+        7,
+        "spec.description",
+        "cannot read value",
+    ),
+    # -- documents of the wrong shape or kind
+    Case(
+        "list-instead-of-mapping",
+        {SCORER: "- name: static-scorer\n- kind: DynamicScorer\n"},
+        SCORER,
+        1,
+        "",
+        "must be a mapping",
+    ),
+    Case("scalar-document", {SCORER: "just some text\n"}, SCORER, 1, "", "must be a mapping"),
+    Case(
+        "wrong-kind-in-scorers",
+        _edit(SCORER, "kind: DynamicScorer", "kind: ManagedCluster"),
+        SCORER,
+        3,
+        "kind",
+        "DynamicScorer documents only",
+    ),
+    Case(
+        "missing-kind",
+        _edit(SCORER, "kind: DynamicScorer\n", ""),
+        SCORER,
+        2,
+        "kind",
+        "DynamicScorer",
+    ),
+    Case(
+        "wrong-api-version",
+        _edit(SCORER, "/v1alpha1", "/v1beta1"),
+        SCORER,
+        2,
+        "apiVersion",
+        "must be one of",
+    ),
+    Case(
+        "unknown-kind-in-clusters",
+        {"clusters/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
+        "clusters/extra.yaml",
+        2,
+        "kind",
+        "ManagedCluster",
+    ),
+    Case(
+        "cluster-list-items-not-a-list",
+        {"clusters/extra.yaml": "apiVersion: v1\nkind: List\nitems: {a: b}\n"},
+        "clusters/extra.yaml",
+        3,
+        "items",
+        "must be a list",
+    ),
+    Case(
+        "cluster-list-item-wrong-kind",
+        {"clusters/extra.yaml": "apiVersion: v1\nkind: List\nitems:\n  - kind: Pod\n"},
+        "clusters/extra.yaml",
+        4,
+        "items[0].kind",
+        "must be ManagedCluster",
+    ),
+    # -- unknown, missing and mistyped fields
+    Case(
+        "unknown-field-did-you-mean",
+        _edit(SCORER, "  source:\n", "  locaton: Internal\n  source:\n"),
+        SCORER,
+        11,
+        "spec.locaton",
+        "did you mean 'location'",
+    ),
+    Case(
+        "unknown-field-known-elsewhere",
+        _edit(SCORER, "spec:\n", "labels: {team: a}\nspec:\n"),
+        SCORER,
+        6,
+        "labels",
+        r"^unknown field$",
+    ),
+    Case(
+        "missing-description",
+        _edit(SCORER, "  description: A static score per application\n", ""),
+        SCORER,
+        6,
+        "spec.description",
+        "required field is missing",
+    ),
+    Case(
+        "missing-metadata-name",
+        _edit(SCORER, "  name: static-scorer", "  labels: {team: a}"),
+        SCORER,
+        4,
+        "metadata.name",
+        "required field is missing",
+    ),
+    Case(
+        "interval-as-string",
+        _edit(SCORER, "interval: 60", 'interval: "60"'),
+        SCORER,
+        17,
+        "spec.scoring.params.interval",
+        "must be an integer",
+    ),
+    Case(
+        "interval-as-float",
+        _edit(SCORER, "interval: 60", "interval: 60.5"),
+        SCORER,
+        17,
+        "spec.scoring.params.interval",
+        "must be an integer",
+    ),
+    Case(
+        "description-as-number",
+        _edit(SCORER, "A static score per application", "42"),
+        SCORER,
+        7,
+        "spec.description",
+        'quote it: "42"',
+    ),
+    Case(
+        "description-as-list",
+        _edit(SCORER, "A static score per application", "[a, b]"),
+        SCORER,
+        7,
+        "spec.description",
+        "must be a string",
+    ),
+    Case(
+        "spec-empty",
+        {SCORER: _base(SCORER).split("spec:")[0] + "spec:\n"},
+        SCORER,
+        6,
+        "spec",
+        "must be a mapping",
+    ),
+    Case(
+        "labels-as-list",
+        _edit(INVENTORY, '    gpu: "false"', "    - gpu"),
+        INVENTORY,
+        12,
+        "metadata.labels",
+        "must be a mapping",
+    ),
+    # -- enumerations
+    Case(
+        "bad-sync-mode",
+        _edit(SCORER, "configSyncMode: None", "configSyncMode: Partial"),
+        SCORER,
+        9,
+        "spec.configSyncMode",
+        "must be one of: Full, None",
+    ),
+    Case(
+        "bad-score-destination",
+        _edit(SCORER, "scoreDestination: AddOnPlacementScore", "scoreDestination: Placement"),
+        SCORER,
+        10,
+        "spec.scoreDestination",
+        "AddOnPlacementScore",
+    ),
+    Case(
+        "bad-source-type",
+        _edit(SCORER, "type: None", "type: Graphite"),
+        SCORER,
+        12,
+        "spec.source.type",
+        "must be one of: Prometheus, None",
+    ),
+    Case(
+        "bad-location",
+        _edit(SCORER, "  source:\n", "  location: Elsewhere\n  source:\n"),
+        SCORER,
+        11,
+        "spec.location",
+        "Internal, External",
+    ),
+    # -- URLs
+    Case(
+        "url-ftp-scheme",
+        _edit(SCORER, "configURL: http://", "configURL: ftp://"),
+        SCORER,
+        8,
+        "spec.configURL",
+        "http:// or https://",
+    ),
+    Case(
+        "url-relative",
+        _edit(SCORER, "http://static-scorer.dynamic-scoring.svc:8000/config", "/config"),
+        SCORER,
+        8,
+        "spec.configURL",
+        "http:// or https://",
+    ),
+    Case(
+        "url-without-host",
+        _edit(SCORER, "http://static-scorer.dynamic-scoring.svc:8000/config", "http:///config"),
+        SCORER,
+        8,
+        "spec.configURL",
+        "must name a host",
+    ),
+    Case(
+        "url-with-credentials",
+        _edit(SCORER, "http://static-scorer", "http://user:pass@static-scorer"),
+        SCORER,
+        8,
+        "spec.configURL",
+        "credentials",
+    ),
+    Case(
+        "url-port-out-of-range",
+        _edit(SCORER, ":8000/config", ":99999/config"),
+        SCORER,
+        8,
+        "spec.configURL",
+        "not a valid URL",
+    ),
+    Case(
+        "url-with-space",
+        _edit(SCORER, "static-scorer.dynamic", "static scorer.dynamic"),
+        SCORER,
+        8,
+        "spec.configURL",
+        "white space",
+    ),
+    Case(
+        "scoring-host-ftp",
+        _edit(
+            SCORER, "    path: /scoring", "    host: ftp://static-scorer:8000\n    path: /scoring"
+        ),
+        SCORER,
+        14,
+        "spec.scoring.host",
+        "http:// or https://",
+    ),
+    Case(
+        "settings-url-with-credentials",
+        _edit(SETTINGS, "https://github.com", "https://bot:ghp_x@github.com"),
+        SETTINGS,
+        4,
+        "repository.url",
+        "URL carries credentials",
+    ),
+    # -- names
+    Case(
+        "name-upper-case",
+        _edit(SCORER, "name: static-scorer", "name: Static-Scorer"),
+        SCORER,
+        5,
+        "metadata.name",
+        "DNS-1123 subdomain",
+    ),
+    Case(
+        "name-path-traversal",
+        _edit(SCORER, "name: static-scorer", "name: ../x"),
+        SCORER,
+        5,
+        "metadata.name",
+        "DNS-1123 subdomain",
+    ),
+    Case(
+        "name-300-characters",
+        _edit(SCORER, "name: static-scorer", "name: " + "s" * 300),
+        SCORER,
+        5,
+        "metadata.name",
+        "at most 253",
+    ),
+    Case(
+        "cluster-name-64-characters",
+        _edit(INVENTORY, "name: edge01", "name: " + "e" * 64),
+        INVENTORY,
+        11,
+        "metadata.name",
+        "at most 63",
+    ),
+    Case(
+        "cluster-name-with-dot",
+        _edit(INVENTORY, "name: edge01", "name: edge.01"),
+        INVENTORY,
+        11,
+        "metadata.name",
+        "DNS-1123 label",
+    ),
+    Case(
+        "secret-name-not-dns",
+        _edit(FULL, "name: api-auth-secret", "name: API_Secret"),
+        FULL,
+        19,
+        "spec.scoring.auth.tokenSecretRef.name",
+        "DNS-1123 subdomain",
+    ),
+    Case(
+        "namespace-not-hub",
+        _edit(SCORER, "spec:\n", "  namespace: elsewhere\nspec:\n"),
+        SCORER,
+        6,
+        "metadata.namespace",
+        "hub namespace",
+    ),
+    Case(
+        "unsafe-file-name",
+        {"scorers/my scorer.yaml": _base(SCORER)},
+        "scorers/my scorer.yaml",
+        0,
+        "",
+        "file name must be",
+    ),
+    Case(
+        "symlink",
+        {"scorers/link.yaml": Symlink("static-scorer.yaml")},
+        "scorers/link.yaml",
+        0,
+        "",
+        "not a link",
+    ),
+    # -- duplicates and collisions
+    Case(
+        "duplicate-scorer-name",
+        {"scorers/zz-copy.yaml": _base(SCORER)},
+        "scorers/zz-copy.yaml",
+        5,
+        "metadata.name",
+        "duplicate scorer name 'static-scorer'",
+    ),
+    Case(
+        "duplicate-cluster-name",
+        _edit(INVENTORY, "name: edge01", "name: worker01"),
+        INVENTORY,
+        11,
+        "metadata.name",
+        "duplicate cluster name 'worker01'",
+    ),
+    Case(
+        "duplicate-score-name",
+        _edit(SCORER, "name: static_score", "name: cpu_score"),
+        SCORER,
+        16,
+        "spec.scoring.params.name",
+        "also the score of scorer 'cpu-scorer'",
+        validate=False,
+    ),
+    Case(
+        "sanitized-score-collision",
+        _edit(SCORER, "name: static_score", "name: cpu-score"),
+        SCORER,
+        16,
+        "spec.scoring.params.name",
+        "both become AddOnPlacementScore 'cpu-score'",
+        validate=False,
+    ),
+    Case(
+        "empty-score-name",
+        _edit(SCORER, "name: static_score", 'name: ""'),
+        SCORER,
+        16,
+        "spec.scoring.params.name",
+        "must not be empty",
+    ),
+    # -- masks
+    Case(
+        "mask-matches-no-cluster",
+        _edit(
+            MASKS,
+            '    - clusterSelector:\n        matchLabels:\n          gpu: "false"',
+            "    - clusterName: worker99",
+        ),
+        MASKS,
+        7,
+        "spec.masks[0].clusterName",
+        "matches no cluster",
+    ),
+    Case(
+        "mask-selector-matches-no-cluster",
+        _edit(MASKS, 'gpu: "false"', 'gpu: "maybe"'),
+        MASKS,
+        7,
+        "spec.masks[0].clusterSelector",
+        "matches no cluster",
+    ),
+    Case(
+        "mask-matches-no-score",
+        _edit(MASKS, "scoreName: cpu_score", "scoreName: cpu_scroe"),
+        MASKS,
+        10,
+        "spec.masks[0].scoreName",
+        "matches no score",
+        validate=False,
+    ),
+    Case(
+        "mask-without-cluster-part",
+        _edit(
+            MASKS,
+            '    - clusterSelector:\n        matchLabels:\n          gpu: "false"\n      scoreName',
+            "    - scoreName",
+        ),
+        MASKS,
+        7,
+        "spec.masks[0]",
+        "needs clusterName",
+    ),
+    Case(
+        "mask-expression-without-values",
+        _edit(
+            MASKS,
+            'matchLabels:\n          gpu: "false"',
+            "matchExpressions:\n          - {key: gpu, operator: In}",
+        ),
+        MASKS,
+        9,
+        "spec.masks[0].clusterSelector.matchExpressions[0]",
+        "needs a non-empty values list",
+    ),
+    Case(
+        "second-dynamic-scoring-config",
+        {"clusters/more-config.yaml": _base(MASKS)},
+        "clusters/more-config.yaml",
+        4,
+        "metadata.name",
+        "a second DynamicScoringConfig",
+    ),
+    Case(
+        "config-with-another-name",
+        _edit(MASKS, "name: dynamic-scoring-config", "name: my-config"),
+        MASKS,
+        4,
+        "metadata.name",
+        "must be dynamic-scoring-config",
+    ),
+    # -- placeholders, ranges, steps, intervals
+    Case(
+        "unknown-placeholder",
+        _edit(SCORER, "  source:\n", '  scoreDimensionFormat: "${app};${host}"\n  source:\n'),
+        SCORER,
+        11,
+        "spec.scoreDimensionFormat",
+        r"unknown placeholder \$\{host\}",
+    ),
+    Case(
+        "interval-zero",
+        _edit(SCORER, "interval: 60", "interval: 0"),
+        SCORER,
+        17,
+        "spec.scoring.params.interval",
+        "must be > 0",
+    ),
+    Case(
+        "interval-negative",
+        _edit(SCORER, "interval: 60", "interval: -30"),
+        SCORER,
+        17,
+        "spec.scoring.params.interval",
+        "must be > 0",
+    ),
+    Case(
+        "range-zero",
+        _edit(
+            FULL,
+            "    path: /api/v1/query_range\n",
+            "    path: /api/v1/query_range\n    params: {range: 0}\n",
+        ),
+        FULL,
+        16,
+        "spec.source.params.range",
+        "must be > 0",
+    ),
+    Case(
+        "step-longer-than-range",
+        _edit(SCORER, "    type: None", PROMETHEUS_SOURCE % (60, 120)),
+        SCORER,
+        15,
+        "spec.source.params.step",
+        "step 120 s is longer than range 60 s",
+        validate=False,
+    ),
+    Case(
+        "too-many-points",
+        _edit(SCORER, "    type: None", PROMETHEUS_SOURCE % (86_400, 1)),
+        SCORER,
+        15,
+        "spec.source.params.range",
+        "86400 points; Prometheus allows 11000",
+        validate=False,
+    ),
+    # -- credentials
+    Case(
+        "plaintext-token",
+        _edit(FULL, "        key: token\n", "        key: token\n      token: s3cr3t\n"),
+        FULL,
+        21,
+        "spec.scoring.auth.token",
+        "credentials must not be written in Git",
+    ),
+    Case(
+        "plaintext-password-in-settings",
+        _edit(SETTINGS, "  path: rendered\n", "  path: rendered\n  password: hunter2\n"),
+        SETTINGS,
+        7,
+        "repository.password",
+        "credentials must not be written in Git",
+    ),
+    # -- cluster labels
+    Case(
+        "label-value-bool",
+        _edit(INVENTORY, 'gpu: "true"', "gpu: true"),
+        INVENTORY,
+        6,
+        "metadata.labels.gpu",
+        'quote it: "true"',
+    ),
+    Case(
+        "label-value-int",
+        _edit(INVENTORY, '    gpu: "true"\n', '    gpu: "true"\n    rack: 12\n'),
+        INVENTORY,
+        7,
+        "metadata.labels.rack",
+        'quote it: "12"',
+    ),
+    Case(
+        "label-key-not-string",
+        _edit(INVENTORY, '    gpu: "true"\n', '    gpu: "true"\n    7: seven\n'),
+        INVENTORY,
+        7,
+        "metadata.labels",
+        "key '7' must be a string",
+    ),
+    # -- settings
+    Case(
+        "settings-unknown-key",
+        _edit(SETTINGS, "hubNamespace:", "hubNamespce:"),
+        SETTINGS,
+        1,
+        "hubNamespce",
+        "did you mean 'hubNamespace'",
+    ),
+    Case(
+        "settings-bad-value",
+        {SETTINGS: _base(SETTINGS) + "sync:\n  concurrency: 0\n"},
+        SETTINGS,
+        8,
+        "sync.concurrency",
+        "must be >= 1",
+    ),
+    Case(
+        "settings-bad-enum",
+        {SETTINGS: _base(SETTINGS) + "agent:\n  imagePullPolicy: Sometimes\n"},
+        SETTINGS,
+        8,
+        "agent.imagePullPolicy",
+        "Always, IfNotPresent, Never",
+    ),
+    Case(
+        "settings-bad-namespace",
+        _edit(SETTINGS, "agentNamespace: dynamic-scoring", "agentNamespace: Dynamic_Scoring"),
+        SETTINGS,
+        2,
+        "agentNamespace",
+        "DNS-1123 label",
+    ),
+    Case("settings-list", {SETTINGS: "- hubNamespace: a\n"}, SETTINGS, 1, "", "must be a mapping"),
+    Case(
+        "settings-two-documents",
+        {SETTINGS: "hubNamespace: a\n---\nagentNamespace: b\n"},
+        SETTINGS,
+        1,
+        "",
+        "one YAML document",
+    ),
+    # -- the lockfile
+    Case(
+        "full-scorer-without-lock-entry",
+        {"scorers/new-scorer.yaml": NEW_FULL_SCORER},
+        "scorers/new-scorer.yaml",
+        4,
+        "metadata.name",
+        "run 'dsf-compile sync new-scorer'",
+        validate=False,
+    ),
+    Case(
+        "config-url-changed-since-sync",
+        _edit(FULL, "cpu-scorer.dynamic-scoring.svc:8000", "cpu.dynamic-scoring.svc:8000"),
+        FULL,
+        8,
+        "spec.configURL",
+        "changed since the last sync",
+        validate=False,
+    ),
+    Case(
+        "sync-mode-changed-since-sync",
+        _edit(SCORER, "configSyncMode: None", "configSyncMode: Full"),
+        SCORER,
+        9,
+        "spec.configSyncMode",
+        "changed since the last sync",
+        validate=False,
+    ),
+    Case(
+        "lockfile-not-json",
+        {LOCK: "{not json"},
+        LOCK,
+        1,
+        "",
+        "cannot read lockfile",
+        validate=False,
+    ),
+    Case(
+        "lockfile-wrong-shape",
+        {LOCK: '{"version": 1, "scorers": {"cpu-scorer": {"mode": "Full"}}}'},
+        LOCK,
+        0,
+        "scorers.cpu-scorer.configURL",
+        "sync",
+        validate=False,
+    ),
+    Case(
+        "lock-config-without-interval",
+        _lock_with_config("cpu-scorer", {"scoring.params.interval": None}),
+        FULL,
+        16,
+        "spec.scoring.params.interval",
+        r"scoring interval is missing .*scorer's /config",
+        validate=False,
+    ),
+    Case(
+        "lock-config-without-query",
+        _lock_with_config("cpu-scorer", {"source.params.query": None}),
+        FULL,
+        12,
+        "spec.source.params.query",
+        "PromQL query is missing",
+        validate=False,
+    ),
+    Case(
+        "lock-config-bad-scoring-host",
+        _lock_with_config("cpu-scorer", {"scoring.host": "ftp://cpu-scorer"}),
+        FULL,
+        8,
+        "spec.configURL",
+        "/config scoring.host",
+        validate=False,
+    ),
+    Case(
+        "lock-config-step-longer-than-range",
+        _lock_with_config("cpu-scorer", {"source.params.step": 7200}),
+        FULL,
+        8,
+        "spec.configURL",
+        "/config source.params.step: step 7200 s",
+        validate=False,
+    ),
+]
+
+
+# ------------------------------------------------------------------- the test
+
+
+def _run(root: Path, *command: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--root", str(root), *command], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {
+        file.relative_to(folder).as_posix(): hashlib.sha256(file.read_bytes()).hexdigest()
+        for file in sorted(folder.rglob("*"))
+        if file.is_file()
+    }
+
+
+@pytest.fixture
+def rendered_base(tmp_path: Path) -> Path:
+    """The base fleet with its lockfile, rendered once successfully."""
+    root = tmp_path / "repo"
+    shutil.copytree(BASE, root)
+    write_lockfile(root, _base_lock(BASE_CONFIGS))
+    code, _, err = _run(root, "render")
+    assert code == 0, err
+    return root
+
+
+def test_the_base_is_valid(rendered_base: Path) -> None:
+    code, _, err = _run(rendered_base, "validate")
+    assert code == 0, err
+    assert _digest(rendered_base / "rendered")
+
+
+def test_the_corpus_is_large_and_distinct() -> None:
+    assert len(CASES) >= 45
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+def _check_first_problem(case: Case, code: int, out: str, err: str) -> str:
+    assert code == 1, err
+    assert "Traceback" not in err and "Traceback" not in out
+    first = err.splitlines()[0]
+    found = PROBLEM_LINE.match(first)
+    assert found, first
+    assert found["path"] == case.path, first
+    assert int(found["line"]) == case.line, first
+    assert int(found["column"]) > 0 or case.line == 0, first
+    rest = found["rest"]
+    if case.field:
+        field, _, rest = rest.partition(": ")
+        assert field == case.field, first
+    assert re.search(case.message, rest), first
+    return first
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_bad_input_fails_cleanly(case: Case, rendered_base: Path) -> None:
+    before = _digest(rendered_base / "rendered")
+    for relative, content in case.files.items():
+        _write(rendered_base, relative, content)
+
+    first = _check_first_problem(case, *_run(rendered_base, "render"))
+    assert _digest(rendered_base / "rendered") == before
+
+    if case.validate:
+        assert _check_first_problem(case, *_run(rendered_base, "validate")) == first
+    assert _digest(rendered_base / "rendered") == before
