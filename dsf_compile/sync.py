@@ -494,10 +494,15 @@ def _port(text: str) -> int:
 async def _open_client(
     settings: SyncSettings, connect_to: ConnectTo, transport: httpx.AsyncBaseTransport | None
 ) -> AsyncIterator[httpx.AsyncClient]:
+    # One TLS context (CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for every pool:
+    # loading the CA bundle costs tens of milliseconds.
+    tls = httpx.create_ssl_context() if transport is None else None
+
     def make_transport() -> httpx.AsyncBaseTransport:
         # The semaphore bounds concurrency; the pool must not add a second, smaller bound.
         return httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32)
+            verify=tls if tls is not None else True,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
         )
 
     wrapper = _ConnectToTransport(

