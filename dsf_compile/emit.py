@@ -9,7 +9,8 @@ every cluster, are encoded once per scorer and joined (:func:`encode_summaries`)
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -56,3 +57,27 @@ def literal_block(text: str, indent: int) -> str:
     """``text`` as the lines of a YAML ``|-`` block at ``indent`` spaces."""
     pad = " " * indent
     return "\n".join(pad + line if line else line for line in text.split("\n"))
+
+
+# A cluster name that YAML writes as a plain scalar, the same in every position.
+_PLAIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+_SENTINEL = "DSFCLUSTERNAMESENTINEL"
+
+
+class ClusterTemplate:
+    """The YAML of an object that differs between clusters only by the cluster name.
+
+    Dumped once with a sentinel name, then filled in per cluster: per-cluster objects
+    are the bulk of ``rendered/`` and PyYAML's representer is the slow part. A name that
+    YAML would quote (``123``, ``true``) falls back to a full dump.
+    """
+
+    def __init__(self, build: Callable[[str], Any]) -> None:
+        self._build = build
+        self._text = dump_yaml(build(_SENTINEL))
+
+    def render(self, cluster: str) -> str:
+        if _PLAIN_NAME.match(cluster) and cluster not in _YAML_WORDS:
+            return self._text.replace(_SENTINEL, cluster)
+        return dump_yaml(self._build(cluster))

@@ -21,7 +21,7 @@ import yaml
 
 from .addon import render_addon
 from .crds import render_crds
-from .emit import dump_yaml, encode_summary, literal_block
+from .emit import ClusterTemplate, dump_yaml, encode_summary, literal_block
 from .errors import InputError
 from .gitops import (
     WAVE_CLUSTER_CONFIG,
@@ -162,8 +162,9 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
     pad = " " * _SUMMARIES_INDENT
     files = {}
     problems = []
+    template = ClusterTemplate(lambda name: _manifestwork_skeleton(name, agent_namespace))
     for cluster in plan.clusters:
-        skeleton = dump_yaml(_manifestwork_skeleton(cluster.name, agent_namespace))
+        skeleton = template.render(cluster.name)
         if cluster.scorers:
             body = f"|-\n{pad}[\n" + ",\n".join(blocks[n] for n in cluster.scorers) + f"\n{pad}]"
         else:

@@ -140,3 +140,14 @@ def test_the_size_estimate_matches_the_json_the_hub_sees(fleet: Path) -> None:
             render_manifests(plan)
     finally:
         render.MAX_MANIFEST_BYTES = limit
+
+
+@pytest.mark.parametrize("name", ["worker01", "a", "edge-7", "123", "true", "no", "0x1f", "e1"])
+def test_cluster_templates_equal_a_full_dump(name: str) -> None:
+    from dsf_compile.emit import ClusterTemplate
+
+    def build(cluster: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "X", "metadata": {"name": "x", "namespace": cluster}, "spec": {"c": [cluster]}}
+
+    assert ClusterTemplate(build).render(name) == dump_yaml(build(name))
+    assert yaml.safe_load(ClusterTemplate(build).render(name))["metadata"]["namespace"] == name
