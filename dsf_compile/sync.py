@@ -107,6 +107,14 @@ async def sync_lock(
     keep the original host. The allow-list is checked against the host named in the URL,
     and the lockfile records URLs as written. Environment proxies are not used.
 
+    At most ``settings.concurrency`` scorers are in flight. Each gets
+    ``settings.timeoutSeconds`` from the moment it holds a slot, retries included, so a
+    hanging scorer costs that much and delays no other. Connection errors, connect
+    timeouts and 5xx answers are retried up to ``settings.retries`` times with backoff
+    (0.2 s, 0.4 s, ... capped at 2 s) while the budget lasts; 4xx, bad documents,
+    refused redirects and oversized bodies are final. An accepted request that gets no
+    answer waits out the budget.
+
     ``transport`` replaces the default ``httpx.AsyncHTTPTransport`` (tests pass their
     own); it is not closed here. ``progress`` is called once per refreshed scorer, as
     soon as it finishes, with its name and new entry.

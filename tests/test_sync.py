@@ -365,7 +365,7 @@ def test_connect_to_https_keeps_sni_and_certificate_check(
     # The default transport trusts SSL_CERT_FILE, as httpx does.
     monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
     seen_sni: list[str | None] = []
-    server_ctx.sni_callback = lambda sock, name, ctx: seen_sni.append(name)  # type: ignore[assignment]
+    server_ctx.sni_callback = lambda sock, name, ctx: seen_sni.append(name)
     with LoopbackServer(ssl_context=server_ctx) as srv:
         srv.route("/config", json_body(CONFIG))
         mapping = {
