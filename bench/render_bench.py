@@ -52,7 +52,11 @@ def generate_fleet(root: Path, clusters: int, scorers: int) -> None:
                 "type": "Prometheus",
                 "host": "http://prometheus.monitoring.svc:9090",
                 "path": "/api/v1/query_range",
-                "params": {"query": f"sum by (node, namespace, pod) (rate(metric_{i}[1m]))", "range": 3600, "step": 60},
+                "params": {
+                    "query": f"sum by (node, namespace, pod) (rate(metric_{i}[1m]))",
+                    "range": 3600,
+                    "step": 60,
+                },
             }
             spec["scoring"] = {"path": "/scoring", "params": {"name": score, "interval": 30}}
         doc = {
@@ -70,7 +74,11 @@ def generate_fleet(root: Path, clusters: int, scorers: int) -> None:
                         "type": "Prometheus",
                         "host": "http://prometheus.monitoring.svc:9090",
                         "path": "/api/v1/query_range",
-                        "params": {"query": f"avg by (node, namespace, pod) (metric_{i})", "range": 7200, "step": 60},
+                        "params": {
+                            "query": f"avg by (node, namespace, pod) (metric_{i})",
+                            "range": 7200,
+                            "step": 60,
+                        },
                     },
                     "scoring": {"path": "/scoring", "params": {"name": score, "interval": 60}},
                 }
@@ -96,13 +104,19 @@ def generate_fleet(root: Path, clusters: int, scorers: int) -> None:
             "masks": [
                 {"clusterSelector": {"matchLabels": {"gpu": "false"}}, "scoreName": "gpu_*_score"},
                 {
-                    "clusterSelector": {"matchExpressions": [{"key": "region", "operator": "In", "values": ["ap-south"]}]},
+                    "clusterSelector": {
+                        "matchExpressions": [
+                            {"key": "region", "operator": "In", "values": ["ap-south"]}
+                        ]
+                    },
                     "scoreName": "cpu_00*_score",
                 },
             ]
         },
     }
-    (root / "clusters/inventory.yaml").write_text(yaml.safe_dump_all([*inventory, masks], sort_keys=False))
+    (root / "clusters/inventory.yaml").write_text(
+        yaml.safe_dump_all([*inventory, masks], sort_keys=False)
+    )
     write_lockfile(root, Lockfile(scorers=lock))
 
 
@@ -147,7 +161,9 @@ def measure(clusters: int, scorers: int, repeat: int) -> dict[str, float]:
         }
         render_cli(root)
         figures["no-op render"] = best_of(repeat, lambda: None, lambda: render_cli(root))
-        figures["render --check"] = best_of(repeat, lambda: None, lambda: render_cli(root, "--check"))
+        figures["render --check"] = best_of(
+            repeat, lambda: None, lambda: render_cli(root, "--check")
+        )
         files = sum(1 for p in (root / "rendered").rglob("*") if p.is_file())
         figures["files"] = files
         return figures
@@ -169,7 +185,11 @@ def main() -> None:
         scaling[clusters] = full
         for what in ("floor", "full render", "no-op render", "render --check"):
             seconds = figures[what]
-            target = {"full render": "≤ 1.5× floor", "no-op render": "≤ 20% of full", "render --check": "≤ 20% of full"}
+            target = {
+                "full render": "≤ 1.5× floor",
+                "no-op render": "≤ 20% of full",
+                "render --check": "≤ 20% of full",
+            }
             print(
                 f"{clusters:>8} {what:<16} {seconds:>9.3f} {seconds / floor:>8.2f} {seconds / full:>7.2f}  "
                 f"{target.get(what, '')}"
@@ -178,7 +198,9 @@ def main() -> None:
     small, large = min(scaling), max(scaling)
     per_small = scaling[small] / small
     per_large = scaling[large] / large
-    print(f"\nscaling: {per_small * 1000:.2f} ms/cluster at {small}, {per_large * 1000:.2f} ms/cluster at {large}")
+    print(
+        f"\nscaling: {per_small * 1000:.2f} ms/cluster at {small}, {per_large * 1000:.2f} ms/cluster at {large}"
+    )
 
 
 if __name__ == "__main__":

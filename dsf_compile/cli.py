@@ -26,7 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dsf-compile", description="Validate, sync and render a DSF fleet for OCM.")
+    parser = _Parser(
+        prog="dsf-compile", description="Validate, sync and render a DSF fleet for OCM."
+    )
     parser.add_argument("--root", default=".", help="repository root (default: current directory)")
     parser.add_argument(
         "--format",
@@ -39,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("validate", help="load and check the inputs; no network")
 
-    sync = commands.add_parser("sync", help="fetch each scorer's /config or /healthz into dsf.lock.json")
+    sync = commands.add_parser(
+        "sync", help="fetch each scorer's /config or /healthz into dsf.lock.json"
+    )
     sync.add_argument("names", nargs="*", metavar="NAME", help="refresh only these scorers")
     sync.add_argument("--strict", action="store_true", help="exit 1 when a scorer is Inactive")
     sync.add_argument(
@@ -50,19 +54,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="connect to ADDR (and PORT) for HOST:PORT, like curl's --resolve/--connect-to; repeatable",
     )
 
-    render = commands.add_parser("render", help="write rendered/ from the inputs and the lockfile; no network")
-    render.add_argument("--check", action="store_true", help="write nothing; exit 1 if rendered/ is stale")
+    render = commands.add_parser(
+        "render", help="write rendered/ from the inputs and the lockfile; no network"
+    )
+    render.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if rendered/ is stale"
+    )
 
     diff = commands.add_parser("diff", help="what render would change, object by object")
     diff.add_argument("--format", dest="diff_format", choices=("text", "markdown"), default="text")
 
     check = commands.add_parser("scorer-check", help="conformance test of a live Scoring API")
     check.add_argument("url", help="the scorer's base URL or its /config URL")
-    check.add_argument("--token", default=None, help="bearer token for /scoring (default: $DSF_SCORER_TOKEN)")
-    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    check.add_argument(
+        "--token", default=None, help="bearer token for /scoring (default: $DSF_SCORER_TOKEN)"
+    )
+    check.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds per request (default 10)"
+    )
 
-    schemas = commands.add_parser("schemas", help="write the JSON Schemas of every format into schemas/")
-    schemas.add_argument("--check", action="store_true", help="write nothing; exit 1 if schemas/ is stale")
+    schemas = commands.add_parser(
+        "schemas", help="write the JSON Schemas of every format into schemas/"
+    )
+    schemas.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if schemas/ is stale"
+    )
     return parser
 
 

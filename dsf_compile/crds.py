@@ -32,7 +32,13 @@ class _ScorerStatus(BaseModel):
     lastSyncedConfig: ScorerConfig | None = None
 
 
-def _crd(kind: str, plural: str, spec: type[BaseModel], columns: list[dict[str, Any]], status: type[BaseModel] | None) -> dict[str, Any]:
+def _crd(
+    kind: str,
+    plural: str,
+    spec: type[BaseModel],
+    columns: list[dict[str, Any]],
+    status: type[BaseModel] | None,
+) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "apiVersion": {"type": "string"},
         "kind": {"type": "string"},
@@ -54,7 +60,10 @@ def _crd(kind: str, plural: str, spec: type[BaseModel], columns: list[dict[str, 
             }
         },
         "subresources": {"status": {}},
-        "additionalPrinterColumns": [*columns, {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+        "additionalPrinterColumns": [
+            *columns,
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -62,7 +71,12 @@ def _crd(kind: str, plural: str, spec: type[BaseModel], columns: list[dict[str, 
         "metadata": {"name": f"{plural}.{API_GROUP}"},
         "spec": {
             "group": API_GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+            },
             "scope": "Namespaced",
             "versions": [version],
         },
@@ -79,12 +93,19 @@ def render_crds() -> dict[str, str]:
         [
             {"name": "Score", "type": "string", "jsonPath": ".spec.scoring.params.name"},
             {"name": "Mode", "type": "string", "jsonPath": ".spec.configSyncMode"},
-            {"name": "Destination", "type": "string", "jsonPath": ".spec.scoreDestination", "priority": 1},
+            {
+                "name": "Destination",
+                "type": "string",
+                "jsonPath": ".spec.scoreDestination",
+                "priority": 1,
+            },
             _health_column(),
         ],
         _ScorerStatus,
     )
-    config = _crd("DynamicScoringConfig", "dynamicscoringconfigs", DynamicScoringConfigSpec, [], None)
+    config = _crd(
+        "DynamicScoringConfig", "dynamicscoringconfigs", DynamicScoringConfigSpec, [], None
+    )
     return {
         f"crds/dynamicscorers.{API_GROUP}.yaml": dump_yaml(scorer),
         f"crds/dynamicscoringconfigs.{API_GROUP}.yaml": dump_yaml(config),

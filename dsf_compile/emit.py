@@ -36,7 +36,12 @@ _Dumper.add_representer(str, _represent_str)
 def dump_yaml(obj: Any) -> str:
     """One YAML document, LF line endings, trailing newline."""
     return yaml.dump(
-        obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 30
+        obj,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 30,
     )
 
 

@@ -68,12 +68,22 @@ def read_lockfile(root: Path) -> tuple[Lockfile, list[Problem]]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         line = getattr(err, "lineno", 0)
         column = getattr(err, "colno", 0)
-        return Lockfile(), [Problem(LOCKFILE, line, column, "", f"cannot read lockfile: {err}; run 'dsf-compile sync'")]
+        return Lockfile(), [
+            Problem(
+                LOCKFILE, line, column, "", f"cannot read lockfile: {err}; run 'dsf-compile sync'"
+            )
+        ]
     try:
         return Lockfile.model_validate(data), []
     except ValidationError as err:
         problems = [
-            Problem(LOCKFILE, 0, 0, ".".join(str(p) for p in e["loc"]), f"{e['msg']}; run 'dsf-compile sync'")
+            Problem(
+                LOCKFILE,
+                0,
+                0,
+                ".".join(str(p) for p in e["loc"]),
+                f"{e['msg']}; run 'dsf-compile sync'",
+            )
             for e in err.errors()
         ]
         return Lockfile(), problems

@@ -85,7 +85,17 @@ _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_LABEL_RE = re.compile(f"^{_DNS_LABEL}$")
 DNS_SUBDOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 SECRET_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
-PLACEHOLDERS = ("scoreName", "cluster", "node", "device", "namespace", "app", "pod", "container", "meta")
+PLACEHOLDERS = (
+    "scoreName",
+    "cluster",
+    "node",
+    "device",
+    "namespace",
+    "app",
+    "pod",
+    "container",
+    "meta",
+)
 PLACEHOLDER_RE = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -109,7 +119,9 @@ def _dns_label(value: str) -> str:
 
 def _secret_key(value: str) -> str:
     if len(value) > 253 or not SECRET_KEY_RE.match(value):
-        raise ValueError("must be a Secret key: letters, digits, '-', '_' or '.', at most 253 characters")
+        raise ValueError(
+            "must be a Secret key: letters, digits, '-', '_' or '.', at most 253 characters"
+        )
     return value
 
 
@@ -147,13 +159,19 @@ def _check_dimension_format(value: str) -> str:
 
 
 DnsSubdomain = Annotated[
-    str, AfterValidator(_dns_subdomain), Field(max_length=253, json_schema_extra={"pattern": DNS_SUBDOMAIN_RE.pattern})
+    str,
+    AfterValidator(_dns_subdomain),
+    Field(max_length=253, json_schema_extra={"pattern": DNS_SUBDOMAIN_RE.pattern}),
 ]
 DnsLabel = Annotated[
-    str, AfterValidator(_dns_label), Field(max_length=63, json_schema_extra={"pattern": DNS_LABEL_RE.pattern})
+    str,
+    AfterValidator(_dns_label),
+    Field(max_length=63, json_schema_extra={"pattern": DNS_LABEL_RE.pattern}),
 ]
 SecretKey = Annotated[
-    str, AfterValidator(_secret_key), Field(max_length=253, json_schema_extra={"pattern": SECRET_KEY_RE.pattern})
+    str,
+    AfterValidator(_secret_key),
+    Field(max_length=253, json_schema_extra={"pattern": SECRET_KEY_RE.pattern}),
 ]
 _URL_SCHEMA = {"pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^@/?#\s]+([/?][^\s#]*)?$"}
 HttpUrl = Annotated[str, AfterValidator(check_http_url), Field(json_schema_extra=_URL_SCHEMA)]
@@ -202,7 +220,9 @@ class SourceParams(Frozen):
 
 class ScoringParams(Frozen):
     name: str | None = Field(default=None, min_length=1, description="The score name.")
-    interval: PositiveInt | None = Field(default=None, description="Seconds between scoring cycles.")
+    interval: PositiveInt | None = Field(
+        default=None, description="Seconds between scoring cycles."
+    )
 
 
 class SourceSpec(Frozen):
@@ -274,7 +294,9 @@ class LabelSelector(Frozen):
 class Mask(Frozen):
     """Keeps the scores whose name matches ``scoreName`` off the matching clusters."""
 
-    clusterName: str | None = Field(default=None, min_length=1, description="A cluster name or shell-style glob.")
+    clusterName: str | None = Field(
+        default=None, min_length=1, description="A cluster name or shell-style glob."
+    )
     clusterSelector: LabelSelector | None = None
     scoreName: str = Field(min_length=1, description="A score name or shell-style glob.")
 
@@ -400,7 +422,8 @@ class AgentSettings(Frozen):
     logLevel: Literal["debug", "info", "warning", "error"] = "info"
     serviceMonitor: bool = False
     resources: Resources = Resources(
-        requests=ResourceList(cpu="50m", memory="64Mi"), limits=ResourceList(cpu="500m", memory="256Mi")
+        requests=ResourceList(cpu="50m", memory="64Mi"),
+        limits=ResourceList(cpu="500m", memory="256Mi"),
     )
     overrides: Items[AgentOverride] = ()
 

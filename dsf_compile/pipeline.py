@@ -7,7 +7,6 @@ repository, the network (through :mod:`dsf_compile.sync`), writing ``rendered/``
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -45,7 +44,9 @@ def load_inputs(root: Path) -> Inputs:
             problems += found
             documents += docs
     if not (root / "scorers").is_dir() and not (root / "clusters").is_dir():
-        problems.append(Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)"))
+        problems.append(
+            Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)")
+        )
     return validate_documents(documents, settings, problems)
 
 
@@ -87,11 +88,16 @@ def check_rendered(root: Path, out: TextIO, err: TextIO, github: bool, style: st
     if changes.empty:
         print("dsf-compile: rendered/ is up to date", file=err)
     else:
-        print(f"dsf-compile: rendered/ is stale: {changes.summary()}; run 'dsf-compile render'", file=err)
+        print(
+            f"dsf-compile: rendered/ is stale: {changes.summary()}; run 'dsf-compile render'",
+            file=err,
+        )
     return not changes.empty
 
 
-def sync_fleet(root: Path, *, names: Sequence[str], resolve: Sequence[str], err: TextIO, github: bool) -> list[str]:
+def sync_fleet(
+    root: Path, *, names: Sequence[str], resolve: Sequence[str], err: TextIO, github: bool
+) -> list[str]:
     """``sync``: refresh the lockfile; return the names of Inactive scorers."""
     from .cli import print_problems
     from .sync import format_progress, parse_connect_to, parse_resolve_setting, sync_lock
@@ -99,7 +105,11 @@ def sync_fleet(root: Path, *, names: Sequence[str], resolve: Sequence[str], err:
     inputs = load_inputs(root)
     previous, problems = read_lockfile(root)
     if problems:  # a broken lockfile is replaced by a fresh sync, but say so
-        print_problems([Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems], err, github)
+        print_problems(
+            [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems],
+            err,
+            github,
+        )
     connect_to = parse_resolve_setting(inputs.settings.sync.resolve)
     connect_to.update(parse_connect_to(resolve))
     scorers = [s.model for s in inputs.scorers]
@@ -115,20 +125,31 @@ def sync_fleet(root: Path, *, names: Sequence[str], resolve: Sequence[str], err:
             print(format_progress(name, entry, done, total), file=err, flush=True)
 
     lock = asyncio.run(
-        sync_lock(scorers, previous, inputs.settings.sync, only=only, connect_to=connect_to, progress=progress)
+        sync_lock(
+            scorers,
+            previous,
+            inputs.settings.sync,
+            only=only,
+            connect_to=connect_to,
+            progress=progress,
+        )
     )
     changed = write_lockfile(root, lock)
-    inactive = sorted(n for n, e in lock.scorers.items() if e.health == "Inactive" and (only is None or n in only))
+    inactive = sorted(
+        n for n, e in lock.scorers.items() if e.health == "Inactive" and (only is None or n in only)
+    )
     warnings = [
-        inputs.scorer(name).problem(("spec", "configURL"), f"Inactive: {lock.scorers[name].reason}", "warning")
+        inputs.scorer(name).problem(
+            ("spec", "configURL"), f"Inactive: {lock.scorers[name].reason}", "warning"
+        )
         for name in inactive
     ]
     print_problems(warnings, err, github)
     active = sum(1 for e in lock.scorers.values() if e.health == "Active")
     state = "updated" if changed else "unchanged"
-    print(f"dsf-compile: {active} Active, {len(inactive)} Inactive; dsf.lock.json {state}", file=err)
+    print(
+        f"dsf-compile: {active} Active, {len(inactive)} Inactive; dsf.lock.json {state}", file=err
+    )
     return inactive
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit("use the dsf-compile command")

@@ -95,7 +95,10 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         )
     staged: list[tuple[str, Path]] = []
     try:
-        for relative, text in [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())]:
+        for relative, text in [
+            *changes.added.items(),
+            *((p, new) for p, (_, new) in changes.changed.items()),
+        ]:
             target = folder / relative
             if not target.parent.is_dir():
                 target.parent.mkdir(parents=True)
@@ -175,7 +178,9 @@ def format_changes(changes: Changes, style: str) -> str:
 def _format_markdown(changes: Changes) -> str:
     if changes.empty:
         return "### dsf-compile diff\n\nNo change to `rendered/`.\n"
-    out = [f"### dsf-compile diff\n\n{changes.summary()}.\n\n| change | file | object |\n| --- | --- | --- |\n"]
+    out = [
+        f"### dsf-compile diff\n\n{changes.summary()}.\n\n| change | file | object |\n| --- | --- | --- |\n"
+    ]
     rows = [
         *(("added", p, t) for p, t in changes.added.items()),
         *(("changed", p, n) for p, (_, n) in changes.changed.items()),

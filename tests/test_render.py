@@ -147,7 +147,12 @@ def test_cluster_templates_equal_a_full_dump(name: str) -> None:
     from dsf_compile.emit import ClusterTemplate
 
     def build(cluster: str) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "X", "metadata": {"name": "x", "namespace": cluster}, "spec": {"c": [cluster]}}
+        return {
+            "apiVersion": "v1",
+            "kind": "X",
+            "metadata": {"name": "x", "namespace": cluster},
+            "spec": {"c": [cluster]},
+        }
 
     assert ClusterTemplate(build).render(name) == dump_yaml(build(name))
     assert yaml.safe_load(ClusterTemplate(build).render(name))["metadata"]["namespace"] == name
