@@ -21,7 +21,7 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _BaseDumper = yaml.SafeDumper
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+class _Dumper(_BaseDumper):  # type: ignore[misc]
     pass
 
 

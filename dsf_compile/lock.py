@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import Problem
-from .models import DynamicScorerSpec, LockEntry, Lockfile, ScorerConfig
+from .models import DynamicScorerSpec, Health, LockEntry, Lockfile, ScorerConfig
 
 LOCKFILE = "dsf.lock.json"
 
@@ -40,7 +40,7 @@ def make_entry(
 ) -> LockEntry:
     """A lock entry for ``spec``, its content hash computed from what sync learned."""
     config_data = config.model_dump(mode="json", exclude_none=True) if config is not None else None
-    health = "Active" if healthy else "Inactive"
+    health: Health = "Active" if healthy else "Inactive"
     content = {"health": health, "reason": reason, "config": config_data}
     return LockEntry(
         mode=spec.configSyncMode,

@@ -80,7 +80,8 @@ _DROP = {"title", "$defs", "additionalProperties", "format", "prefixItems", "$sc
 def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A structural OpenAPI v3 schema of ``model`` in its canonical (written) form."""
     schema = model.model_json_schema(mode="serialization")
-    return _structural(schema, schema.get("$defs", {}))
+    structural: dict[str, Any] = _structural(schema, schema.get("$defs", {}))
+    return structural
 
 
 def _structural(node: Any, defs: dict[str, Any]) -> Any:

@@ -9,8 +9,8 @@ from .models import LabelSelector
 
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
     """Kubernetes semantics: every matchLabels pair and every expression must hold."""
-    for key, value in (selector.matchLabels or {}).items():
-        if labels.get(key) != value:
+    for key, wanted in (selector.matchLabels or {}).items():
+        if labels.get(key) != wanted:
             return False
     for requirement in selector.matchExpressions or ():
         present = requirement.key in labels

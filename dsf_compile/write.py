@@ -102,18 +102,18 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
             target = folder / relative
             if not target.parent.is_dir():
                 target.parent.mkdir(parents=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            staged.append((relative, Path(tmp)))
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            staged.append((relative, Path(name)))
             with os.fdopen(fd, "wb") as out:
                 out.write(text.encode("utf-8"))
     except OSError as err:
-        for _, tmp in staged:
-            tmp.unlink(missing_ok=True)
-            _prune_empty(folder, tmp.parent)
+        for _, staged_file in staged:
+            staged_file.unlink(missing_ok=True)
+            _prune_empty(folder, staged_file.parent)
         raise RenderError(f"cannot write {RENDERED}/: {err}; the previous tree is intact") from err
     try:
-        for relative, tmp in staged:
-            os.replace(tmp, folder / relative)
+        for relative, staged_file in staged:
+            os.replace(staged_file, folder / relative)
         for relative in changes.removed:
             (folder / relative).unlink(missing_ok=True)
             _prune_empty(folder, (folder / relative).parent)
