@@ -26,12 +26,16 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+_ROOT = Path(__file__).resolve().parent.parent
+# The package, and the loopback servers the tests use.
+sys.path.insert(0, str(_ROOT / "tests"))
+sys.path.insert(0, str(_ROOT))
 
-from dsf_compile.lock import encode_lockfile
-from dsf_compile.models import DynamicScorer, Lockfile, SyncSettings
-from dsf_compile.sync import sync_lock
-from tests.sync_servers import LoopbackServer, hang, json_body
+from sync_servers import LoopbackServer, hang, json_body  # noqa: E402 - after the sys.path set-up
+
+from dsf_compile.lock import encode_lockfile  # noqa: E402 - after the sys.path set-up
+from dsf_compile.models import DynamicScorer, Lockfile, SyncSettings  # noqa: E402 - after the sys.path set-up
+from dsf_compile.sync import sync_lock  # noqa: E402 - after the sys.path set-up
 
 CONFIG = {
     "name": "bench-scorer",

@@ -15,12 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-
-from dsf_compile.errors import SyncError, UsageError
-from dsf_compile.lock import encode_lockfile, make_entry
-from dsf_compile.models import DynamicScorer, LockEntry, Lockfile, SyncSettings
-from dsf_compile.sync import format_progress, parse_connect_to, parse_resolve_setting, sync_lock
-from tests.sync_servers import (
+from sync_servers import (
     LoopbackServer,
     flaky,
     free_port,
@@ -31,6 +26,11 @@ from tests.sync_servers import (
     reset,
     respond,
 )
+
+from dsf_compile.errors import SyncError, UsageError
+from dsf_compile.lock import encode_lockfile, make_entry
+from dsf_compile.models import DynamicScorer, LockEntry, Lockfile, SyncSettings
+from dsf_compile.sync import format_progress, parse_connect_to, parse_resolve_setting, sync_lock
 
 CONFIG = {
     "name": "sample-scorer",
