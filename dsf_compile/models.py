@@ -436,7 +436,7 @@ class RepositorySettings(Frozen):
 
 class SyncSettings(Frozen):
     timeoutSeconds: Annotated[float, Field(gt=0, le=600)] = 10.0
-    concurrency: Annotated[int, Field(ge=1, le=1024)] = 32
+    concurrency: Annotated[int, Field(ge=1, le=1024)] = 128
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     maxResponseBytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 1024 * 1024
     allowedHosts: Items[str] = Field(
