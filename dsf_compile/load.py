@@ -9,6 +9,7 @@ field so that later stages can point at it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ def format_pointer(pointer: Pointer) -> str:
     for part in pointer:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not part.isprintable() or not part:
+            out += f"[{json.dumps(part)}]"  # a line break in a key must not split the problem line
         else:
             out += f".{part}" if out else part
     return out
