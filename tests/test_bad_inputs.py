@@ -352,6 +352,14 @@ CASES = [
         r"^unknown field$",
     ),
     Case(
+        "unknown-field-with-line-break",
+        _edit(SCORER, "spec:\n", '"team\\nlead": a\nspec:\n'),
+        SCORER,
+        6,
+        '["team\\nlead"]',
+        "^unknown field$",
+    ),
+    Case(
         "missing-description",
         _edit(SCORER, "  description: A static score per application\n", ""),
         SCORER,
