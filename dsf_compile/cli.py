@@ -129,9 +129,9 @@ def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) ->
 def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
     command = args.command
     if command == "validate":
-        from .pipeline import load_inputs
+        from .pipeline import validate_fleet
 
-        inputs = load_inputs(root)
+        inputs = validate_fleet(root)
         print_problems(inputs.warnings, err, github)
         print(
             f"dsf-compile: {len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid",

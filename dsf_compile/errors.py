@@ -29,7 +29,8 @@ class Problem:
 
     def format(self) -> str:
         where = f"{self.field}: " if self.field else ""
-        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {where}{self.message}"
+        text = f"{where}{self.message}".replace("\r", "\\r").replace("\n", "\\n")
+        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {text}"
 
     def format_github(self) -> str:
         level = "error" if self.severity == "error" else "warning"

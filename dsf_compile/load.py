@@ -104,7 +104,9 @@ class _Builder:
             return out
         return self._scalar(node, pointer)
 
-    def _mapping(self, node: yaml.MappingNode, pointer: Pointer, depth: int, via_alias: bool) -> Any:
+    def _mapping(
+        self, node: yaml.MappingNode, pointer: Pointer, depth: int, via_alias: bool
+    ) -> Any:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             line, column = _mark(key_node)
@@ -197,7 +199,9 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
             return [], [Problem(path, *where, "", f"nested deeper than {MAX_DEPTH} levels")]
     try:
         for index, node in enumerate(_compose_all(text)):
-            if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
+            if node is None or (
+                isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+            ):
                 continue  # an empty document between two '---'
             builder = _Builder(path)
             builder.positions[()] = _mark(node)
@@ -210,7 +214,9 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
                 continue
             except _TooDeepError as err:
                 line, column = _mark(err.node)
-                problems.append(Problem(path, line, column, "", f"nested deeper than {MAX_DEPTH} levels"))
+                problems.append(
+                    Problem(path, line, column, "", f"nested deeper than {MAX_DEPTH} levels")
+                )
                 continue
             problems.extend(builder.problems)
             documents.append(Document(path, index, data, builder.positions))
@@ -239,7 +245,11 @@ def read_yaml_file(root: Path, relative: str) -> tuple[list[Document], list[Prob
     try:
         size = file.stat().st_size
         if size > MAX_FILE_BYTES:
-            return [], [Problem(relative, 0, 0, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")]
+            return [], [
+                Problem(
+                    relative, 0, 0, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+                )
+            ]
         raw = file.read_bytes()
     except OSError as err:
         return [], [Problem(relative, 0, 0, "", f"cannot read file: {err.strerror}")]
@@ -270,9 +280,13 @@ def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]
             continue
         relative = f"{folder}/{entry.name}"
         if not _SAFE_FILE_NAME.match(entry.name):
-            problems.append(Problem(relative, 0, 0, "", "file name must be letters, digits, '.', '_' or '-'"))
+            problems.append(
+                Problem(relative, 0, 0, "", "file name must be letters, digits, '.', '_' or '-'")
+            )
         elif entry.is_symlink() or not entry.is_file():
-            problems.append(Problem(relative, 0, 0, "", "must be a regular file (not a link or folder)"))
+            problems.append(
+                Problem(relative, 0, 0, "", "must be a regular file (not a link or folder)")
+            )
         else:
             files.append(relative)
     return files, problems

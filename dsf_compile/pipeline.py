@@ -16,7 +16,7 @@ from .load import Document, list_input_files, read_yaml_file
 from .lock import read_lockfile, write_lockfile
 from .models import LockEntry
 from .render import render_manifests
-from .resolve import Plan, resolve_fleet
+from .resolve import Plan, check_spec_only_scorers, resolve_fleet
 from .validate import Inputs, validate_documents, validate_settings
 from .write import RENDERED, compare_tree, format_changes, write_tree
 
@@ -48,6 +48,15 @@ def load_inputs(root: Path) -> Inputs:
             Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)")
         )
     return validate_documents(documents, settings, problems)
+
+
+def validate_fleet(root: Path) -> Inputs:
+    """``validate``: the inputs, and the resolution of every scorer the lockfile is not needed for."""
+    inputs = load_inputs(root)
+    problems = check_spec_only_scorers(inputs)
+    if problems:
+        raise InputError([*problems, *inputs.warnings])
+    return inputs
 
 
 def plan_fleet(root: Path) -> Plan:
@@ -151,5 +160,3 @@ def sync_fleet(
         f"dsf-compile: {active} Active, {len(inactive)} Inactive; dsf.lock.json {state}", file=err
     )
     return inactive
-
-

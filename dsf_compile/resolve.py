@@ -98,7 +98,11 @@ class _Resolver:
         """First non-empty value of L.<path>, S.<path>; returns (value, origin)."""
         for origin, root in (("/config", self.config), ("spec", self.spec)):
             value = _get(root, *path)
-            if value is None or value == "" or (number and not (isinstance(value, int) and value > 0)):
+            if (
+                value is None
+                or value == ""
+                or (number and not (isinstance(value, int) and value > 0))
+            ):
                 continue
             return value, origin
         return None, ""
@@ -107,7 +111,11 @@ class _Resolver:
         where = f"spec.{'.'.join(path)}"
         if self.full:
             where += f" or the scorer's /config ({'.'.join(path)})"
-        self.problems.append(self.located.problem(("spec", *path), f"{what} is missing after resolution: set {where}"))
+        self.problems.append(
+            self.located.problem(
+                ("spec", *path), f"{what} is missing after resolution: set {where}"
+            )
+        )
 
     def invalid(self, path: tuple[str, ...], origin: str, message: str) -> None:
         if origin == "/config":
@@ -158,7 +166,11 @@ class _Resolver:
                 self.missing(("source", "params", "step"), "the query step")
             if range_ and step:
                 if step > range_:
-                    self.invalid(("source", "params", "step"), step_origin, f"step {step} s is longer than range {range_} s")
+                    self.invalid(
+                        ("source", "params", "step"),
+                        step_origin,
+                        f"step {step} s is longer than range {range_} s",
+                    )
                 elif range_ // step > MAX_POINTS:
                     self.invalid(
                         ("source", "params", "range"),
@@ -187,10 +199,16 @@ class _Resolver:
             spec.scoreDestination,
             spec.scoreDimensionFormat,
         )
-        return ResolvedScorer(self.located.model.metadata.name, dict(zip(SUMMARY_KEYS, values, strict=True)), self.located)
+        return ResolvedScorer(
+            self.located.model.metadata.name,
+            dict(zip(SUMMARY_KEYS, values, strict=True)),
+            self.located,
+        )
 
 
-def resolve_scorer(located: Located[DynamicScorer], config: ScorerConfig | None) -> tuple[ResolvedScorer | None, list[Problem]]:
+def resolve_scorer(
+    located: Located[DynamicScorer], config: ScorerConfig | None
+) -> tuple[ResolvedScorer | None, list[Problem]]:
     """Resolve one scorer per the precedence table; problems instead of a result when incomplete."""
     resolver = _Resolver(located, config)
     resolved = resolver.resolve()
@@ -210,7 +228,10 @@ def check_unique_scores(resolved: Sequence[ResolvedScorer]) -> list[Problem]:
         pointer: Pointer = ("spec", "scoring", "params", "name")
         if score in by_score:
             problems.append(
-                scorer.located.problem(pointer, f"score name {score!r} is also the score of scorer {by_score[score].name!r}")
+                scorer.located.problem(
+                    pointer,
+                    f"score name {score!r} is also the score of scorer {by_score[score].name!r}",
+                )
             )
         elif object_name in by_object:
             other = by_object[object_name]
@@ -226,33 +247,63 @@ def check_unique_scores(resolved: Sequence[ResolvedScorer]) -> list[Problem]:
     return problems
 
 
+def check_spec_only_scorers(inputs: Inputs) -> list[Problem]:
+    """What ``validate`` can tell without the lockfile: ``None`` scorers resolve from their spec alone."""
+    resolved, problems = [], []
+    for located in inputs.scorers:
+        if located.model.spec.configSyncMode == "None":
+            result, found = resolve_scorer(located, None)
+            problems += found
+            if result is not None:
+                resolved.append(result)
+    return problems + check_unique_scores(resolved)
+
+
 def _check_lock(inputs: Inputs, lock: Lockfile) -> tuple[list[Problem], list[Problem]]:
     errors, warnings = [], []
     for located in inputs.scorers:
         name, spec = located.model.metadata.name, located.model.spec
         entry = lock.scorers.get(name)
         if entry is None:
-            errors.append(located.problem(("metadata", "name"), f"no entry in dsf.lock.json: run 'dsf-compile sync {name}'"))
+            errors.append(
+                located.problem(
+                    ("metadata", "name"),
+                    f"no entry in dsf.lock.json: run 'dsf-compile sync {name}'",
+                )
+            )
         elif entry.mode != spec.configSyncMode or entry.configURL != spec.configURL:
             field = "configSyncMode" if entry.mode != spec.configSyncMode else "configURL"
             errors.append(
-                located.problem(("spec", field), f"changed since the last sync: run 'dsf-compile sync {name}'")
+                located.problem(
+                    ("spec", field), f"changed since the last sync: run 'dsf-compile sync {name}'"
+                )
             )
         elif entry.health == "Inactive":
             keep = inputs.settings.render.keepInactive
             what = "kept (render.keepInactive)" if keep else "left out of every cluster"
             warnings.append(
-                located.problem(("metadata", "name"), f"scorer is Inactive ({entry.reason}); {what}", "warning")
+                located.problem(
+                    ("metadata", "name"), f"scorer is Inactive ({entry.reason}); {what}", "warning"
+                )
             )
     defined = {s.model.metadata.name for s in inputs.scorers}
     for name in sorted(set(lock.scorers) - defined):
         warnings.append(
-            Problem("dsf.lock.json", 0, 0, f"scorers.{name}", "no scorer defines this entry: run 'dsf-compile sync'", "warning")
+            Problem(
+                "dsf.lock.json",
+                0,
+                0,
+                f"scorers.{name}",
+                "no scorer defines this entry: run 'dsf-compile sync'",
+                "warning",
+            )
         )
     return errors, warnings
 
 
-def _check_mask_scores(inputs: Inputs, lock: Lockfile, resolved: dict[str, ResolvedScorer]) -> list[Problem]:
+def _check_mask_scores(
+    inputs: Inputs, lock: Lockfile, resolved: dict[str, ResolvedScorer]
+) -> list[Problem]:
     if inputs.config is None:
         return []
     known = {r.score_name for r in resolved.values()}
@@ -272,7 +323,10 @@ def _check_mask_scores(inputs: Inputs, lock: Lockfile, resolved: dict[str, Resol
     for index, mask in enumerate(inputs.masks):
         if not any(fnmatchcase(score, mask.scoreName) for score in known):
             problems.append(
-                inputs.config.problem(("spec", "masks", index, "scoreName"), "matches no score of any scorer (a typo?)")
+                inputs.config.problem(
+                    ("spec", "masks", index, "scoreName"),
+                    "matches no score of any scorer (a typo?)",
+                )
             )
     return problems
 
@@ -317,5 +371,7 @@ def plan_clusters(inputs: Inputs, resolved: dict[str, ResolvedScorer]) -> tuple[
     for cluster in inputs.clusters:
         meta = cluster.model.metadata
         hidden = masked.get(meta.name, set())
-        plans.append(ClusterPlan(meta.name, dict(meta.labels), tuple(n for n in names if n not in hidden)))
+        plans.append(
+            ClusterPlan(meta.name, dict(meta.labels), tuple(n for n in names if n not in hidden))
+        )
     return tuple(plans)

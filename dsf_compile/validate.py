@@ -6,6 +6,7 @@ raises :class:`InputError` carrying every problem found, sorted.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 from collections.abc import Iterable, Iterator
@@ -91,8 +92,16 @@ def _message(error: Any) -> str:
         return f"must be one of: {', '.join(expected)}" if expected else "has an unexpected value"
     if kind in ("string_type", "str_type"):
         if isinstance(value, (bool, int, float)) or value is None:
-            shown = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+            shown = (
+                "null"
+                if value is None
+                else str(value).lower()
+                if isinstance(value, bool)
+                else str(value)
+            )
             return f'must be a string (quote it: "{shown}")'
+        if isinstance(value, (datetime.date, datetime.datetime)):
+            return f'must be a string (quote it: "{value.isoformat()}")'
         return "must be a string"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return "must be an integer"
@@ -121,13 +130,17 @@ def _message(error: Any) -> str:
     return str(error["msg"])
 
 
-def _validate(model: type[M], document: Document, data: Any, base: Pointer = ()) -> tuple[M | None, list[Problem]]:
+def _validate(
+    model: type[M], document: Document, data: Any, base: Pointer = ()
+) -> tuple[M | None, list[Problem]]:
     try:
         return model.model_validate(data), []
     except ValidationError as err:
         problems = []
         for error in err.errors():
-            loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            loc = tuple(
+                p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+            )
             problems.append(document.problem((*base, *loc), _message(error)))
         return None, problems
 
@@ -176,7 +189,9 @@ def precheck(document: Document) -> list[Problem]:
                 continue
         if isinstance(value, str) and _URL_WITH_CREDENTIALS.match(value):
             problems.append(
-                document.problem(pointer, "URL carries credentials (user:password@host); use a Secret reference")
+                document.problem(
+                    pointer, "URL carries credentials (user:password@host); use a Secret reference"
+                )
             )
     return problems
 
@@ -208,7 +223,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
         in_scorers = document.path.startswith("scorers/")
         data = document.data
         if not isinstance(data, dict):
-            out.problems.append(document.problem((), "document must be a mapping with apiVersion and kind"))
+            out.problems.append(
+                document.problem((), "document must be a mapping with apiVersion and kind")
+            )
             out.inventory_complete = out.inventory_complete and in_scorers
             continue
         out.problems.extend(precheck(document))
@@ -216,7 +233,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
         if in_scorers:
             if kind != "DynamicScorer":
                 out.problems.append(
-                    document.problem(("kind",), "files in scorers/ hold DynamicScorer documents only")
+                    document.problem(
+                        ("kind",), "files in scorers/ hold DynamicScorer documents only"
+                    )
                 )
                 continue
             model, problems = _validate(DynamicScorer, document, data)
@@ -225,7 +244,11 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                 out.scorers.append(Located(model, document))
             continue
         if kind == "DynamicScoringConfig":
-            name = data.get("metadata", {}).get("name") if isinstance(data.get("metadata"), dict) else None
+            name = (
+                data.get("metadata", {}).get("name")
+                if isinstance(data.get("metadata"), dict)
+                else None
+            )
             if isinstance(name, str) and name != models.CONFIG_NAME:
                 out.problems.append(
                     document.problem(
@@ -248,12 +271,19 @@ def _collect(documents: Iterable[Document]) -> _Collected:
         elif kind in ("List", "ManagedClusterList"):
             items = data.get("items")
             if not isinstance(items, list):
-                out.problems.append(document.problem(("items",), "must be a list of ManagedCluster"))
+                out.problems.append(
+                    document.problem(("items",), "must be a list of ManagedCluster")
+                )
                 out.inventory_complete = False
                 continue
             for index, item in enumerate(items):
-                if not isinstance(item, dict) or item.get("kind", "ManagedCluster") != "ManagedCluster":
-                    out.problems.append(document.problem(("items", index, "kind"), "must be ManagedCluster"))
+                if (
+                    not isinstance(item, dict)
+                    or item.get("kind", "ManagedCluster") != "ManagedCluster"
+                ):
+                    out.problems.append(
+                        document.problem(("items", index, "kind"), "must be ManagedCluster")
+                    )
                     out.inventory_complete = False
                     continue
                 item = {"kind": "ManagedCluster", **item}
@@ -277,7 +307,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
 # ----------------------------------------------------------------- semantics
 
 
-def _check_unique_scorers(scorers: list[Located[DynamicScorer]], settings: Settings) -> list[Problem]:
+def _check_unique_scorers(
+    scorers: list[Located[DynamicScorer]], settings: Settings
+) -> list[Problem]:
     problems: list[Problem] = []
     first: dict[str, Located[DynamicScorer]] = {}
     for located in sorted(scorers, key=lambda s: (s.document.path, s.document.index)):
@@ -286,7 +318,10 @@ def _check_unique_scorers(scorers: list[Located[DynamicScorer]], settings: Setti
             other = first[meta.name]
             line, _ = other.document.locate((*other.base, "metadata", "name"))
             problems.append(
-                located.problem(("metadata", "name"), f"duplicate scorer name {meta.name!r} (also in {other.document.path}:{line})")
+                located.problem(
+                    ("metadata", "name"),
+                    f"duplicate scorer name {meta.name!r} (also in {other.document.path}:{line})",
+                )
             )
         else:
             first[meta.name] = located
@@ -310,7 +345,8 @@ def _check_unique_clusters(clusters: list[Located[ManagedCluster]]) -> list[Prob
             line, _ = other.document.locate((*other.base, "metadata", "name"))
             problems.append(
                 located.problem(
-                    ("metadata", "name"), f"duplicate cluster name {name!r} (also in {other.document.path}:{line})"
+                    ("metadata", "name"),
+                    f"duplicate cluster name {name!r} (also in {other.document.path}:{line})",
                 )
             )
         else:
@@ -326,13 +362,17 @@ def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
     return mask.clusterSelector is None or selector_matches(mask.clusterSelector, meta.labels)
 
 
-def _check_masks_clusters(config: Located[DynamicScoringConfig], clusters: list[Located[ManagedCluster]]) -> list[Problem]:
+def _check_masks_clusters(
+    config: Located[DynamicScoringConfig], clusters: list[Located[ManagedCluster]]
+) -> list[Problem]:
     problems = []
     for index, mask in enumerate(config.model.spec.masks):
         if not any(mask_matches_cluster(mask, c.model) for c in clusters):
             field = "clusterName" if mask.clusterName is not None else "clusterSelector"
             problems.append(
-                config.problem(("spec", "masks", index, field), "matches no cluster of the inventory (a typo?)")
+                config.problem(
+                    ("spec", "masks", index, field), "matches no cluster of the inventory (a typo?)"
+                )
             )
     return problems
 
@@ -351,7 +391,10 @@ def validate_documents(
         first = collected.configs[0].document
         line, _ = first.locate(("metadata", "name"))
         problems.append(
-            extra.problem(("metadata", "name"), f"a second DynamicScoringConfig (the first is {first.path}:{line})")
+            extra.problem(
+                ("metadata", "name"),
+                f"a second DynamicScoringConfig (the first is {first.path}:{line})",
+            )
         )
     # a file of clusters/ that could not be read in full may hold the cluster a mask means
     unreadable = any(p.path.startswith("clusters/") for p in file_problems)

@@ -153,3 +153,31 @@ def test_console_script_runs_as_a_process(fleet: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == "dsf-compile: rendered/ is up to date\n"
+
+
+def test_validate_resolves_none_scorers_without_the_lockfile(fleet: Path) -> None:
+    scorer = fleet / "scorers/static-scorers.yaml"
+    scorer.write_text(
+        scorer.read_text().replace("      name: example_powerconsumption_score\n", "")
+    )
+    code, _, err = cli("--root", str(fleet), "validate")
+    assert code == 1
+    assert err.splitlines()[0] == (
+        "scorers/static-scorers.yaml:28:5: error: spec.scoring.params.name: "
+        "the score name is missing after resolution: set spec.scoring.params.name"
+    )
+
+
+def test_an_unquoted_date_is_told_to_be_quoted(fleet: Path) -> None:
+    scorer = fleet / "scorers/sample-scorer.yaml"
+    scorer.write_text(
+        scorer.read_text().replace(
+            "description: A sample scorer for time series data", "description: 2024-01-01"
+        )
+    )
+    code, _, err = cli("--root", str(fleet), "validate")
+    assert code == 1
+    assert (
+        err.splitlines()[0]
+        == 'scorers/sample-scorer.yaml:9:3: error: spec.description: must be a string (quote it: "2024-01-01")'
+    )
