@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .emit import dump_yaml
+from .emit import ClusterTemplate, dump_yaml
 from .errors import InputError, Problem
 from .gitops import WAVE_CLUSTER_CONFIG, WAVE_CLUSTER_INSTALL, WAVE_HUB, gitops_annotations
 from .load import Pointer, format_pointer
@@ -59,17 +59,21 @@ ADDON_MANAGER_NAMESPACE = "open-cluster-management-hub"
 #: Manifests with this annotation stay on the managed cluster when the addon is removed.
 DELETION_ORPHAN = f"{ADDON_GROUP}/deletion-orphan"
 
-_CLUSTER_PLACEHOLDER = "dsf-cluster-placeholder"
 _PART_OF = {"app.kubernetes.io/part-of": "dynamic-scoring-framework"}
 _MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-compile", **_PART_OF}
 _AGENT_SELECTOR = {"app.kubernetes.io/name": AGENT_NAME}
 _AGENT_LABELS = {**_AGENT_SELECTOR, "app.kubernetes.io/component": "agent", **_PART_OF}
 
 
-def _dump(obj: dict[str, Any]) -> str:
+def _unshared(obj: dict[str, Any]) -> dict[str, Any]:
     # A JSON round trip unshares the label dicts the builders reuse, which PyYAML would
     # otherwise write as anchors and aliases (valid YAML, but unreadable in a review).
-    return dump_yaml(json.loads(json.dumps(obj)))
+    copied: dict[str, Any] = json.loads(json.dumps(obj))
+    return copied
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    return dump_yaml(_unshared(obj))
 
 
 def hub_cluster_role_name(settings: Settings) -> str:
@@ -555,10 +559,12 @@ def render_addon(plan: Plan) -> dict[str, str]:
         "hub/addon/clusterrole.yaml": _dump(hub_cluster_role(settings)),
         "hub/addon/clusterrolebinding.yaml": _dump(addon_manager_binding(settings)),
     }
-    # Most clusters have no override: their ManagedClusterAddOns differ only in the
-    # namespace (a DNS label, safe to substitute), so they are encoded once.
-    plain = _dump(
-        managed_cluster_addon(settings, ClusterPlan(_CLUSTER_PLACEHOLDER, {}, ()), configured=False)
+    # Most clusters have no override: their ManagedClusterAddOns differ only by the
+    # cluster name, so they are encoded once.
+    plain = ClusterTemplate(
+        lambda name: _unshared(
+            managed_cluster_addon(settings, ClusterPlan(name, {}, ()), configured=False)
+        )
     )
     for cluster in plan.clusters:
         matching = []
@@ -573,9 +579,7 @@ def render_addon(plan: Plan) -> dict[str, str]:
         files[f"clusters/{cluster.name}/managedclusteraddon.yaml"] = (
             _dump(managed_cluster_addon(settings, cluster, configured=True))
             if matching
-            else plain.replace(
-                f"namespace: {_CLUSTER_PLACEHOLDER}\n", f"namespace: {cluster.name}\n", 1
-            )
+            else plain.render(cluster.name)
         )
     for index, override in enumerate(overrides):
         if not used[index]:
