@@ -16,6 +16,7 @@ hub objects, then per-cluster configuration, then the ManagedClusterAddOns that 
 from __future__ import annotations
 
 import posixpath
+from functools import lru_cache
 from collections.abc import Iterable
 from typing import Any
 
@@ -52,6 +53,12 @@ def gitops_annotations(wave: str, *, crd_in_same_sync: bool = False) -> dict[str
 
 
 def _kustomization(resources: Iterable[str]) -> str:
+    return _kustomization_text(tuple(sorted(resources)))
+
+
+@lru_cache(maxsize=256)
+def _kustomization_text(resources: tuple[str, ...]) -> str:
+    # Every cluster folder lists the same few files: encode each distinct list once.
     return dump_yaml(
         {
             "apiVersion": KUSTOMIZE_API_VERSION,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,27 +92,10 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         raise RenderError(
             f"{RENDERED}/{foreign[0]} exists but was not written by dsf-compile; move it away and render again"
         )
-    staged: list[tuple[str, Path]] = []
-    try:
-        for relative, text in [
-            *changes.added.items(),
-            *((p, new) for p, (_, new) in changes.changed.items()),
-        ]:
-            target = folder / relative
-            if not target.parent.is_dir():
-                target.parent.mkdir(parents=True)
-            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            staged.append((relative, Path(name)))
-            with os.fdopen(fd, "wb") as out:
-                out.write(text.encode("utf-8"))
-    except OSError as err:
-        for _, staged_file in staged:
-            staged_file.unlink(missing_ok=True)
-            _prune_empty(folder, staged_file.parent)
-        raise RenderError(f"cannot write {RENDERED}/: {err}; the previous tree is intact") from err
+    staged = _stage(folder, [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())])
     try:
         for relative, staged_file in staged:
-            os.replace(staged_file, folder / relative)
+            os.replace(staged_file, os.path.join(folder, relative))
         for relative in changes.removed:
             (folder / relative).unlink(missing_ok=True)
             _prune_empty(folder, (folder / relative).parent)
@@ -123,6 +105,29 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
     except OSError as err:
         raise RenderError(f"cannot update {RENDERED}/: {err}") from err
     return changes
+
+
+def _stage(folder: Path, files: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Write every file beside its target as ``.NAME.dsf-tmp``; on failure remove them all."""
+    staged: list[tuple[str, str]] = []
+    made: set[str] = set()
+    try:
+        for relative, text in files:
+            parent, name = os.path.split(os.path.join(folder, relative))
+            if parent not in made and not os.path.isdir(parent):
+                os.makedirs(parent)
+            made.add(parent)
+            staged_file = os.path.join(parent, f".{name}.dsf-tmp")
+            staged.append((relative, staged_file))
+            fd = os.open(staged_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(text.encode("utf-8"))
+    except OSError as err:
+        for _, staged_file in staged:
+            Path(staged_file).unlink(missing_ok=True)
+            _prune_empty(folder, Path(staged_file).parent)
+        raise RenderError(f"cannot write {RENDERED}/: {err}; the previous tree is intact") from err
+    return staged
 
 
 def _prune_empty(root: Path, folder: Path) -> None:

@@ -83,7 +83,7 @@ def test_a_failure_while_staging_leaves_the_previous_tree_intact(
     with pytest.raises(RenderError, match="previous tree is intact"):
         write_tree(tmp_path, {"a.yaml": "a: 2\n", "b.yaml": "b: 2\n", "d.yaml": "d: 2\n"})
     assert snapshot_tree(tmp_path) == before
-    assert not list(tmp_path.rglob("*.tmp"))
+    assert not list(tmp_path.rglob("*.dsf-tmp"))
 
 
 def test_compare_and_format(tmp_path: Path) -> None:
