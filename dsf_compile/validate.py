@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Generic, TypeVar
@@ -307,51 +307,37 @@ def _collect(documents: Iterable[Document]) -> _Collected:
 # ----------------------------------------------------------------- semantics
 
 
-def _check_unique_scorers(
+def _check_unique_names(items: Sequence[Located[Any]], what: str) -> list[Problem]:
+    """Each ``metadata.name`` once; a repeat points back at the first definition."""
+    problems: list[Problem] = []
+    first: dict[str, Located[Any]] = {}
+    for located in items:
+        name = located.model.metadata.name
+        if name not in first:
+            first[name] = located
+            continue
+        other = first[name]
+        line, _ = other.document.locate((*other.base, "metadata", "name"))
+        problems.append(
+            located.problem(
+                ("metadata", "name"),
+                f"duplicate {what} name {name!r} (also in {other.document.path}:{line})",
+            )
+        )
+    return problems
+
+
+def _check_scorer_namespaces(
     scorers: list[Located[DynamicScorer]], settings: Settings
 ) -> list[Problem]:
-    problems: list[Problem] = []
-    first: dict[str, Located[DynamicScorer]] = {}
-    for located in sorted(scorers, key=lambda s: (s.document.path, s.document.index)):
-        meta = located.model.metadata
-        if meta.name in first:
-            other = first[meta.name]
-            line, _ = other.document.locate((*other.base, "metadata", "name"))
-            problems.append(
-                located.problem(
-                    ("metadata", "name"),
-                    f"duplicate scorer name {meta.name!r} (also in {other.document.path}:{line})",
-                )
-            )
-        else:
-            first[meta.name] = located
-        if meta.namespace is not None and meta.namespace != settings.hubNamespace:
-            problems.append(
-                located.problem(
-                    ("metadata", "namespace"),
-                    f"must be the hub namespace {settings.hubNamespace!r} (dsf.yaml hubNamespace) or be left out",
-                )
-            )
-    return problems
-
-
-def _check_unique_clusters(clusters: list[Located[ManagedCluster]]) -> list[Problem]:
-    problems = []
-    first: dict[str, Located[ManagedCluster]] = {}
-    for located in clusters:
-        name = located.model.metadata.name
-        if name in first:
-            other = first[name]
-            line, _ = other.document.locate((*other.base, "metadata", "name"))
-            problems.append(
-                located.problem(
-                    ("metadata", "name"),
-                    f"duplicate cluster name {name!r} (also in {other.document.path}:{line})",
-                )
-            )
-        else:
-            first[name] = located
-    return problems
+    return [
+        located.problem(
+            ("metadata", "namespace"),
+            f"must be the hub namespace {settings.hubNamespace!r} (dsf.yaml hubNamespace) or be left out",
+        )
+        for located in scorers
+        if located.model.metadata.namespace not in (None, settings.hubNamespace)
+    ]
 
 
 def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
@@ -384,8 +370,9 @@ def validate_documents(
     collected = _collect(documents)
     file_problems = list(file_problems)
     problems = file_problems + collected.problems
-    problems += _check_unique_scorers(collected.scorers, settings)
-    problems += _check_unique_clusters(collected.clusters)
+    problems += _check_unique_names(collected.scorers, "scorer")
+    problems += _check_scorer_namespaces(collected.scorers, settings)
+    problems += _check_unique_names(collected.clusters, "cluster")
     config = None
     for extra in collected.configs[1:]:
         first = collected.configs[0].document
