@@ -92,9 +92,12 @@ async def fetch_series(
             raise FetchError(
                 f"Prometheus timed out ({type(err).__name__})", reason="timeout"
             ) from err
-        except httpx.HTTPError as err:
+        except httpx.ConnectError as err:
+            raise FetchError(f"Prometheus unreachable ({err})", reason="unreachable") from err
+        except httpx.HTTPError as err:  # reset, cut-off body, protocol violation
             raise FetchError(
-                f"Prometheus unreachable ({type(err).__name__}: {err})", reason="unreachable"
+                f"Prometheus connection failed ({type(err).__name__}: {err})",
+                reason="transport_error",
             ) from err
         except FetchError:
             raise

@@ -83,9 +83,11 @@ async def request_scores(
             raw = await read_capped(response, max_bytes)
     except httpx.TimeoutException as err:
         raise ScoreError(f"Scoring API timed out ({type(err).__name__})", reason="timeout") from err
-    except httpx.HTTPError as err:
+    except httpx.ConnectError as err:
+        raise ScoreError(f"Scoring API unreachable ({err})", reason="unreachable") from err
+    except httpx.HTTPError as err:  # reset, cut-off body, protocol violation
         raise ScoreError(
-            f"Scoring API unreachable ({type(err).__name__}: {err})", reason="unreachable"
+            f"Scoring API connection failed ({type(err).__name__}: {err})", reason="transport_error"
         ) from err
     except ScoreError:
         raise

@@ -48,10 +48,17 @@ class Reply:
 Handler = Callable[[Request], Reply]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients hanging up mid-request are what the fault tests are about
+
+
 class FakeServer:
     """A threaded HTTP/1.1 server whose answers come from ``handler`` (replaceable live)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, port: int = 0) -> None:
         self.handler = handler
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -105,7 +112,7 @@ class FakeServer:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _QuietServer(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True

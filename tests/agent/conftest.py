@@ -159,13 +159,16 @@ class RunningAgent:
 
 
 async def wait_for(
-    predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+    predicate: Callable[[], bool],
+    timeout: float = 15.0,
+    what: str = "condition",
+    explain: Callable[[], str] | None = None,
 ) -> None:
     """Poll ``predicate`` until true; fails the test after ``timeout`` (generous: CI is slow)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
+            pytest.fail(f"timed out waiting for {what}" + (f"\n{explain()}" if explain else ""))
         await asyncio.sleep(0.05)
 
 

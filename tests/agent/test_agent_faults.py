@@ -1,0 +1,249 @@
+"""Faults (``quality.md``): Prometheus down / slow / garbage / partial, Scoring API 500 /
+timeout / garbage / huge / NaN, hub 409 / 500 / unreachable. In every case the agent stays
+up, the healthy scorer keeps its cadence, counters show the failure, and the faulty scorer
+recovers by itself once the fault ends."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_fakes import (
+    FakeKube,
+    FakeServer,
+    Reply,
+    Request,
+    average_scorer,
+    prometheus_matrix,
+    sample_series,
+)
+from conftest import RunningAgent, free_port, kube_apis, make_summary, wait_for, write_config
+
+GOOD_PROMETHEUS = json.dumps(prometheus_matrix(sample_series(2))).encode()
+
+
+class Switchable:
+    """A handler that misbehaves while ``broken`` is set."""
+
+    def __init__(self, good: Callable[[Request], Reply], bad: Reply) -> None:
+        self.good, self.bad, self.broken = good, bad, True
+
+    def __call__(self, request: Request) -> Reply:
+        return self.bad if self.broken else self.good(request)
+
+
+def good_prometheus(request: Request) -> Reply:
+    return Reply(body=GOOD_PROMETHEUS)
+
+
+def nan_scorer(request: Request) -> Reply:
+    return Reply(
+        body=b'{"results": [{"metric": {"node": "n0"}, "score": NaN}, {"metric": {"node": "n1"}, "score": 1}]}'
+    )
+
+
+# (score name, which side is broken, the broken answer, expected stage, expected reason)
+FAULTS: list[tuple[str, str, Reply, str, str]] = [
+    ("prom_down", "prometheus", Reply(status=0), "fetch", "transport_error"),
+    ("prom_slow", "prometheus", Reply(body=GOOD_PROMETHEUS, delay=3.0), "fetch", "timeout"),
+    (
+        "prom_garbage",
+        "prometheus",
+        Reply(body=b"<html>oops</html>", content_type="text/html"),
+        "fetch",
+        "invalid_response",
+    ),
+    (
+        "prom_partial",
+        "prometheus",
+        Reply(body=GOOD_PROMETHEUS, truncate=True),
+        "fetch",
+        "transport_error",
+    ),
+    (
+        "prom_error",
+        "prometheus",
+        Reply.json({"status": "error", "error": "query timed out"}, 503),
+        "fetch",
+        "http_5xx",
+    ),
+    ("scorer_500", "scorer", Reply(status=500, body=b"internal"), "score", "http_5xx"),
+    ("scorer_timeout", "scorer", Reply(body=b'{"results": []}', delay=3.0), "score", "timeout"),
+    ("scorer_garbage", "scorer", Reply(body=b'{"results": [tru'), "score", "invalid_response"),
+    (
+        "scorer_huge",
+        "scorer",
+        Reply(body=b'{"results": [' + b'{"score": 1},' * 20000 + b'{"score": 1}]}'),
+        "score",
+        "too_large",
+    ),
+]
+
+
+def successes(agent: RunningAgent, score_name: str) -> float:
+    return agent.value("dynamic_scoring_requests_total", score_name=score_name, status="success")
+
+
+def failures(agent: RunningAgent, score_name: str, stage: str, reason: str) -> float:
+    return agent.value(
+        "dynamic_scoring_failures_total", score_name=score_name, stage=stage, reason=reason
+    )
+
+
+def failure_table(agent: RunningAgent) -> str:
+    from prometheus_client import generate_latest
+
+    text = generate_latest(agent.registry).decode()
+    return "\n".join(
+        line
+        for line in text.splitlines()
+        if line.startswith(("dynamic_scoring_failures_total", "dynamic_scoring_requests_total"))
+    )
+
+
+@pytest.mark.asyncio
+async def test_faulty_backends_do_not_disturb_the_others(
+    start_agent: Any, tmp_path: Path, serve: Callable[..., FakeServer]
+) -> None:
+    healthy_prometheus, healthy_scorer = serve(good_prometheus), serve(average_scorer)
+    summaries = [
+        make_summary(
+            name="healthy",
+            scoreName="healthy",
+            sourceEndpoint=f"{healthy_prometheus.url}/api/v1/query_range",
+            scoringEndpoint=f"{healthy_scorer.url}/scoring",
+        )
+    ]
+    switches: list[Switchable] = []
+    for score_name, side, bad, _, _ in FAULTS:
+        prometheus = Switchable(good_prometheus, bad) if side == "prometheus" else good_prometheus
+        scorer = Switchable(average_scorer, bad) if side == "scorer" else average_scorer
+        switches.extend(s for s in (prometheus, scorer) if isinstance(s, Switchable))
+        summaries.append(
+            make_summary(
+                name=score_name.replace("_", "-"),
+                scoreName=score_name,
+                sourceEndpoint=f"{serve(prometheus).url}/api/v1/query_range",
+                scoringEndpoint=f"{serve(scorer).url}/scoring",
+            )
+        )
+    # Prometheus really down: nothing listens on the port until the fault ends.
+    closed_port = free_port()
+    summaries.append(
+        make_summary(
+            name="prom-refused",
+            scoreName="prom_refused",
+            sourceEndpoint=f"http://127.0.0.1:{closed_port}/api/v1/query_range",
+            scoringEndpoint=f"{healthy_scorer.url}/scoring",
+        )
+    )
+    nan = serve(nan_scorer)
+    summaries.append(
+        make_summary(
+            name="scorer-nan",
+            scoreName="scorer_nan",
+            sourceEndpoint=f"{healthy_prometheus.url}/api/v1/query_range",
+            scoringEndpoint=f"{nan.url}/scoring",
+        )
+    )
+    write_config(tmp_path / "summaries.json", summaries)
+    agent = await start_agent(request_timeout=1.0, max_scoring_response_bytes=64 * 1024)
+
+    expected = [(name, stage, reason) for name, _, _, stage, reason in FAULTS] + [
+        ("prom_refused", "fetch", "unreachable")
+    ]
+    await wait_for(
+        lambda: all(failures(agent, *e) >= 2 for e in expected),
+        timeout=30,
+        what="every fault counted twice",
+        explain=lambda: failure_table(agent),
+    )
+    # Meanwhile the healthy scorer kept its 1 s cadence (generous bound: it ran at least
+    # as often as the slowest faulty scorer failed), and nothing faulty got through.
+    assert successes(agent, "healthy") >= 2
+    assert all(successes(agent, name) == 0 for name, *_ in expected)
+    assert successes(agent, "scorer_nan") >= 2
+    assert agent.value("dynamic_scoring_skipped_results_total", score_name="scorer_nan") >= 2
+    assert not agent.task.done()
+    assert (await agent.get("/healthz")).status_code == 200
+
+    # The faults end: every scorer recovers by itself.
+    for switch in switches:
+        switch.broken = False
+    refused_prometheus = FakeServer(good_prometheus, port=closed_port).start()
+    try:
+        await wait_for(
+            lambda: all(successes(agent, name) >= 1 for name, *_ in expected),
+            timeout=30,
+            what="recovery",
+        )
+    finally:
+        refused_prometheus.stop()
+
+
+@pytest.mark.asyncio
+async def test_hub_faults_are_counted_and_recovered(
+    start_agent: Any, tmp_path: Path, serve: Callable[..., FakeServer], kube: FakeKube
+) -> None:
+    prometheus, scorer = serve(good_prometheus), serve(average_scorer)
+    summaries = [
+        make_summary(
+            name=name,
+            scoreName=name,
+            sourceEndpoint=f"{prometheus.url}/api/v1/query_range",
+            scoringEndpoint=f"{scorer.url}/scoring",
+        )
+        for name in ("first", "second")
+    ]
+    write_config(tmp_path / "summaries.json", summaries)
+    api_client, _, custom = kube_apis(kube)
+    try:
+        agent = await start_agent(hub=custom, request_timeout=2.0)
+        await wait_for(lambda: successes(agent, "first") >= 1 and successes(agent, "second") >= 1)
+
+        kube.conflicts = 3  # a few lost races: retried within the cycle, no failure
+        await wait_for(
+            lambda: (
+                agent.value("dynamic_scoring_hub_conflicts_total", score_name="first")
+                + agent.value("dynamic_scoring_hub_conflicts_total", score_name="second")
+                >= 3
+            ),
+            what="conflicts retried",
+        )
+        kube.fail.extend([("PUT", "addonplacementscores", 500)] * 4)
+        await wait_for(
+            lambda: (
+                failures(agent, "first", "publish", "http_5xx")
+                + failures(agent, "second", "publish", "http_5xx")
+                >= 4
+            ),
+            what="500s counted",
+        )
+        kube.down = True
+        await wait_for(
+            lambda: (
+                failures(agent, "first", "publish", "unreachable") >= 1
+                and failures(agent, "second", "publish", "unreachable") >= 1
+            ),
+            what="unreachable hub counted",
+        )
+        # Scores still reach /metrics while the hub is away.
+        metrics = (await agent.get("/metrics")).text
+        assert 'ds_score_name="first"' in metrics
+        kube.down = False
+        before = successes(agent, "first"), successes(agent, "second")
+        await wait_for(
+            lambda: (
+                successes(agent, "first") > before[0] and successes(agent, "second") > before[1]
+            ),
+            what="recovery",
+        )
+        obj = kube.get("addonplacementscores", "worker01", "first")
+        assert obj is not None and len(obj["status"]["scores"]) == 2
+    finally:
+        agent.stop.set()
+        await agent.task
+        api_client.close()
