@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from fnmatch import fnmatchcase
 from typing import Any
 
 from .emit import ClusterTemplate, dump_yaml
@@ -38,7 +37,7 @@ from .models import (
     Settings,
 )
 from .resolve import ClusterPlan, Plan
-from .selectors import selector_matches
+from .selectors import selects_cluster
 
 ADDON_GROUP = "addon.open-cluster-management.io"
 ADDON_API_VERSION = f"{ADDON_GROUP}/v1alpha1"
@@ -444,11 +443,7 @@ def check_template_variables(template: dict[str, Any], settings: Settings) -> li
 
 def override_selects(override: AgentOverride, cluster: ClusterPlan) -> bool:
     """Whether the override's name glob and/or label selector select ``cluster`` (both must)."""
-    if override.clusterName is not None and not fnmatchcase(cluster.name, override.clusterName):
-        return False
-    return override.clusterSelector is None or selector_matches(
-        override.clusterSelector, cluster.labels
-    )
+    return selects_cluster(override, cluster.name, cluster.labels)
 
 
 def _merge_resources(base: dict[str, Any], extra: Resources | None) -> dict[str, Any]:
@@ -552,7 +547,6 @@ def render_addon(plan: Plan) -> dict[str, str]:
     template = addon_template(settings, secret_names(plan))
     problems = check_template_variables(template, settings)
     overrides = settings.agent.overrides
-    used = [False] * len(overrides)
     files = {
         "hub/addon/addontemplate.yaml": _dump(template),
         "hub/addon/clustermanagementaddon.yaml": _dump(cluster_management_addon(settings)),
@@ -567,11 +561,7 @@ def render_addon(plan: Plan) -> dict[str, str]:
         )
     )
     for cluster in plan.clusters:
-        matching = []
-        for index, override in enumerate(overrides):
-            if override_selects(override, cluster):
-                used[index] = True
-                matching.append(override)
+        matching = [override for override in overrides if override_selects(override, cluster)]
         if matching:
             files[f"clusters/{cluster.name}/addondeploymentconfig.yaml"] = _dump(
                 deployment_config(settings, cluster, matching)
@@ -581,18 +571,6 @@ def render_addon(plan: Plan) -> dict[str, str]:
             if matching
             else plain.render(cluster.name)
         )
-    for index, override in enumerate(overrides):
-        if not used[index]:
-            field = "clusterName" if override.clusterName is not None else "clusterSelector"
-            problems.append(
-                Problem(
-                    "dsf.yaml",
-                    0,
-                    0,
-                    f"agent.overrides[{index}].{field}",
-                    "selects no cluster of the inventory (a typo?)",
-                )
-            )
     if problems:
         raise InputError(problems)
     return files

@@ -16,8 +16,8 @@ hub objects, then per-cluster configuration, then the ManagedClusterAddOns that 
 from __future__ import annotations
 
 import posixpath
-from functools import lru_cache
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from .emit import dump_yaml

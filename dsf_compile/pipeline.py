@@ -47,7 +47,7 @@ def load_inputs(root: Path) -> Inputs:
         problems.append(
             Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)")
         )
-    return validate_documents(documents, settings, problems)
+    return validate_documents(documents, settings, problems, settings_document)
 
 
 def validate_fleet(root: Path) -> Inputs:

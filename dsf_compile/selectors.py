@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from typing import Protocol
 
 from .models import LabelSelector
+
+
+class ClusterPart(Protocol):
+    """What masks and agent overrides share: a cluster name glob and/or a label selector."""
+
+    @property
+    def clusterName(self) -> str | None: ...
+
+    @property
+    def clusterSelector(self) -> LabelSelector | None: ...
+
+
+def selects_cluster(part: ClusterPart, name: str, labels: Mapping[str, str]) -> bool:
+    """Whether ``part`` selects the cluster: its name glob and its selector must both match."""
+    if part.clusterName is not None and not fnmatchcase(name, part.clusterName):
+        return False
+    return part.clusterSelector is None or selector_matches(part.clusterSelector, labels)
 
 
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:

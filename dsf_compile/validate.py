@@ -11,7 +11,6 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,7 +19,7 @@ from . import models
 from .errors import InputError, Problem
 from .load import Document, Pointer, format_pointer
 from .models import DynamicScorer, DynamicScoringConfig, ManagedCluster, Mask, Settings
-from .selectors import selector_matches
+from .selectors import selects_cluster
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -342,10 +341,7 @@ def _check_scorer_namespaces(
 
 def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
     """Whether the cluster part of ``mask`` (name glob and/or selector) selects ``cluster``."""
-    meta = cluster.metadata
-    if mask.clusterName is not None and not fnmatchcase(meta.name, mask.clusterName):
-        return False
-    return mask.clusterSelector is None or selector_matches(mask.clusterSelector, meta.labels)
+    return selects_cluster(mask, cluster.metadata.name, cluster.metadata.labels)
 
 
 def _check_masks_clusters(
@@ -363,8 +359,30 @@ def _check_masks_clusters(
     return problems
 
 
+def _check_overrides_clusters(
+    settings: Settings, document: Document | None, clusters: list[Located[ManagedCluster]]
+) -> list[Problem]:
+    problems = []
+    for index, override in enumerate(settings.agent.overrides):
+        if not any(
+            selects_cluster(override, c.model.metadata.name, c.model.metadata.labels)
+            for c in clusters
+        ):
+            field = "clusterName" if override.clusterName is not None else "clusterSelector"
+            pointer: Pointer = ("agent", "overrides", index, field)
+            message = "selects no cluster of the inventory (a typo?)"
+            if document is None:
+                problems.append(Problem("dsf.yaml", 0, 0, format_pointer(pointer), message))
+            else:
+                problems.append(document.problem(pointer, message))
+    return problems
+
+
 def validate_documents(
-    documents: Iterable[Document], settings: Settings, file_problems: Iterable[Problem] = ()
+    documents: Iterable[Document],
+    settings: Settings,
+    file_problems: Iterable[Problem] = (),
+    settings_document: Document | None = None,
 ) -> Inputs:
     """Validate every document and the cross-document rules; raise InputError on any problem."""
     collected = _collect(documents)
@@ -389,6 +407,8 @@ def validate_documents(
         config = collected.configs[0]
         if collected.inventory_complete and not unreadable:
             problems += _check_masks_clusters(config, collected.clusters)
+    if collected.inventory_complete and not unreadable:
+        problems += _check_overrides_clusters(settings, settings_document, collected.clusters)
     if any(p.severity == "error" for p in problems):
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))

@@ -92,7 +92,9 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         raise RenderError(
             f"{RENDERED}/{foreign[0]} exists but was not written by dsf-compile; move it away and render again"
         )
-    staged = _stage(folder, [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())])
+    staged = _stage(
+        folder, [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())]
+    )
     try:
         for relative, staged_file in staged:
             os.replace(staged_file, os.path.join(folder, relative))
