@@ -3,8 +3,9 @@
 A scorer's cycles run on a fixed grid ``base + k * interval``; ``base`` is offset from the
 start by a stable per-scorer phase (a hash of the score name, at most 10 s), so that
 hundreds of scorers with the same interval do not all fire in the same millisecond. The
-first cycle runs right after start; the next one on the first grid slot at least one
-interval later. A cycle that overruns makes the scorer skip the slots it missed (counted)
+first cycle runs within a second of start (spread by the same hash: a burst of hundreds
+of simultaneous first cycles can saturate the loop for good); the next one on the first
+grid slot at least one interval later. A cycle that overruns makes the scorer skip the slots it missed (counted)
 instead of piling cycles up.
 """
 
@@ -75,8 +76,13 @@ class ScorerRunner:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
-        scheduled = started
+        # The first cycle runs within a second of start, spread by the same stable phase:
+        # hundreds of scorers starting together would otherwise fire in one burst.
+        scheduled = started + scorer_phase(
+            self.summary.scoreName, min(self.summary.scoringInterval, 1.0)
+        )
         state = CycleState()
+        await asyncio.sleep(scheduled - loop.time())
         lag = self._ctx.metrics.start_lag
         while True:
             lag.observe(max(0.0, loop.time() - scheduled))
