@@ -22,11 +22,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from agent.dimensions import sanitize_name
 from agent.errors import ConfigError
 from agent.logs import fields
 from agent.settings import CONFIG_MAP_KEY
 from dsf_compile.models import Summary, check_http_url
+from dsf_compile.names import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (

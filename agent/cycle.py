@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from agent.dimensions import sanitize_name, score_items
+from agent.dimensions import score_items
 from agent.errors import AgentError, SecretMissingError
 from agent.fetch import fetch_series
 from agent.logs import fields
@@ -25,6 +25,7 @@ from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
 from dsf_compile.models import Summary
+from dsf_compile.names import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.cycle")
 

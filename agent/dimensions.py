@@ -14,29 +14,6 @@ from dsf_compile.models import PLACEHOLDER_RE
 RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")
 SCORE_MIN = -100
 SCORE_MAX = 100
-_MAX_NAME = 253
-_OUTSIDE = re.compile(r"[^a-z0-9.-]")
-_DASHES = re.compile(r"-{2,}")
-
-
-def sanitize_name(score_name: str) -> str:
-    """The AddOnPlacementScore name of a score (``agent.md``): a DNS-safe form of it.
-
-    ``sample_my_score`` → ``sample-my-score``; ``My Score@Name`` → ``my-score-name``;
-    ``""`` → ``score``.
-    """
-    name = _DASHES.sub("-", _OUTSIDE.sub("-", score_name.lower())).strip("-.")
-    if len(name) > _MAX_NAME:
-        name = name[:_MAX_NAME]
-        while name and not name[-1].isalnum():
-            name = name[:-1]
-    if not name:
-        return "score"
-    if not name[0].isalnum():
-        name = "a" + name
-    if not name[-1].isalnum():
-        name = name + "a"
-    return name
 
 
 def render_dimension(

@@ -19,11 +19,11 @@ from collections.abc import AsyncIterator
 
 from agent.config import ParsedConfig
 from agent.cycle import CycleContext, CycleState, run_cycle
-from agent.dimensions import sanitize_name
 from agent.errors import ConfigError
 from agent.logs import fields
 from agent.metrics import ScorerMetrics
 from dsf_compile.models import Summary
+from dsf_compile.names import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.loop")
 MAX_PHASE_SECONDS = 10.0

@@ -14,7 +14,7 @@ from conftest import CLUSTER, configmap_yaml, make_summary
 from prometheus_client import CollectorRegistry
 
 from agent.config import parse_config_document, parse_config_text
-from agent.dimensions import placement_value, render_dimension, sanitize_name, score_items
+from agent.dimensions import placement_value, render_dimension, score_items
 from agent.errors import ConfigError, FetchError, ScoreError
 from agent.fetch import range_params, series_of, split_queries
 from agent.logs import Redactor, configure_logging, fields
@@ -24,6 +24,7 @@ from agent.publish import placement_score_object, placement_score_status, valid_
 from agent.score import Scored, parse_response
 from agent.settings import parse_settings
 from dsf_compile.models import Summary
+from dsf_compile.names import sanitize_score_name as sanitize_name
 
 # ------------------------------------------------------------------ sanitize
 
