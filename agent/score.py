@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +10,7 @@ import httpx
 from pydantic import ValidationError
 
 from agent.errors import AgentError, ScoreError
-from agent.transport import decode_json, read_capped
+from agent.transport import decode_json, encode_json, read_capped
 from dsf_compile.models import ScoreResult
 
 
@@ -33,7 +32,7 @@ class ScoringOutcome:
 
 def encode_request(series: list[Any]) -> bytes:
     """The ``/scoring`` body ``{"data": [...]}``, compact (the series can be tens of MB)."""
-    return json.dumps({"data": series}, separators=(",", ":"), allow_nan=False).encode()
+    return encode_json({"data": series})
 
 
 def parse_response(document: Any) -> ScoringOutcome:
