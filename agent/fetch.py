@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
-from agent.errors import AgentError, FetchError
-from agent.transport import decode_json, read_capped
+from agent.errors import FetchError
+from agent.transport import decode_answer, read_capped, request_failures
 from dsf_compile.models import Summary
 
 
@@ -75,7 +75,7 @@ async def fetch_series(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     collected: list[Any] = []
     for query in split_queries(summary.sourceQuery):
-        try:
+        with request_failures("Prometheus", FetchError):
             async with client.stream(
                 "GET",
                 summary.sourceEndpoint,
@@ -88,26 +88,6 @@ async def fetch_series(
                         reason=f"http_{response.status_code // 100}xx",
                     )
                 body = await read_capped(response, max_bytes)
-        except httpx.TimeoutException as err:
-            raise FetchError(
-                f"Prometheus timed out ({type(err).__name__})", reason="timeout"
-            ) from err
-        except httpx.ConnectError as err:
-            raise FetchError(f"Prometheus unreachable ({err})", reason="unreachable") from err
-        except httpx.HTTPError as err:  # reset, cut-off body, protocol violation
-            raise FetchError(
-                f"Prometheus connection failed ({type(err).__name__}: {err})",
-                reason="transport_error",
-            ) from err
-        except FetchError:
-            raise
-        except AgentError as err:
-            raise FetchError(f"Prometheus {err}", reason=err.reason) from err
-        try:
-            document = decode_json(body)
-        except ValueError as err:
-            raise FetchError(
-                "Prometheus answered something that is not JSON", reason="invalid_response"
-            ) from err
+        document = decode_answer(body, "Prometheus", FetchError)
         collected.extend(series_of(document))
     return collected

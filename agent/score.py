@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from agent.errors import AgentError, ScoreError
-from agent.transport import decode_json, encode_json, read_capped
+from agent.errors import ScoreError
+from agent.transport import decode_answer, encode_json, read_capped, request_failures
 from dsf_compile.models import ScoreResult
 
 
@@ -72,7 +72,7 @@ async def request_scores(
     except ValueError as err:
         # Prometheus never returns NaN as a JSON number, but a compatible API might.
         raise ScoreError("series cannot be encoded as JSON", reason="invalid_input") from err
-    try:
+    with request_failures("Scoring API", ScoreError):
         async with client.stream("POST", endpoint, content=body, headers=headers) as response:
             if response.status_code != 200:
                 raise ScoreError(
@@ -80,22 +80,5 @@ async def request_scores(
                     reason=f"http_{response.status_code // 100}xx",
                 )
             raw = await read_capped(response, max_bytes)
-    except httpx.TimeoutException as err:
-        raise ScoreError(f"Scoring API timed out ({type(err).__name__})", reason="timeout") from err
-    except httpx.ConnectError as err:
-        raise ScoreError(f"Scoring API unreachable ({err})", reason="unreachable") from err
-    except httpx.HTTPError as err:  # reset, cut-off body, protocol violation
-        raise ScoreError(
-            f"Scoring API connection failed ({type(err).__name__}: {err})", reason="transport_error"
-        ) from err
-    except ScoreError:
-        raise
-    except AgentError as err:
-        raise ScoreError(f"Scoring API {err}", reason=err.reason) from err
-    try:
-        document = decode_json(raw)
-    except ValueError as err:
-        raise ScoreError(
-            "Scoring API answered something that is not JSON", reason="invalid_response"
-        ) from err
+    document = decode_answer(raw, "Scoring API", ScoreError)
     return parse_response(document)

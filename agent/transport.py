@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import orjson
 
-from agent.errors import ResponseTooLargeError
+from agent.errors import AgentError, ResponseTooLargeError
 
 USER_AGENT = "dsf-agent/0.1"
 
@@ -80,3 +82,32 @@ def encode_json(value: Any) -> bytes:
         return orjson.dumps(value)
     except TypeError as err:
         raise ValueError(str(err)) from err
+
+
+@contextlib.contextmanager
+def request_failures(service: str, error: type[AgentError]) -> Iterator[None]:
+    """Turn what can go wrong with one request to ``service`` into ``error`` with a reason."""
+    try:
+        yield
+    except httpx.TimeoutException as err:
+        raise error(f"{service} timed out ({type(err).__name__})", reason="timeout") from err
+    except httpx.ConnectError as err:
+        raise error(f"{service} unreachable ({err})", reason="unreachable") from err
+    except httpx.HTTPError as err:  # reset, cut-off body, protocol violation
+        raise error(
+            f"{service} connection failed ({type(err).__name__}: {err})", reason="transport_error"
+        ) from err
+    except error:
+        raise
+    except AgentError as err:  # e.g. the response size cap
+        raise error(f"{service} {err}", reason=err.reason) from err
+
+
+def decode_answer(body: bytes, service: str, error: type[AgentError]) -> Any:
+    """The JSON of ``service``'s answer, or ``error`` when it is not JSON."""
+    try:
+        return decode_json(body)
+    except ValueError as err:
+        raise error(
+            f"{service} answered something that is not JSON", reason="invalid_response"
+        ) from err
