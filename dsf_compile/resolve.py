@@ -256,7 +256,11 @@ def check_spec_only_scorers(inputs: Inputs) -> list[Problem]:
             problems += found
             if result is not None:
                 resolved.append(result)
-    return problems + check_unique_scores(resolved)
+    problems += check_unique_scores(resolved)
+    if not problems and all(s.model.spec.configSyncMode == "None" for s in inputs.scorers):
+        # with no Full scorer, every score name is known before any sync
+        problems += _masks_matching_no_score(inputs, {r.score_name for r in resolved})
+    return problems
 
 
 def _check_lock(inputs: Inputs, lock: Lockfile) -> tuple[list[Problem], list[Problem]]:
@@ -301,34 +305,29 @@ def _check_lock(inputs: Inputs, lock: Lockfile) -> tuple[list[Problem], list[Pro
     return errors, warnings
 
 
-def _check_mask_scores(
-    inputs: Inputs, lock: Lockfile, resolved: dict[str, ResolvedScorer]
-) -> list[Problem]:
+def _masks_matching_no_score(inputs: Inputs, known: set[str]) -> list[Problem]:
     if inputs.config is None:
         return []
+    return [
+        inputs.config.problem(
+            ("spec", "masks", index, "scoreName"), "matches no score of any scorer (a typo?)"
+        )
+        for index, mask in enumerate(inputs.masks)
+        if not any(fnmatchcase(score, mask.scoreName) for score in known)
+    ]
+
+
+def _check_mask_scores(inputs: Inputs, resolved: dict[str, ResolvedScorer]) -> list[Problem]:
+    """Masks against every scorer's score name, Active or Inactive (masking a scorer that is down is fine)."""
     known = {r.score_name for r in resolved.values()}
-    unknown_name = False
     for located in inputs.scorers:
-        name = located.model.metadata.name
-        if name in resolved:
+        if located.model.metadata.name in resolved:
             continue
         spec_name = _get(located.model.spec, "scoring", "params", "name")
-        if spec_name:
-            known.add(spec_name)
-        else:
-            unknown_name = True  # an Inactive Full scorer whose name only its /config knows
-    if unknown_name:
-        return []
-    problems = []
-    for index, mask in enumerate(inputs.masks):
-        if not any(fnmatchcase(score, mask.scoreName) for score in known):
-            problems.append(
-                inputs.config.problem(
-                    ("spec", "masks", index, "scoreName"),
-                    "matches no score of any scorer (a typo?)",
-                )
-            )
-    return problems
+        if not spec_name:
+            return []  # an Inactive Full scorer whose name only its /config knows
+        known.add(spec_name)
+    return _masks_matching_no_score(inputs, known)
 
 
 def resolve_fleet(inputs: Inputs, lock: Lockfile) -> Plan:
@@ -350,7 +349,7 @@ def resolve_fleet(inputs: Inputs, lock: Lockfile) -> Plan:
         if result is not None:
             resolved[name] = result
     errors += check_unique_scores(list(resolved.values()))
-    errors += _check_mask_scores(inputs, lock, resolved)
+    errors += _check_mask_scores(inputs, resolved)
     if errors:
         raise InputError(errors + warnings)
     return Plan(inputs, health, resolved, plan_clusters(inputs, resolved), tuple(warnings))

@@ -404,3 +404,19 @@ def test_lock_entry_missing_or_stale() -> None:
     with pytest.raises(InputError) as caught:
         resolve_fleet(inputs, Lockfile(scorers={"a": entry}))
     assert caught.value.problems[0].message == "no entry in dsf.lock.json: run 'dsf-compile sync b'"
+
+
+def test_validate_checks_mask_scores_when_no_scorer_needs_a_sync() -> None:
+    from dsf_compile.resolve import check_spec_only_scorers
+
+    typo = masks({"clusterName": "c1", "scoreName": "typo_score"})
+    (problem,) = check_spec_only_scorers(load(static("a", "a_score"), cluster("c1"), typo))
+    assert (problem.field, problem.message) == (
+        "spec.masks[0].scoreName",
+        "matches no score of any scorer (a typo?)",
+    )
+    # a Full scorer's score name may come from its /config: validate cannot tell yet
+    assert (
+        check_spec_only_scorers(load(static("a", "a_score"), scorer("b"), cluster("c1"), typo))
+        == []
+    )
