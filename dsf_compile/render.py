@@ -160,6 +160,9 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
     # The hub's webhook limits the manifests' JSON size; the summaries string dominates it.
     escaped = {name: len(json.dumps(text)) - 2 for name, text in json_blocks.items()}
     pad = " " * _SUMMARIES_INDENT
+    # The ConfigMap is the same on every cluster but for its summaries string.
+    configmap = _manifestwork_skeleton("", agent_namespace)["spec"]["workload"]["manifests"][0]
+    base_size = len(json.dumps(configmap, separators=(",", ":"))) - len(_PLACEHOLDER)
     files = {}
     problems = []
     template = ClusterTemplate(lambda name: _manifestwork_skeleton(name, agent_namespace))
@@ -169,17 +172,14 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
             body = f"|-\n{pad}[\n" + ",\n".join(blocks[n] for n in cluster.scorers) + f"\n{pad}]"
         else:
             body = f"|-\n{pad}[]"
-        configmap = _manifestwork_skeleton(cluster.name, agent_namespace)["spec"]["workload"][
-            "manifests"
-        ][0]
-        size = len(json.dumps(configmap, separators=(",", ":"))) - len(_PLACEHOLDER)
-        size += 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
+        summaries = 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
+        size = base_size + summaries
         if size > MAX_MANIFEST_BYTES:
             located = next(c for c in plan.inputs.clusters if c.model.metadata.name == cluster.name)
             problems.append(
                 located.problem(
                     ("metadata", "name"),
-                    f"the ManifestWork for this cluster would be about {size // 1024} KiB, over OCM's "
+                    f"the ManifestWork for this cluster would be {size // 1024} KiB, over OCM's "
                     f"{MAX_MANIFEST_BYTES // 1024} KiB limit: mask some scorers off it",
                 )
             )

@@ -34,6 +34,7 @@ class Changes:
     changed: dict[str, tuple[str, str]] = field(default_factory=dict)
     removed: dict[str, str] = field(default_factory=dict)
     record_stale: bool = False
+    owned: set[str] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -67,8 +68,8 @@ def _read(file: Path) -> str | None:
 
 def compare_tree(folder: Path, files: dict[str, str]) -> Changes:
     """Compare rendered ``files`` with ``folder`` without writing anything."""
-    changes = Changes()
     owned = read_record(folder)
+    changes = Changes(owned=owned)
     for relative, text in files.items():
         current = _read(folder / relative)
         if current is None:
@@ -86,8 +87,7 @@ def compare_tree(folder: Path, files: dict[str, str]) -> Changes:
 def write_tree(folder: Path, files: dict[str, str]) -> Changes:
     """Bring ``folder`` to exactly ``files`` (for the files the compiler owns)."""
     changes = compare_tree(folder, files)
-    owned = read_record(folder)
-    foreign = sorted(p for p in changes.changed if p not in owned)
+    foreign = sorted(p for p in changes.changed if p not in changes.owned)
     if foreign:
         raise RenderError(
             f"{RENDERED}/{foreign[0]} exists but was not written by dsf-compile; move it away and render again"
