@@ -25,8 +25,9 @@ from pydantic import ValidationError
 from agent.errors import ConfigError
 from agent.logs import fields
 from agent.settings import CONFIG_MAP_KEY
-from dsf_compile.models import Summary, check_http_url
-from dsf_compile.names import sanitize_score_name as sanitize_name
+from dsf_compile.contract import Summary
+from dsf_compile.contract import sanitize_score_name as sanitize_name
+from dsf_compile.fields import check_http_url
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (

@@ -24,8 +24,8 @@ from agent.publish import HubPublisher, placement_score_status
 from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
-from dsf_compile.models import Summary
-from dsf_compile.names import sanitize_score_name as sanitize_name
+from dsf_compile.contract import Summary
+from dsf_compile.contract import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.cycle")
 

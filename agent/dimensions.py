@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from agent.aggregate import Aggregation, group_by_key
 from agent.score import Scored
-from dsf_compile.models import PLACEHOLDER_RE
+from dsf_compile.contract import PLACEHOLDER_RE
 
 RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")
 SCORE_MIN = -100

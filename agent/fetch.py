@@ -8,7 +8,7 @@ import httpx
 
 from agent.errors import FetchError
 from agent.transport import decode_answer, read_capped, request_failures
-from dsf_compile.models import Summary
+from dsf_compile.contract import Summary
 
 
 def split_queries(source_query: str) -> list[str]:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from agent.errors import ScoreError
 from agent.transport import decode_answer, encode_json, read_capped, request_failures
-from dsf_compile.models import ScoreResult
+from dsf_compile.scoring_api import ScoreResult
 
 
 @dataclass(frozen=True)

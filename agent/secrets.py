@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from agent.errors import SecretMissingError
 from agent.logs import REDACTOR, Redactor
-from dsf_compile.models import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
+from dsf_compile.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
 
 
 class SecretStore(Protocol):

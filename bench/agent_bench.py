@@ -368,7 +368,7 @@ def bench_idle(scratch: Path) -> tuple[float, float]:
         [
             sys.executable,
             "-c",
-            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_compile.models, pathlib;"
+            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_compile.contract, pathlib;"
             "print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text().splitlines()"
             " if l.startswith('VmRSS')))",
         ],
@@ -390,7 +390,7 @@ async def bench_payload(base: str, scratch: Path) -> dict[str, float]:
     from agent.secrets import DirSecretStore
     from agent.settings import Settings
     from agent.transport import make_client
-    from dsf_compile.models import Summary
+    from dsf_compile.contract import Summary
 
     summary = Summary.model_validate(_summaries(base, 1, "/big")[0])
     settings = Settings(cluster_name="bench", secrets_dir=scratch)

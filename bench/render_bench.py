@@ -24,10 +24,11 @@ from pathlib import Path
 import yaml
 
 from dsf_compile.cli import run
-from dsf_compile.lock import make_entry, write_lockfile
-from dsf_compile.models import DynamicScorer, Lockfile, ScorerConfig
+from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import render_manifests, summaries_of
+from dsf_compile.render.manifests import render_manifests, summaries_of
+from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile
 
 REGIONS = ("eu-west", "us-east", "ap-south")
 

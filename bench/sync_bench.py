@@ -33,9 +33,10 @@ sys.path.insert(0, str(_ROOT))
 
 from sync_servers import LoopbackServer, hang, json_body  # noqa: E402 - after the sys.path set-up
 
-from dsf_compile.lock import encode_lockfile  # noqa: E402 - after the sys.path set-up
-from dsf_compile.models import DynamicScorer, Lockfile, SyncSettings  # noqa: E402 - after the sys.path set-up
-from dsf_compile.sync import sync_lock  # noqa: E402 - after the sys.path set-up
+from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
+from dsf_compile.inputs.settings import SyncSettings  # noqa: E402
+from dsf_compile.sync.fetch import sync_lock  # noqa: E402
+from dsf_compile.sync.lock import Lockfile, encode_lockfile  # noqa: E402
 
 CONFIG = {
     "name": "bench-scorer",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from .errors import DsfError, InputError, Problem, UsageError
+from dsf_compile.errors import DsfError, InputError, Problem, UsageError
 
 EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
 
@@ -129,7 +129,7 @@ def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) ->
 def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
     command = args.command
     if command == "validate":
-        from .pipeline import validate_fleet
+        from dsf_compile.pipeline import validate_fleet
 
         inputs = validate_fleet(root)
         print_problems(inputs.warnings, err, github)
@@ -139,29 +139,29 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         )
         return EXIT_OK
     if command == "sync":
-        from .pipeline import sync_fleet
+        from dsf_compile.pipeline import sync_fleet
 
         inactive = sync_fleet(root, names=args.names, resolve=args.resolve, err=err, github=github)
         return EXIT_INVALID if (args.strict and inactive) else EXIT_OK
     if command == "render":
-        from .pipeline import check_rendered, render_fleet
+        from dsf_compile.pipeline import check_rendered, render_fleet
 
         if args.check:
             return EXIT_INVALID if check_rendered(root, out, err, github, "text") else EXIT_OK
         render_fleet(root, out, err, github)
         return EXIT_OK
     if command == "diff":
-        from .pipeline import check_rendered
+        from dsf_compile.pipeline import check_rendered
 
         return EXIT_INVALID if check_rendered(root, out, err, github, args.diff_format) else EXIT_OK
     if command == "scorer-check":
-        from .scorer_check import run_scorer_check
+        from dsf_compile.sync.scorer_check import run_scorer_check
 
         token = args.token if args.token is not None else os.environ.get("DSF_SCORER_TOKEN") or None
         ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=out)
         return EXIT_OK if ok else EXIT_INVALID
     if command == "schemas":
-        from .schemas import write_schemas
+        from dsf_compile.schemas import write_schemas
 
         stale = write_schemas(root / "schemas", check=args.check, out=out)
         return EXIT_INVALID if (args.check and stale) else EXIT_OK

@@ -1,7 +1,7 @@
 """The commands as pipelines of stages: load → validate → (sync) → resolve → render → write.
 
 Each function here wires stages together and is where their I/O happens: reading the
-repository, the network (through :mod:`dsf_compile.sync`), writing ``rendered/``.
+repository, the network (through :mod:`dsf_compile.sync.fetch`), writing ``rendered/``.
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from .errors import InputError, Problem
-from .load import Document, list_input_files, read_yaml_file
-from .lock import read_lockfile, write_lockfile
-from .models import LockEntry
-from .render import render_manifests
-from .resolve import Plan, check_spec_only_scorers, resolve_fleet
-from .validate import Inputs, validate_documents, validate_settings
-from .write import RENDERED, compare_tree, format_changes, write_tree
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
+from dsf_compile.inputs.validate import Inputs, validate_documents, validate_settings
+from dsf_compile.render.manifests import render_manifests
+from dsf_compile.render.write import RENDERED, compare_tree, format_changes, write_tree
+from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
+from dsf_compile.sync.lock import LockEntry, read_lockfile, write_lockfile
 
 SETTINGS_FILE = "dsf.yaml"
 
@@ -70,7 +69,7 @@ def plan_fleet(root: Path) -> Plan:
 
 def render_fleet(root: Path, out: TextIO, err: TextIO, github: bool) -> None:
     """``render``: write ``rendered/`` atomically and minimally."""
-    from .cli import print_problems
+    from dsf_compile.cli import print_problems
 
     plan = plan_fleet(root)
     print_problems(plan.warnings, err, github)
@@ -85,7 +84,7 @@ def render_fleet(root: Path, out: TextIO, err: TextIO, github: bool) -> None:
 
 def check_rendered(root: Path, out: TextIO, err: TextIO, github: bool, style: str) -> bool:
     """``render --check`` / ``diff``: print what render would change; return whether anything would."""
-    from .cli import print_problems
+    from dsf_compile.cli import print_problems
 
     plan = plan_fleet(root)
     print_problems(plan.warnings, err, github)
@@ -108,8 +107,13 @@ def sync_fleet(
     root: Path, *, names: Sequence[str], resolve: Sequence[str], err: TextIO, github: bool
 ) -> list[str]:
     """``sync``: refresh the lockfile; return the names of Inactive scorers."""
-    from .cli import print_problems
-    from .sync import format_progress, parse_connect_to, parse_resolve_setting, sync_lock
+    from dsf_compile.cli import print_problems
+    from dsf_compile.sync.fetch import (
+        format_progress,
+        parse_connect_to,
+        parse_resolve_setting,
+        sync_lock,
+    )
 
     inputs = load_inputs(root)
     previous, problems = read_lockfile(root)

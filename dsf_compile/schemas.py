@@ -13,18 +13,13 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel
 
-from .lock import atomic_write
-from .models import (
-    DynamicScorer,
-    DynamicScoringConfig,
-    Lockfile,
-    ManagedCluster,
-    ScorerConfig,
-    ScoringRequest,
-    ScoringResponse,
-    Settings,
-    SummaryList,
-)
+from dsf_compile.contract import SummaryList
+from dsf_compile.files import atomic_write
+from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
+from dsf_compile.inputs.scorer import DynamicScorer
+from dsf_compile.inputs.settings import Settings
+from dsf_compile.scoring_api import ScorerConfig, ScoringRequest, ScoringResponse
+from dsf_compile.sync.lock import Lockfile
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -12,11 +12,11 @@ import yaml
 from fleet_repo import REPO_ROOT, copy_fleet
 from syrupy.assertion import SnapshotAssertion
 
-from dsf_compile.addon import TEMPLATE_VARIABLES, check_template_variables, render_addon
 from dsf_compile.errors import InputError
-from dsf_compile.models import AgentOverride, AgentSettings, Settings
+from dsf_compile.inputs.settings import AgentOverride, AgentSettings, Settings
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import render_manifests
+from dsf_compile.render.addon import TEMPLATE_VARIABLES, check_template_variables, render_addon
+from dsf_compile.render.manifests import render_manifests
 
 OVERRIDES = """\
 agent:

@@ -1,7 +1,7 @@
 """The bad-input corpus (``quality.md``, Reliability): every case fails cleanly.
 
 Each case starts from a small valid fleet (``tests/bad_inputs/base`` plus a lockfile
-made here with :func:`dsf_compile.lock.make_entry`), renders it once, then writes the
+made here with :func:`dsf_compile.sync.lock.make_entry`), renders it once, then writes the
 case's files and runs ``render`` (and ``validate`` where the inputs alone show the
 problem). Every case must exit 1, print first the problem it is about as
 ``PATH:LINE:COL: error: FIELD: MESSAGE``, show no traceback, and leave ``rendered/``
@@ -24,9 +24,10 @@ import pytest
 import yaml
 
 from dsf_compile.cli import run
-from dsf_compile.load import MAX_FILE_BYTES
-from dsf_compile.lock import encode_lockfile, make_entry, write_lockfile
-from dsf_compile.models import DynamicScorer, Lockfile, ScorerConfig
+from dsf_compile.inputs.load import MAX_FILE_BYTES
+from dsf_compile.inputs.scorer import DynamicScorer
+from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import Lockfile, encode_lockfile, make_entry, write_lockfile
 
 DATA = Path(__file__).parent / "bad_inputs"
 BASE = DATA / "base"

@@ -12,7 +12,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from dsf_compile.cli import run
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import render_manifests
+from dsf_compile.render.manifests import render_manifests
 from samples.fleet import running_fleet
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.load import format_pointer, list_input_files, parse_yaml, read_yaml_file
+from dsf_compile.inputs.load import format_pointer, list_input_files, parse_yaml, read_yaml_file
 
 
 def test_positions_point_at_keys_and_items() -> None:

@@ -18,11 +18,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from dsf_compile.errors import DsfError, InputError, Problem
-from dsf_compile.load import Document, Pointer, parse_yaml
-from dsf_compile.lock import LOCKFILE, make_entry
-from dsf_compile.models import API_VERSION, DynamicScorer, Lockfile, ScorerConfig, Settings
-from dsf_compile.resolve import resolve_fleet
-from dsf_compile.validate import validate_documents
+from dsf_compile.fields import API_VERSION
+from dsf_compile.inputs.load import Document, Pointer, parse_yaml
+from dsf_compile.inputs.scorer import DynamicScorer
+from dsf_compile.inputs.settings import Settings
+from dsf_compile.inputs.validate import validate_documents
+from dsf_compile.resolve.summaries import resolve_fleet
+from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 
 DATA = Path(__file__).parent / "bad_inputs"
 BASE = DATA / "base"

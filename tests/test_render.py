@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from dsf_compile.emit import dump_yaml, encode_summaries, encode_summary
 from dsf_compile.errors import InputError
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import render_manifests, summaries_of
-from dsf_compile.resolve import ClusterPlan, Plan
+from dsf_compile.render.emit import dump_yaml, encode_summaries, encode_summary
+from dsf_compile.render.manifests import render_manifests, summaries_of
+from dsf_compile.resolve.summaries import ClusterPlan, Plan
 
 
 def manifestwork(files: dict[str, str], cluster: str) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def test_a_manifestwork_over_500_kib_is_refused_naming_the_cluster(fleet: Path) 
 
 def test_the_size_estimate_matches_the_json_the_hub_sees(fleet: Path) -> None:
     """The limit is checked on an exact computation of the manifest's JSON, not a guess."""
-    from dsf_compile import render
+    from dsf_compile.render import manifests as render
 
     plan = plan_fleet(fleet)
     files = render_manifests(plan)
@@ -144,7 +144,7 @@ def test_the_size_estimate_matches_the_json_the_hub_sees(fleet: Path) -> None:
 
 @pytest.mark.parametrize("name", ["worker01", "a", "edge-7", "123", "true", "no", "0x1f", "e1"])
 def test_cluster_templates_equal_a_full_dump(name: str) -> None:
-    from dsf_compile.emit import ClusterTemplate
+    from dsf_compile.render.emit import ClusterTemplate
 
     def build(cluster: str) -> dict[str, Any]:
         return {

@@ -26,8 +26,8 @@ from fleet_repo import REPO_ROOT, SHARED, copy_fleet
 from referencing import Registry, Resource
 
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import render_manifests
-from dsf_compile.write import write_tree
+from dsf_compile.render.manifests import render_manifests
+from dsf_compile.render.write import write_tree
 
 OCM_CRDS = SHARED / "ocm-crds"
 OVERRIDES = """\

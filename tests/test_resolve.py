@@ -7,12 +7,14 @@ from typing import Any
 import pytest
 import yaml
 
+from dsf_compile.contract import SUMMARY_KEYS
 from dsf_compile.errors import InputError
-from dsf_compile.load import parse_yaml
-from dsf_compile.lock import make_entry
-from dsf_compile.models import SUMMARY_KEYS, Lockfile, ScorerConfig, Settings
-from dsf_compile.resolve import Plan, join_url, resolve_fleet
-from dsf_compile.validate import Inputs, validate_documents
+from dsf_compile.inputs.load import parse_yaml
+from dsf_compile.inputs.settings import Settings
+from dsf_compile.inputs.validate import Inputs, validate_documents
+from dsf_compile.resolve.summaries import Plan, join_url, resolve_fleet
+from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import Lockfile, make_entry
 
 PROM = "http://prometheus.monitoring.svc:9090"
 
@@ -407,7 +409,7 @@ def test_lock_entry_missing_or_stale() -> None:
 
 
 def test_validate_checks_mask_scores_when_no_scorer_needs_a_sync() -> None:
-    from dsf_compile.resolve import check_spec_only_scorers
+    from dsf_compile.resolve.summaries import check_spec_only_scorers
 
     typo = masks({"clusterName": "c1", "scoreName": "typo_score"})
     (problem,) = check_spec_only_scorers(load(static("a", "a_score"), cluster("c1"), typo))

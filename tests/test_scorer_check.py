@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile import scorer_check
+from dsf_compile.sync import scorer_check
 from dsf_compile.cli import run
-from dsf_compile.scorer_check import run_scorer_check
+from dsf_compile.sync.scorer_check import run_scorer_check
 from samples.process import sample_process
 from samples.service import Reply, RunningServer, ScoringApp
 

@@ -28,9 +28,15 @@ from sync_servers import (
 )
 
 from dsf_compile.errors import SyncError, UsageError
-from dsf_compile.lock import encode_lockfile, make_entry
-from dsf_compile.models import DynamicScorer, LockEntry, Lockfile, SyncSettings
-from dsf_compile.sync import format_progress, parse_connect_to, parse_resolve_setting, sync_lock
+from dsf_compile.inputs.scorer import DynamicScorer
+from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.sync.fetch import (
+    format_progress,
+    parse_connect_to,
+    parse_resolve_setting,
+    sync_lock,
+)
+from dsf_compile.sync.lock import LockEntry, Lockfile, encode_lockfile, make_entry
 
 CONFIG = {
     "name": "sample-scorer",

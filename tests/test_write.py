@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile import write
+from dsf_compile.render import write
 from dsf_compile.errors import RenderError
-from dsf_compile.write import RECORD, compare_tree, format_changes, write_tree
+from dsf_compile.render.write import RECORD, compare_tree, format_changes, write_tree
 
 
 def snapshot_tree(folder: Path) -> dict[str, tuple[bytes, int]]:

@@ -25,7 +25,7 @@ from agent.publish import HubPublisher
 from agent.secrets import DirSecretStore
 from agent.settings import Settings
 from agent.transport import make_client
-from dsf_compile.models import Summary
+from dsf_compile.contract import Summary
 
 PROM = "http://prom.test:9090/api/v1/query_range"
 SCORER = "http://scorer.test:8000/scoring"

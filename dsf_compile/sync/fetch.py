@@ -31,16 +31,11 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
-from .errors import SyncError, UsageError
-from .lock import make_entry
-from .models import (
-    DynamicScorer,
-    DynamicScorerSpec,
-    LockEntry,
-    Lockfile,
-    ScorerConfig,
-    SyncSettings,
-)
+from dsf_compile.errors import SyncError, UsageError
+from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
+from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
 
 __all__ = [
     "MAX_REDIRECTS",

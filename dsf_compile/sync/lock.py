@@ -8,17 +8,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from .errors import Problem
-from .models import DynamicScorerSpec, Health, LockEntry, Lockfile, ScorerConfig
+from dsf_compile.errors import Problem
+from dsf_compile.fields import Frozen, Health, SyncMode
+from dsf_compile.files import atomic_write
+from dsf_compile.inputs.scorer import DynamicScorerSpec
+from dsf_compile.scoring_api import ScorerConfig
 
 LOCKFILE = "dsf.lock.json"
+
+
+class LockEntry(Frozen):
+    """What the last sync learned about one scorer."""
+
+    mode: SyncMode
+    configURL: str
+    health: Health
+    reason: str = ""
+    specHash: str
+    config: ScorerConfig | None = None
+    contentHash: str
+
+
+class Lockfile(Frozen):
+    """``dsf.lock.json``."""
+
+    version: Literal[1] = 1
+    scorers: dict[str, LockEntry] = Field(default_factory=dict)
 
 
 def canonical_json(value: Any) -> str:
@@ -97,17 +117,3 @@ def write_lockfile(root: Path, lock: Lockfile) -> bool:
         return False
     atomic_write(file, text.encode())
     return True
-
-
-def atomic_write(file: Path, data: bytes) -> None:
-    """Write ``data`` to ``file`` through a temporary file and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

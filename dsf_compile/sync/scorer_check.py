@@ -22,7 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from pydantic import ValidationError
 
-from .models import ScorerConfig, ScoringResponse, check_http_url
+from dsf_compile.fields import check_http_url
+from dsf_compile.scoring_api import ScorerConfig, ScoringResponse
 
 Status = Literal["PASS", "FAIL", "SKIP"]
 

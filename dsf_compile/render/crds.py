@@ -10,9 +10,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .emit import dump_yaml
-from .models import API_GROUP, DynamicScorerSpec, DynamicScoringConfigSpec, ScorerConfig
-from .schemas import openapi_schema
+from dsf_compile.fields import API_GROUP
+from dsf_compile.inputs.inventory import DynamicScoringConfigSpec
+from dsf_compile.inputs.scorer import DynamicScorerSpec
+from dsf_compile.render.emit import dump_yaml
+from dsf_compile.schemas import openapi_schema
+from dsf_compile.scoring_api import ScorerConfig
 
 
 def _health_column() -> dict[str, Any]:

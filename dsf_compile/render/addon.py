@@ -24,11 +24,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .emit import ClusterTemplate, dump_yaml
-from .errors import InputError, Problem
-from .gitops import WAVE_CLUSTER_CONFIG, WAVE_CLUSTER_INSTALL, WAVE_HUB, gitops_annotations
-from .load import Pointer, format_pointer
-from .models import (
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs.load import Pointer, format_pointer
+from dsf_compile.inputs.selectors import selects_cluster
+from dsf_compile.inputs.settings import (
     TEMPLATE_VARIABLE_RE,
     AgentOverride,
     ProxySettings,
@@ -36,8 +35,14 @@ from .models import (
     Resources,
     Settings,
 )
-from .resolve import ClusterPlan, Plan
-from .selectors import selects_cluster
+from dsf_compile.render.emit import ClusterTemplate, dump_yaml
+from dsf_compile.render.gitops import (
+    WAVE_CLUSTER_CONFIG,
+    WAVE_CLUSTER_INSTALL,
+    WAVE_HUB,
+    gitops_annotations,
+)
+from dsf_compile.resolve.summaries import ClusterPlan, Plan
 
 ADDON_GROUP = "addon.open-cluster-management.io"
 ADDON_API_VERSION = f"{ADDON_GROUP}/v1alpha1"

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Protocol
 
-from .models import LabelSelector
+from dsf_compile.inputs.inventory import LabelSelector
 
 
 class ClusterPart(Protocol):

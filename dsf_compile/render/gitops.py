@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from .emit import dump_yaml
-from .models import Settings
+from dsf_compile.inputs.settings import Settings
+from dsf_compile.render.emit import dump_yaml
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"

@@ -5,10 +5,10 @@ Pure. Layout (one object per file, a ``kustomization.yaml`` in every folder):
 - ``crds/<plural>.<group>.yaml``             the two CRDs
 - ``hub/dynamicscorers/<name>.yaml``         one DynamicScorer per scorer, canonical form
 - ``hub/dynamicscoringconfig.yaml``          the DynamicScoringConfig (masks), when there is one
-- ``hub/addon/…``                            the agent's addon (:mod:`dsf_compile.addon`)
+- ``hub/addon/…``                            the agent's addon (:mod:`dsf_compile.render.addon`)
 - ``clusters/<cluster>/manifestwork.yaml``   the ManifestWork carrying the summary ConfigMap
 - ``clusters/<cluster>/…``                   the cluster's ManagedClusterAddOn (and overrides)
-- ``fleet/``, ``bootstrap/``                 GitOps wiring (:mod:`dsf_compile.gitops`)
+- ``fleet/``, ``bootstrap/``                 GitOps wiring (:mod:`dsf_compile.render.gitops`)
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from typing import Any
 
 import yaml
 
-from .addon import render_addon
-from .crds import render_crds
-from .emit import ClusterTemplate, dump_yaml, encode_summary, literal_block
-from .errors import InputError
-from .gitops import (
+from dsf_compile.contract import CONFIG_NAME
+from dsf_compile.errors import InputError
+from dsf_compile.fields import API_GROUP, API_VERSION
+from dsf_compile.render.addon import render_addon
+from dsf_compile.render.crds import render_crds
+from dsf_compile.render.emit import ClusterTemplate, dump_yaml, encode_summary, literal_block
+from dsf_compile.render.gitops import (
     WAVE_CLUSTER_CONFIG,
     WAVE_CRDS,
     WAVE_HUB,
@@ -31,8 +33,7 @@ from .gitops import (
     render_bootstrap,
     render_kustomizations,
 )
-from .models import API_GROUP, API_VERSION, CONFIG_NAME
-from .resolve import Plan
+from dsf_compile.resolve.summaries import Plan
 
 MANIFESTWORK_NAME = "dynamic-scoring-config-manifestwork"
 CONFIGMAP_NAME = "dynamic-scoring-config"
@@ -59,7 +60,7 @@ def render_manifests(plan: Plan) -> dict[str, str]:
 
 @cache
 def _crds_with_wave() -> dict[str, str]:
-    """The CRDs of :mod:`dsf_compile.crds` with their sync wave (the same for every fleet)."""
+    """The CRDs of :mod:`dsf_compile.render.crds` with their sync wave (the same for every fleet)."""
     out = {}
     for path, text in render_crds().items():
         crd = yaml.safe_load(text)

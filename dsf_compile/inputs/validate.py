@@ -1,6 +1,6 @@
 """Documents → validated models, with every problem located at its file, line and field.
 
-Pure: takes the documents :mod:`dsf_compile.load` read and returns :class:`Inputs`, or
+Pure: takes the documents :mod:`dsf_compile.inputs.load` read and returns :class:`Inputs`, or
 raises :class:`InputError` carrying every problem found, sorted.
 """
 
@@ -15,11 +15,16 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from . import models
-from .errors import InputError, Problem
-from .load import Document, Pointer, format_pointer
-from .models import DynamicScorer, DynamicScoringConfig, ManagedCluster, Mask, Settings
-from .selectors import selects_cluster
+from dsf_compile.contract import CONFIG_NAME
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs import inventory as inventory_models
+from dsf_compile.inputs import scorer as scorer_models
+from dsf_compile.inputs import settings as settings_models
+from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
+from dsf_compile.inputs.load import Document, Pointer, format_pointer
+from dsf_compile.inputs.scorer import DynamicScorer
+from dsf_compile.inputs.selectors import selects_cluster
+from dsf_compile.inputs.settings import Settings
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -66,7 +71,8 @@ class Inputs:
 _ALL_FIELDS = sorted(
     {
         name
-        for model in vars(models).values()
+        for module in (scorer_models, inventory_models, settings_models)
+        for model in vars(module).values()
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
         for name in model.model_fields
     }
@@ -248,11 +254,11 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                 if isinstance(data.get("metadata"), dict)
                 else None
             )
-            if isinstance(name, str) and name != models.CONFIG_NAME:
+            if isinstance(name, str) and name != CONFIG_NAME:
                 out.problems.append(
                     document.problem(
                         ("metadata", "name"),
-                        f"must be {models.CONFIG_NAME}: the framework reads only that DynamicScoringConfig",
+                        f"must be {CONFIG_NAME}: the framework reads only that DynamicScoringConfig",
                     )
                 )
                 continue

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .errors import Problem
+from dsf_compile.errors import Problem
 
 try:  # the C composer is several times faster; both behave the same here
     _Loader: type = yaml.CSafeLoader

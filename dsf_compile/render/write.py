@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import RenderError
-from .lock import atomic_write
+from dsf_compile.errors import RenderError
+from dsf_compile.files import atomic_write
 
 RENDERED = "rendered"
 RECORD = ".dsf-files"

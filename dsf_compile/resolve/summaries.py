@@ -14,12 +14,14 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import InputError, Problem
-from .load import Pointer
-from .lock import sha256
-from .models import SUMMARY_KEYS, DynamicScorer, Lockfile, ScorerConfig, check_http_url
-from .names import sanitize_score_name
-from .validate import Inputs, Located, mask_matches_cluster
+from dsf_compile.contract import SUMMARY_KEYS, sanitize_score_name
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.fields import check_http_url
+from dsf_compile.inputs.load import Pointer
+from dsf_compile.inputs.scorer import DynamicScorer
+from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
+from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import Lockfile, sha256
 
 MAX_POINTS = 11_000
 

@@ -1,0 +1,129 @@
+"""The contract between the compiler and the agent: the summaries and where they live.
+
+The compiler writes, and every agent reads, the ConfigMap named here, holding the JSON
+list of :class:`Summary` under ``summaries``; both sides import this module so that a
+name, a limit or a field exists once.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+)
+
+from dsf_compile.fields import (
+    Items,
+    Location,
+    NonNegativeInt,
+    PositiveInt,
+    ScoreDestination,
+    SourceType,
+)
+
+CONFIG_NAME = "dynamic-scoring-config"
+
+PLACEHOLDERS = (
+    "scoreName",
+    "cluster",
+    "node",
+    "device",
+    "namespace",
+    "app",
+    "pod",
+    "container",
+    "meta",
+)
+PLACEHOLDER_RE = re.compile(r"\$\{([^}]*)\}")
+
+
+def _check_dimension_format(value: str) -> str:
+    unknown = sorted({p for p in PLACEHOLDER_RE.findall(value) if p not in PLACEHOLDERS})
+    if unknown:
+        allowed = ", ".join("${" + p + "}" for p in PLACEHOLDERS)
+        shown = ", ".join("${" + p + "}" for p in unknown)
+        raise ValueError(f"unknown placeholder {shown}; allowed: {allowed}")
+    return value
+
+
+DimensionFormat = Annotated[str, AfterValidator(_check_dimension_format), Field(min_length=1)]
+
+_OUTSIDE = re.compile(r"[^a-z0-9.-]")
+_DASHES = re.compile(r"-+")
+
+
+def sanitize_score_name(score_name: str) -> str:
+    """The AddOnPlacementScore name of a score (``agent.md``).
+
+    Lower-case; every character outside ``[a-z0-9.-]`` becomes ``-``; runs of ``-``
+    collapse; leading/trailing ``-`` and ``.`` are trimmed; cut to 253 characters (then
+    trailing non-alphanumerics trimmed); empty becomes ``score``; a non-alphanumeric
+    first or last character gets ``a`` prepended/appended.
+
+    >>> sanitize_score_name("sample_my_score"), sanitize_score_name("My Score@Name")
+    ('sample-my-score', 'my-score-name')
+    """
+    name = _DASHES.sub("-", _OUTSIDE.sub("-", score_name.lower())).strip("-.")
+    name = name[:253].rstrip("-.")
+    if not name:
+        return "score"
+    if not name[0].isalnum():
+        name = "a" + name
+    if not name[-1].isalnum():
+        name = name + "a"
+    return name
+
+
+SUMMARY_KEYS = (
+    "name",
+    "scoreName",
+    "sourceType",
+    "sourceEndpoint",
+    "sourceEndpointAuthName",
+    "sourceEndpointAuthKey",
+    "sourceQuery",
+    "sourceRange",
+    "sourceStep",
+    "scoringEndpoint",
+    "scoringInterval",
+    "scoringEndpointAuthName",
+    "scoringEndpointAuthKey",
+    "location",
+    "scoreDestination",
+    "scoreDimensionFormat",
+)
+
+
+class Summary(BaseModel):
+    """One resolved scorer for one cluster: the agent's input (upstream's wire format)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    name: str
+    scoreName: str = Field(min_length=1)
+    sourceType: SourceType
+    sourceEndpoint: str
+    sourceEndpointAuthName: str
+    sourceEndpointAuthKey: str
+    sourceQuery: str
+    sourceRange: NonNegativeInt
+    sourceStep: NonNegativeInt
+    scoringEndpoint: str = Field(min_length=1)
+    scoringInterval: PositiveInt
+    scoringEndpointAuthName: str
+    scoringEndpointAuthKey: str
+    location: Location
+    scoreDestination: ScoreDestination
+    scoreDimensionFormat: str
+
+
+class SummaryList(RootModel[Items[Summary]]):
+    """The ``summaries`` key of the ConfigMap: a JSON list of summaries."""
+
+    model_config = ConfigDict(frozen=True, strict=True)

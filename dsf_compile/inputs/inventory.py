@@ -1,0 +1,95 @@
+"""``clusters/``: the inventory (ManagedClusters) and the DynamicScoringConfig with its masks."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from dsf_compile.fields import DnsLabel, Frozen, Items, StrMap
+
+
+class LabelSelectorRequirement(Frozen):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: Items[str] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs a non-empty values list")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class LabelSelector(Frozen):
+    """A Kubernetes label selector; an empty one selects every cluster."""
+
+    matchLabels: StrMap | None = None
+    matchExpressions: Items[LabelSelectorRequirement] | None = None
+
+
+class Mask(Frozen):
+    """Keeps the scores whose name matches ``scoreName`` off the matching clusters."""
+
+    clusterName: str | None = Field(
+        default=None, min_length=1, description="A cluster name or shell-style glob."
+    )
+    clusterSelector: LabelSelector | None = None
+    scoreName: str = Field(min_length=1, description="A score name or shell-style glob.")
+
+    @model_validator(mode="after")
+    def _needs_cluster_part(self) -> Mask:
+        if self.clusterName is None and self.clusterSelector is None:
+            raise ValueError("a mask needs clusterName and/or clusterSelector")
+        return self
+
+
+class DynamicScoringConfigSpec(Frozen):
+    masks: Items[Mask] = ()
+
+
+class ConfigMeta(Frozen):
+    name: Literal["dynamic-scoring-config"]
+    namespace: DnsLabel | None = None
+    labels: StrMap | None = None
+    annotations: StrMap | None = None
+
+
+class DynamicScoringConfig(Frozen):
+    """The one ``DynamicScoringConfig`` (named ``dynamic-scoring-config``): the masks."""
+
+    apiVersion: Literal["dynamic-scoring.open-cluster-management.io/v1alpha1"]
+    kind: Literal["DynamicScoringConfig"]
+    metadata: ConfigMeta
+    spec: DynamicScoringConfigSpec = DynamicScoringConfigSpec()
+
+
+# -------------------------------------------------------------------- inventory
+
+
+class ClusterMeta(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    name: DnsLabel
+    labels: StrMap = Field(default_factory=dict)
+
+
+class ManagedCluster(BaseModel):
+    """An inventory entry, as ``kubectl get managedclusters -o yaml`` prints it.
+
+    Only ``metadata.name`` and ``metadata.labels`` are used; ``spec``, ``status`` and
+    server-set metadata are accepted and ignored.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    apiVersion: Literal["cluster.open-cluster-management.io/v1"]
+    kind: Literal["ManagedCluster"]
+    metadata: ClusterMeta

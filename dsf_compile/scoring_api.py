@@ -1,0 +1,67 @@
+"""The Scoring API's wire formats (``scoring-api.md``): ``GET /config`` and ``POST /scoring``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import (
+    Field,
+    Strict,
+)
+
+from dsf_compile.fields import Items, Lenient, NonNegativeInt, SourceType, StrMap
+
+
+class ConfigSourceParams(Lenient):
+    query: str | None = None
+    range: NonNegativeInt | None = None
+    step: NonNegativeInt | None = None
+
+
+class ConfigScoringParams(Lenient):
+    name: str | None = None
+    interval: NonNegativeInt | None = None
+
+
+class ConfigSource(Lenient):
+    type: SourceType | None = None
+    host: str | None = None
+    path: str | None = None
+    params: ConfigSourceParams | None = None
+
+
+class ConfigScoring(Lenient):
+    host: str | None = None
+    path: str | None = None
+    params: ConfigScoringParams | None = None
+
+
+class ScorerConfig(Lenient):
+    """A scorer's ``GET /config`` answer: every field optional, unknown fields ignored."""
+
+    name: str | None = None
+    description: str | None = None
+    source: ConfigSource | None = None
+    scoring: ConfigScoring | None = None
+
+
+class Series(Lenient):
+    metric: StrMap
+    values: Items[Annotated[tuple[float, str], Strict(False)]]
+
+
+class ScoringRequest(Lenient):
+    """``POST /scoring`` body: the concatenated ``query_range`` results."""
+
+    data: Items[Series]
+
+
+class ScoreResult(Lenient):
+    metric: StrMap = Field(default_factory=dict)
+    score: float
+
+
+class ScoringResponse(Lenient):
+    """``POST /scoring`` answer."""
+
+    results: Items[ScoreResult]
