@@ -144,7 +144,9 @@ def measure(clusters: int, scorers: int, repeat: int) -> dict[str, float]:
         root = Path(tmp) / "fleet"
         generate_fleet(root, clusters, scorers)
         plan = plan_fleet(root)
-        per_cluster = [(c.name, summaries_of(plan, c.name)) for c in plan.clusters]
+        per_cluster = [
+            (c.name, [s.model_dump() for s in summaries_of(plan, c.name)]) for c in plan.clusters
+        ]
         floor_dir = Path(tmp) / "floor"
 
         def clean_floor() -> None:

@@ -27,7 +27,25 @@ from dsf_compile.fields import (
     SourceType,
 )
 
+#: The DynamicScoringConfig's name, and the name of the ConfigMap that carries the summaries.
 CONFIG_NAME = "dynamic-scoring-config"
+CONFIG_MAP_NAME = CONFIG_NAME
+#: The ConfigMap key holding the JSON list of summaries.
+CONFIG_MAP_KEY = "summaries"
+#: Where the agent and its ConfigMap live on a managed cluster unless ``dsf.yaml`` says otherwise.
+DEFAULT_AGENT_NAMESPACE = "dynamic-scoring"
+#: Prometheus refuses a range query with more points per series than this.
+MAX_POINTS = 11_000
+
+
+def range_step_problem(range_: int, step: int) -> str | None:
+    """What is wrong with a query's ``range``/``step`` (seconds), or None when Prometheus accepts it."""
+    if step > range_:
+        return f"step {step} s is longer than range {range_} s"
+    if range_ // step > MAX_POINTS:
+        return f"range {range_} s / step {step} s is {range_ // step} points; Prometheus allows {MAX_POINTS}"
+    return None
+
 
 PLACEHOLDERS = (
     "scoreName",
@@ -80,26 +98,6 @@ def sanitize_score_name(score_name: str) -> str:
     return name
 
 
-SUMMARY_KEYS = (
-    "name",
-    "scoreName",
-    "sourceType",
-    "sourceEndpoint",
-    "sourceEndpointAuthName",
-    "sourceEndpointAuthKey",
-    "sourceQuery",
-    "sourceRange",
-    "sourceStep",
-    "scoringEndpoint",
-    "scoringInterval",
-    "scoringEndpointAuthName",
-    "scoringEndpointAuthKey",
-    "location",
-    "scoreDestination",
-    "scoreDimensionFormat",
-)
-
-
 class Summary(BaseModel):
     """One resolved scorer for one cluster: the agent's input (upstream's wire format)."""
 
@@ -121,6 +119,10 @@ class Summary(BaseModel):
     location: Location
     scoreDestination: ScoreDestination
     scoreDimensionFormat: str
+
+
+#: The summary's keys in wire order (upstream's): the order of the model's fields.
+SUMMARY_KEYS = tuple(Summary.model_fields)
 
 
 class SummaryList(RootModel[Items[Summary]]):

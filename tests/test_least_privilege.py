@@ -109,8 +109,8 @@ def test_the_agent_role_names_its_configmap_and_secrets() -> None:
     referenced = set()
     for resolved in plan.resolved.values():
         referenced |= {
-            resolved.summary["sourceEndpointAuthName"],
-            resolved.summary["scoringEndpointAuthName"],
+            resolved.summary.sourceEndpointAuthName,
+            resolved.summary.scoringEndpointAuthName,
         }
     assert set(secret_names(plan)) == referenced - {""}
     assert secret_names(plan)  # the example fleet references a Secret

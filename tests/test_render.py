@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from dsf_compile.contract import Summary
 from dsf_compile.errors import InputError
 from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.emit import dump_yaml, encode_summaries, encode_summary
@@ -58,7 +59,7 @@ def test_summaries_are_upstreams_indented_json(fleet: Path) -> None:
                 },
             },
         )
-        expected = summaries_of(plan, cluster.name)
+        expected = [s.model_dump() for s in summaries_of(plan, cluster.name)]
         assert configmap["data"]["summaries"] == json.dumps(expected, indent=2)
         assert [s["name"] for s in expected] == sorted(s["name"] for s in expected)
 
@@ -66,10 +67,28 @@ def test_summaries_are_upstreams_indented_json(fleet: Path) -> None:
 @pytest.mark.parametrize("count", [0, 1, 3])
 def test_joined_blocks_equal_json_dumps(count: int) -> None:
     summaries = [
-        {"name": f"s{i}", "scoreName": 'x"y\u00e9', "sourceRange": i} for i in range(count)
+        Summary(
+            name=f"s{i}",
+            scoreName='x"y\u00e9',
+            sourceType="Prometheus",
+            sourceEndpoint="http://prometheus:9090/api/v1/query_range",
+            sourceEndpointAuthName="",
+            sourceEndpointAuthKey="",
+            sourceQuery="up",
+            sourceRange=i,
+            sourceStep=1,
+            scoringEndpoint="http://scorer/scoring",
+            scoringInterval=30,
+            scoringEndpointAuthName="",
+            scoringEndpointAuthKey="",
+            location="Internal",
+            scoreDestination="AddOnPlacementScore",
+            scoreDimensionFormat="${node}",
+        )
+        for i in range(count)
     ]
     assert encode_summaries([encode_summary(s) for s in summaries]) == json.dumps(
-        summaries, indent=2
+        [s.model_dump() for s in summaries], indent=2
     )
 
 
@@ -111,7 +130,7 @@ def test_a_manifestwork_over_500_kib_is_refused_naming_the_cluster(fleet: Path) 
     big_query = "x" * 200_000
     resolved = {}
     for name, scorer in plan.resolved.items():
-        summary = {**scorer.summary, "sourceQuery": big_query}
+        summary = scorer.summary.model_copy(update={"sourceQuery": big_query})
         resolved[name] = type(scorer)(name, summary, scorer.located)
     heavy = Plan(
         plan.inputs, plan.health, resolved, (ClusterPlan("worker01", {}, tuple(resolved)),), ()

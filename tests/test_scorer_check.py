@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile.sync import scorer_check
 from dsf_compile.cli import run
+from dsf_compile.sync import scorer_check
 from dsf_compile.sync.scorer_check import run_scorer_check
 from samples.process import sample_process
 from samples.service import Reply, RunningServer, ScoringApp
@@ -191,7 +191,7 @@ def test_non_json_config_fails(fake: Callable[..., str]) -> None:
         ({"name": 5}, "name"),
         (
             {"source": {"type": "prometheus", "params": {"query": "up", "range": 60, "step": 120}}},
-            "step 120 is larger than range 60",
+            "step 120 s is longer than range 60 s",
         ),
         (
             {
@@ -200,7 +200,7 @@ def test_non_json_config_fails(fake: Callable[..., str]) -> None:
                     "params": {"query": "up", "range": 86400, "step": 1},
                 }
             },
-            "more than 11000",
+            "Prometheus allows 11000",
         ),
     ],
 )

@@ -20,10 +20,10 @@ braces is refused (OCM would silently replace it with an empty string).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
+from dsf_compile.contract import CONFIG_MAP_NAME
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.load import Pointer, format_pointer
 from dsf_compile.inputs.selectors import selects_cluster
@@ -42,6 +42,7 @@ from dsf_compile.render.gitops import (
     WAVE_HUB,
     gitops_annotations,
 )
+from dsf_compile.render.labels import MANAGED_BY, PART_OF
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
 
 ADDON_GROUP = "addon.open-cluster-management.io"
@@ -54,7 +55,6 @@ TEMPLATE_VARIABLES = ("CLUSTER_NAME", "HUB_KUBECONFIG", "INSTALL_NAMESPACE")
 
 AGENT_NAME = "dynamic-scoring-agent"
 AGENT_CONTAINER = "agent"
-CONFIGMAP_NAME = "dynamic-scoring-config"
 METRICS_PORT = 8080
 METRICS_PORT_NAME = "metrics"
 #: The addon manager of an OCM hub (``ClusterManager``'s default install).
@@ -63,21 +63,8 @@ ADDON_MANAGER_NAMESPACE = "open-cluster-management-hub"
 #: Manifests with this annotation stay on the managed cluster when the addon is removed.
 DELETION_ORPHAN = f"{ADDON_GROUP}/deletion-orphan"
 
-_PART_OF = {"app.kubernetes.io/part-of": "dynamic-scoring-framework"}
-_MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-compile", **_PART_OF}
 _AGENT_SELECTOR = {"app.kubernetes.io/name": AGENT_NAME}
-_AGENT_LABELS = {**_AGENT_SELECTOR, "app.kubernetes.io/component": "agent", **_PART_OF}
-
-
-def _unshared(obj: dict[str, Any]) -> dict[str, Any]:
-    # A JSON round trip unshares the label dicts the builders reuse, which PyYAML would
-    # otherwise write as anchors and aliases (valid YAML, but unreadable in a review).
-    copied: dict[str, Any] = json.loads(json.dumps(obj))
-    return copied
-
-
-def _dump(obj: dict[str, Any]) -> str:
-    return dump_yaml(_unshared(obj))
+_AGENT_LABELS = {**_AGENT_SELECTOR, "app.kubernetes.io/component": "agent", **PART_OF}
 
 
 def hub_cluster_role_name(settings: Settings) -> str:
@@ -87,12 +74,12 @@ def hub_cluster_role_name(settings: Settings) -> str:
 
 def secret_names(plan: Plan) -> tuple[str, ...]:
     """Every Secret a resolved scorer's ``auth`` names, sorted: all the agent may read."""
-    names = set()
+    names: set[str] = set()
     for resolved in plan.resolved.values():
-        for key in ("sourceEndpointAuthName", "scoringEndpointAuthName"):
-            name = resolved.summary.get(key)
-            if isinstance(name, str) and name:
-                names.add(name)
+        summary = resolved.summary
+        names.update(
+            n for n in (summary.sourceEndpointAuthName, summary.scoringEndpointAuthName) if n
+        )
     return tuple(sorted(names))
 
 
@@ -117,7 +104,7 @@ def _agent_role(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
         {
             "apiGroups": [""],
             "resources": ["configmaps"],
-            "resourceNames": [CONFIGMAP_NAME],
+            "resourceNames": [CONFIG_MAP_NAME],
             "verbs": ["get", "list", "watch"],
         }
     ]
@@ -282,7 +269,7 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
         "kind": "AddOnTemplate",
         "metadata": {
             "name": settings.addonName,
-            "labels": dict(_MANAGED_BY),
+            "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_HUB),
         },
         "spec": {
@@ -314,7 +301,7 @@ def cluster_management_addon(settings: Settings) -> dict[str, Any]:
         "kind": "ClusterManagementAddOn",
         "metadata": {
             "name": settings.addonName,
-            "labels": dict(_MANAGED_BY),
+            "labels": dict(MANAGED_BY),
             "annotations": {
                 **gitops_annotations(WAVE_HUB),
                 f"{ADDON_GROUP}/lifecycle": "addon-manager",
@@ -347,7 +334,7 @@ def hub_cluster_role(settings: Settings) -> dict[str, Any]:
         "kind": "ClusterRole",
         "metadata": {
             "name": hub_cluster_role_name(settings),
-            "labels": dict(_MANAGED_BY),
+            "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_HUB),
         },
         "rules": [
@@ -373,7 +360,7 @@ def addon_manager_binding(settings: Settings) -> dict[str, Any]:
         "kind": "ClusterRoleBinding",
         "metadata": {
             "name": f"open-cluster-management:{settings.addonName}:addon-manager",
-            "labels": dict(_MANAGED_BY),
+            "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_HUB),
         },
         "roleRef": {
@@ -509,7 +496,7 @@ def deployment_config(
         "metadata": {
             "name": settings.addonName,
             "namespace": cluster.name,
-            "labels": dict(_MANAGED_BY),
+            "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_CLUSTER_CONFIG),
         },
         "spec": spec,
@@ -536,7 +523,7 @@ def managed_cluster_addon(
         "metadata": {
             "name": settings.addonName,
             "namespace": cluster.name,
-            "labels": dict(_MANAGED_BY),
+            "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_CLUSTER_INSTALL),
         },
         "spec": spec,
@@ -553,26 +540,24 @@ def render_addon(plan: Plan) -> dict[str, str]:
     problems = check_template_variables(template, settings)
     overrides = settings.agent.overrides
     files = {
-        "hub/addon/addontemplate.yaml": _dump(template),
-        "hub/addon/clustermanagementaddon.yaml": _dump(cluster_management_addon(settings)),
-        "hub/addon/clusterrole.yaml": _dump(hub_cluster_role(settings)),
-        "hub/addon/clusterrolebinding.yaml": _dump(addon_manager_binding(settings)),
+        "hub/addon/addontemplate.yaml": dump_yaml(template),
+        "hub/addon/clustermanagementaddon.yaml": dump_yaml(cluster_management_addon(settings)),
+        "hub/addon/clusterrole.yaml": dump_yaml(hub_cluster_role(settings)),
+        "hub/addon/clusterrolebinding.yaml": dump_yaml(addon_manager_binding(settings)),
     }
     # Most clusters have no override: their ManagedClusterAddOns differ only by the
     # cluster name, so they are encoded once.
     plain = ClusterTemplate(
-        lambda name: _unshared(
-            managed_cluster_addon(settings, ClusterPlan(name, {}, ()), configured=False)
-        )
+        lambda name: managed_cluster_addon(settings, ClusterPlan(name, {}, ()), configured=False)
     )
     for cluster in plan.clusters:
         matching = [override for override in overrides if override_selects(override, cluster)]
         if matching:
-            files[f"clusters/{cluster.name}/addondeploymentconfig.yaml"] = _dump(
+            files[f"clusters/{cluster.name}/addondeploymentconfig.yaml"] = dump_yaml(
                 deployment_config(settings, cluster, matching)
             )
         files[f"clusters/{cluster.name}/managedclusteraddon.yaml"] = (
-            _dump(managed_cluster_addon(settings, cluster, configured=True))
+            dump_yaml(managed_cluster_addon(settings, cluster, configured=True))
             if matching
             else plain.render(cluster.name)
         )

@@ -14,6 +14,7 @@ from dsf_compile.fields import API_GROUP
 from dsf_compile.inputs.inventory import DynamicScoringConfigSpec
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.render.emit import dump_yaml
+from dsf_compile.render.gitops import WAVE_CRDS, gitops_annotations
 from dsf_compile.schemas import openapi_schema
 from dsf_compile.scoring_api import ScorerConfig
 
@@ -71,7 +72,7 @@ def _crd(
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{API_GROUP}"},
+        "metadata": {"name": f"{plural}.{API_GROUP}", "annotations": gitops_annotations(WAVE_CRDS)},
         "spec": {
             "group": API_GROUP,
             "names": {
@@ -88,7 +89,7 @@ def _crd(
 
 @cache
 def render_crds() -> dict[str, str]:
-    """Path → YAML text of both CRDs (the same for every fleet, so computed once)."""
+    """Path → YAML text of both CRDs with their sync wave (the same for every fleet, so computed once)."""
     scorer = _crd(
         "DynamicScorer",
         "dynamicscorers",

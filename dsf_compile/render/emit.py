@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
+
+from dsf_compile.contract import Summary
 
 try:
     _BaseDumper: type = yaml.CSafeDumper
@@ -22,7 +24,10 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc]
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        # Builders reuse dicts (labels, selectors); anchors and aliases would be valid
+        # YAML but unreadable in a review, so every occurrence is written out.
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -45,17 +50,29 @@ def dump_yaml(obj: Any) -> str:
     )
 
 
-def encode_summary(summary: Mapping[str, Any]) -> str:
+def encode_summary(summary: Summary) -> str:
     """One summary as it stands inside the indented JSON list (two-space indent, no comma)."""
-    text = json.dumps(summary, indent=2, ensure_ascii=True)
+    text = json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=True)
     return "\n".join("  " + line for line in text.split("\n"))
 
 
-def encode_summaries(blocks: Sequence[str]) -> str:
-    """Join pre-encoded summaries: equal to ``json.dumps(summaries, indent=2)``."""
+def encode_summaries(blocks: Sequence[str], pad: str = "") -> str:
+    """Join encoded summaries into the ConfigMap's JSON list.
+
+    With ``pad=""`` the result equals ``json.dumps(summaries, indent=2)``; the renderer
+    passes blocks already shifted by :func:`literal_block` and their ``pad``, so each
+    scorer's block is encoded once for the whole fleet.
+    """
     if not blocks:
-        return "[]"
-    return "[\n" + ",\n".join(blocks) + "\n]"
+        return pad + "[]"
+    return f"{pad}[\n" + ",\n".join(blocks) + f"\n{pad}]"
+
+
+def block_indent(text: str, placeholder: str) -> int:
+    """The indentation of a literal block that replaces ``placeholder``, a mapping value in ``text``."""
+    line_start = text.rindex("\n", 0, text.index(placeholder)) + 1
+    key_line = text[line_start:]
+    return len(key_line) - len(key_line.lstrip(" ")) + 2
 
 
 def literal_block(text: str, indent: int) -> str:
@@ -80,9 +97,9 @@ class ClusterTemplate:
 
     def __init__(self, build: Callable[[str], Any]) -> None:
         self._build = build
-        self._text = dump_yaml(build(_SENTINEL))
+        self.text = dump_yaml(build(_SENTINEL))
 
     def render(self, cluster: str) -> str:
         if _PLAIN_NAME.match(cluster) and cluster not in _YAML_WORDS:
-            return self._text.replace(_SENTINEL, cluster)
+            return self.text.replace(_SENTINEL, cluster)
         return dump_yaml(self._build(cluster))

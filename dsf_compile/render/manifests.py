@@ -14,59 +14,47 @@ Pure. Layout (one object per file, a ``kustomization.yaml`` in every folder):
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
-import yaml
-
-from dsf_compile.contract import CONFIG_NAME
+from dsf_compile.contract import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 from dsf_compile.errors import InputError
 from dsf_compile.fields import API_GROUP, API_VERSION
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.crds import render_crds
-from dsf_compile.render.emit import ClusterTemplate, dump_yaml, encode_summary, literal_block
+from dsf_compile.render.emit import (
+    ClusterTemplate,
+    block_indent,
+    dump_yaml,
+    encode_summaries,
+    encode_summary,
+    literal_block,
+)
 from dsf_compile.render.gitops import (
     WAVE_CLUSTER_CONFIG,
-    WAVE_CRDS,
     WAVE_HUB,
     gitops_annotations,
     render_bootstrap,
     render_kustomizations,
 )
+from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.resolve.summaries import Plan
 
 MANIFESTWORK_NAME = "dynamic-scoring-config-manifestwork"
-CONFIGMAP_NAME = "dynamic-scoring-config"
 MAX_MANIFEST_BYTES = 500 * 1024
 HEALTH_ANNOTATION = f"{API_GROUP}/health"
 CONFIG_HASH_ANNOTATION = f"{API_GROUP}/config-hash"
-MANAGED_BY = {
-    "app.kubernetes.io/managed-by": "dsf-compile",
-    "app.kubernetes.io/part-of": "dynamic-scoring-framework",
-}
 
 
 def render_manifests(plan: Plan) -> dict[str, str]:
     """Every file of ``rendered/`` (kustomizations and bootstrap included), sorted by path."""
     files: dict[str, str] = {}
-    files.update(_crds_with_wave())
+    files.update(render_crds())
     files.update(_render_hub(plan))
     files.update(render_cluster_works(plan))
     files.update(render_addon(plan))
     files.update(render_kustomizations(files))
     files.update(render_bootstrap(plan.inputs.settings))
     return dict(sorted(files.items()))
-
-
-@cache
-def _crds_with_wave() -> dict[str, str]:
-    """The CRDs of :mod:`dsf_compile.render.crds` with their sync wave (the same for every fleet)."""
-    out = {}
-    for path, text in render_crds().items():
-        crd = yaml.safe_load(text)
-        crd["metadata"]["annotations"] = gitops_annotations(WAVE_CRDS)
-        out[path] = dump_yaml(crd)
-    return out
 
 
 # ------------------------------------------------------------------------- hub
@@ -119,8 +107,6 @@ def _render_hub(plan: Plan) -> dict[str, str]:
 
 # -------------------------------------------------------------------- clusters
 
-# The summaries block sits at this depth inside the ManifestWork below.
-_SUMMARIES_INDENT = 10
 _PLACEHOLDER = "DSF_SUMMARIES_PLACEHOLDER"
 
 
@@ -141,11 +127,11 @@ def _manifestwork_skeleton(cluster: str, agent_namespace: str) -> dict[str, Any]
                         "apiVersion": "v1",
                         "kind": "ConfigMap",
                         "metadata": {
-                            "name": CONFIGMAP_NAME,
+                            "name": CONFIG_MAP_NAME,
                             "namespace": agent_namespace,
                             "labels": dict(MANAGED_BY),
                         },
-                        "data": {"summaries": _PLACEHOLDER},
+                        "data": {CONFIG_MAP_KEY: _PLACEHOLDER},
                     }
                 ]
             }
@@ -156,23 +142,21 @@ def _manifestwork_skeleton(cluster: str, agent_namespace: str) -> dict[str, Any]
 def render_cluster_works(plan: Plan) -> dict[str, str]:
     """One ManifestWork per cluster; each scorer's JSON block is encoded once for all clusters."""
     agent_namespace = plan.inputs.settings.agentNamespace
+    template = ClusterTemplate(lambda name: _manifestwork_skeleton(name, agent_namespace))
+    # The summaries are a literal block under the placeholder's key; its lines sit one
+    # indentation step deeper than that key.
+    indent = block_indent(template.text, _PLACEHOLDER)
     json_blocks = {name: encode_summary(r.summary) for name, r in plan.resolved.items()}
-    blocks = {name: literal_block(text, _SUMMARIES_INDENT) for name, text in json_blocks.items()}
+    blocks = {name: literal_block(text, indent) for name, text in json_blocks.items()}
     # The hub's webhook limits the manifests' JSON size; the summaries string dominates it.
     escaped = {name: len(json.dumps(text)) - 2 for name, text in json_blocks.items()}
-    pad = " " * _SUMMARIES_INDENT
     # The ConfigMap is the same on every cluster but for its summaries string.
     configmap = _manifestwork_skeleton("", agent_namespace)["spec"]["workload"]["manifests"][0]
     base_size = len(json.dumps(configmap, separators=(",", ":"))) - len(_PLACEHOLDER)
     files = {}
     problems = []
-    template = ClusterTemplate(lambda name: _manifestwork_skeleton(name, agent_namespace))
     for cluster in plan.clusters:
-        skeleton = template.render(cluster.name)
-        if cluster.scorers:
-            body = f"|-\n{pad}[\n" + ",\n".join(blocks[n] for n in cluster.scorers) + f"\n{pad}]"
-        else:
-            body = f"|-\n{pad}[]"
+        body = "|-\n" + encode_summaries([blocks[n] for n in cluster.scorers], " " * indent)
         summaries = 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
         size = base_size + summaries
         if size > MAX_MANIFEST_BYTES:
@@ -185,7 +169,7 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
                 )
             )
             continue
-        files[f"clusters/{cluster.name}/manifestwork.yaml"] = skeleton.replace(
+        files[f"clusters/{cluster.name}/manifestwork.yaml"] = template.render(cluster.name).replace(
             _PLACEHOLDER, body, 1
         )
     if problems:
@@ -193,7 +177,7 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
     return files
 
 
-def summaries_of(plan: Plan, cluster: str) -> list[dict[str, str | int]]:
+def summaries_of(plan: Plan, cluster: str) -> list[Summary]:
     """The summary list of one cluster (for tests and tools)."""
     for item in plan.clusters:
         if item.name == cluster:

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
-from dsf_compile.contract import SUMMARY_KEYS, sanitize_score_name
+from dsf_compile.contract import Summary, range_step_problem, sanitize_score_name
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.fields import check_http_url
 from dsf_compile.inputs.load import Pointer
@@ -23,24 +23,22 @@ from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
 from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import Lockfile, sha256
 
-MAX_POINTS = 11_000
-
 
 @dataclass(frozen=True)
 class ResolvedScorer:
     """One scorer's summary (the same on every cluster) and where it was defined."""
 
     name: str
-    summary: dict[str, str | int]
+    summary: Summary
     located: Located[DynamicScorer]
 
     @property
     def score_name(self) -> str:
-        return str(self.summary["scoreName"])
+        return self.summary.scoreName
 
     @property
     def config_hash(self) -> str:
-        return sha256(self.summary)
+        return sha256(self.summary.model_dump(mode="json"))
 
 
 @dataclass(frozen=True)
@@ -167,45 +165,36 @@ class _Resolver:
             if step is None:
                 self.missing(("source", "params", "step"), "the query step")
             if range_ and step:
-                if step > range_:
-                    self.invalid(
-                        ("source", "params", "step"),
-                        step_origin,
-                        f"step {step} s is longer than range {range_} s",
-                    )
-                elif range_ // step > MAX_POINTS:
-                    self.invalid(
-                        ("source", "params", "range"),
-                        range_origin,
-                        f"range {range_} s / step {step} s is {range_ // step} points; Prometheus allows {MAX_POINTS}",
-                    )
+                problem = range_step_problem(range_, step)
+                if problem is not None:
+                    field = "step" if step > range_ else "range"
+                    origin = step_origin if step > range_ else range_origin
+                    self.invalid(("source", "params", field), origin, problem)
             ref = _get(spec, "source", "auth", "tokenSecretRef")
             source_auth = (ref.name, ref.key) if ref else ("", "")
         ref = _get(spec, "scoring", "auth", "tokenSecretRef")
         scoring_auth = (ref.name, ref.key) if ref else ("", "")
-        if self.problems:
+        if self.problems or scoring_endpoint is None:
             return None
-        values = (
-            self.located.model.metadata.name,
-            score_name,
-            source_type,
-            source_endpoint,
-            *source_auth,
-            query or "",
-            range_ or 0,
-            step or 0,
-            scoring_endpoint,
-            interval,
-            *scoring_auth,
-            spec.location,
-            spec.scoreDestination,
-            spec.scoreDimensionFormat,
+        summary = Summary(
+            name=self.located.model.metadata.name,
+            scoreName=score_name,
+            sourceType=source_type,
+            sourceEndpoint=source_endpoint,
+            sourceEndpointAuthName=source_auth[0],
+            sourceEndpointAuthKey=source_auth[1],
+            sourceQuery=query or "",
+            sourceRange=range_ or 0,
+            sourceStep=step or 0,
+            scoringEndpoint=scoring_endpoint,
+            scoringInterval=interval,
+            scoringEndpointAuthName=scoring_auth[0],
+            scoringEndpointAuthKey=scoring_auth[1],
+            location=spec.location,
+            scoreDestination=spec.scoreDestination,
+            scoreDimensionFormat=spec.scoreDimensionFormat,
         )
-        return ResolvedScorer(
-            self.located.model.metadata.name,
-            dict(zip(SUMMARY_KEYS, values, strict=True)),
-            self.located,
-        )
+        return ResolvedScorer(self.located.model.metadata.name, summary, self.located)
 
 
 def resolve_scorer(

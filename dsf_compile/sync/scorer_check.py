@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from pydantic import ValidationError
 
+from dsf_compile.contract import range_step_problem
 from dsf_compile.fields import check_http_url
 from dsf_compile.scoring_api import ScorerConfig, ScoringResponse
 
@@ -30,7 +31,6 @@ Status = Literal["PASS", "FAIL", "SKIP"]
 LATENCY_LIMIT_SECONDS = 5.0
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_SCORING_BYTES = 16 * 1024 * 1024
-MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
 SERIES_COUNT = 3
 POINTS_PER_SERIES = 60
 FIRST_TIMESTAMP = 1_718_600_000  # fixed, so a run is reproducible
@@ -296,12 +296,9 @@ def config_findings(config: ScorerConfig) -> tuple[list[str], list[str]]:
         if step is None:
             missing.append("source.params.step")
         if range_ is not None and step is not None:
-            if step > range_:
-                problems.append(f"source.params.step {step} is larger than range {range_}")
-            elif range_ // step > MAX_POINTS:
-                problems.append(
-                    f"source.params range/step = {range_ // step} points, more than {MAX_POINTS}"
-                )
+            problem = range_step_problem(range_, step)
+            if problem is not None:
+                problems.append(f"source.params: {problem}")
     return problems, missing
 
 
