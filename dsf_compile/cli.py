@@ -12,9 +12,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from dsf_compile.errors import DsfError, InputError, Problem, UsageError
+
+if TYPE_CHECKING:
+    from dsf_compile.sync.lock import LockEntry
 
 EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
 
@@ -140,20 +143,50 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         return EXIT_OK
     if command == "sync":
         from dsf_compile.pipeline import sync_fleet
+        from dsf_compile.sync.fetch import format_progress
 
-        inactive = sync_fleet(root, names=args.names, resolve=args.resolve, err=err, github=github)
-        return EXIT_INVALID if (args.strict and inactive) else EXIT_OK
-    if command == "render":
-        from dsf_compile.pipeline import check_rendered, render_fleet
+        show = err.isatty() if hasattr(err, "isatty") else False
 
-        if args.check:
-            return EXIT_INVALID if check_rendered(root, out, err, github, "text") else EXIT_OK
-        render_fleet(root, out, err, github)
+        def progress(name: str, entry: LockEntry, done: int, total: int) -> None:
+            if show:
+                print(format_progress(name, entry, done, total), file=err, flush=True)
+
+        synced = sync_fleet(root, names=args.names, resolve=args.resolve, progress=progress)
+        print_problems(synced.warnings, err, github)
+        state = "updated" if synced.lockfile_changed else "unchanged"
+        print(
+            f"dsf-compile: {synced.active} Active, {len(synced.inactive)} Inactive; "
+            f"dsf.lock.json {state}",
+            file=err,
+        )
+        return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
+    if command == "render" and not args.check:
+        from dsf_compile.pipeline import render_fleet
+
+        result = render_fleet(root)
+        print_problems(result.warnings, err, github)
+        print(
+            f"dsf-compile: rendered {result.files} file(s) for {result.clusters} cluster(s): "
+            f"{result.changes.summary()}",
+            file=err,
+        )
         return EXIT_OK
-    if command == "diff":
-        from dsf_compile.pipeline import check_rendered
+    if command in ("render", "diff"):
+        from dsf_compile.pipeline import render_fleet
+        from dsf_compile.render.write import format_changes
 
-        return EXIT_INVALID if check_rendered(root, out, err, github, args.diff_format) else EXIT_OK
+        result = render_fleet(root, check=True)
+        print_problems(result.warnings, err, github)
+        changes = result.changes
+        out.write(format_changes(changes, args.diff_format if command == "diff" else "text"))
+        if changes.empty:
+            print("dsf-compile: rendered/ is up to date", file=err)
+            return EXIT_OK
+        print(
+            f"dsf-compile: rendered/ is stale: {changes.summary()}; run 'dsf-compile render'",
+            file=err,
+        )
+        return EXIT_INVALID
     if command == "scorer-check":
         from dsf_compile.sync.scorer_check import run_scorer_check
 
@@ -163,6 +196,11 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
     if command == "schemas":
         from dsf_compile.schemas import write_schemas
 
-        stale = write_schemas(root / "schemas", check=args.check, out=out)
+        stale = write_schemas(root / "schemas", check=args.check)
+        for name in stale:
+            if args.check:
+                print(f"schemas/{name} is stale; run 'dsf-compile schemas'", file=out)
+            else:
+                print(f"wrote schemas/{name}", file=out)
         return EXIT_INVALID if (args.check and stale) else EXIT_OK
     raise UsageError(f"unknown command {command}")  # pragma: no cover - argparse refuses first

@@ -7,15 +7,15 @@ repository, the network (through :mod:`dsf_compile.sync.fetch`), writing ``rende
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
 from dsf_compile.inputs.validate import Inputs, validate_documents, validate_settings
 from dsf_compile.render.manifests import render_manifests
-from dsf_compile.render.write import RENDERED, compare_tree, format_changes, write_tree
+from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
 from dsf_compile.sync.lock import LockEntry, read_lockfile, write_lockfile
 
@@ -67,75 +67,64 @@ def plan_fleet(root: Path) -> Plan:
     return resolve_fleet(inputs, lock)
 
 
-def render_fleet(root: Path, out: TextIO, err: TextIO, github: bool) -> None:
-    """``render``: write ``rendered/`` atomically and minimally."""
-    from dsf_compile.cli import print_problems
+@dataclass(frozen=True)
+class RenderResult:
+    """What ``render`` wrote, or (``check``) what it would change."""
 
+    files: int
+    clusters: int
+    changes: Changes
+    warnings: tuple[Problem, ...]
+
+
+def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
+    """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
     plan = plan_fleet(root)
-    print_problems(plan.warnings, err, github)
-    files = render_manifests(plan)
-    changes = write_tree(root / RENDERED, files)
-    print(
-        f"dsf-compile: rendered {len(files)} file(s) for {len(plan.clusters)} cluster(s): "
-        f"{changes.summary()}",
-        file=err,
-    )
+    try:
+        files = render_manifests(plan)
+    except InputError as error:
+        raise InputError([*error.problems, *plan.warnings]) from None
+    folder = root / RENDERED
+    changes = compare_tree(folder, files) if check else write_tree(folder, files)
+    return RenderResult(len(files), len(plan.clusters), changes, plan.warnings)
 
 
-def check_rendered(root: Path, out: TextIO, err: TextIO, github: bool, style: str) -> bool:
-    """``render --check`` / ``diff``: print what render would change; return whether anything would."""
-    from dsf_compile.cli import print_problems
+@dataclass(frozen=True)
+class SyncResult:
+    """What ``sync`` learned: the Inactive scorers it refreshed, and the lockfile's state."""
 
-    plan = plan_fleet(root)
-    print_problems(plan.warnings, err, github)
-    files = render_manifests(plan)
-    changes = compare_tree(root / RENDERED, files)
-    text = format_changes(changes, style)
-    if text:
-        out.write(text)
-    if changes.empty:
-        print("dsf-compile: rendered/ is up to date", file=err)
-    else:
-        print(
-            f"dsf-compile: rendered/ is stale: {changes.summary()}; run 'dsf-compile render'",
-            file=err,
-        )
-    return not changes.empty
+    inactive: tuple[str, ...]
+    active: int
+    lockfile_changed: bool
+    warnings: tuple[Problem, ...]
 
 
 def sync_fleet(
-    root: Path, *, names: Sequence[str], resolve: Sequence[str], err: TextIO, github: bool
-) -> list[str]:
-    """``sync``: refresh the lockfile; return the names of Inactive scorers."""
-    from dsf_compile.cli import print_problems
-    from dsf_compile.sync.fetch import (
-        format_progress,
-        parse_connect_to,
-        parse_resolve_setting,
-        sync_lock,
-    )
+    root: Path,
+    *,
+    names: Sequence[str],
+    resolve: Sequence[str],
+    progress: Callable[[str, LockEntry, int, int], None] | None = None,
+) -> SyncResult:
+    """``sync``: refresh the lockfile; ``progress(name, entry, done, total)`` after each scorer."""
+    from dsf_compile.sync.fetch import parse_connect_to, parse_resolve_setting, sync_lock
 
     inputs = load_inputs(root)
     previous, problems = read_lockfile(root)
-    if problems:  # a broken lockfile is replaced by a fresh sync, but say so
-        print_problems(
-            [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems],
-            err,
-            github,
-        )
+    # a broken lockfile is replaced by a fresh sync, but say so
+    warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
     connect_to = parse_resolve_setting(inputs.settings.sync.resolve)
     connect_to.update(parse_connect_to(resolve))
     scorers = [s.model for s in inputs.scorers]
     only = frozenset(names) if names else None
     total = len(names) if names else len(scorers)
     done = 0
-    show = err.isatty() if hasattr(err, "isatty") else False
 
-    def progress(name: str, entry: LockEntry) -> None:
+    def counted(name: str, entry: LockEntry) -> None:
         nonlocal done
         done += 1
-        if show:
-            print(format_progress(name, entry, done, total), file=err, flush=True)
+        if progress is not None:
+            progress(name, entry, done, total)
 
     lock = asyncio.run(
         sync_lock(
@@ -144,23 +133,22 @@ def sync_fleet(
             inputs.settings.sync,
             only=only,
             connect_to=connect_to,
-            progress=progress,
+            progress=counted,
         )
     )
     changed = write_lockfile(root, lock)
-    inactive = sorted(
-        n for n, e in lock.scorers.items() if e.health == "Inactive" and (only is None or n in only)
+    inactive = tuple(
+        sorted(
+            n
+            for n, e in lock.scorers.items()
+            if e.health == "Inactive" and (only is None or n in only)
+        )
     )
-    warnings = [
+    warnings += [
         inputs.scorer(name).problem(
             ("spec", "configURL"), f"Inactive: {lock.scorers[name].reason}", "warning"
         )
         for name in inactive
     ]
-    print_problems(warnings, err, github)
     active = sum(1 for e in lock.scorers.values() if e.health == "Active")
-    state = "updated" if changed else "unchanged"
-    print(
-        f"dsf-compile: {active} Active, {len(inactive)} Inactive; dsf.lock.json {state}", file=err
-    )
-    return inactive
+    return SyncResult(inactive, active, changed, tuple(warnings))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -47,8 +47,8 @@ def encode_schema(model: type[BaseModel]) -> str:
     return json.dumps(json_schema(model), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_schemas(folder: Path, *, check: bool, out: TextIO) -> list[str]:
-    """Write (or with ``check``, compare) every schema; return the names that were stale."""
+def write_schemas(folder: Path, *, check: bool) -> list[str]:
+    """Write (or with ``check``, compare) every schema; return the file names that were stale."""
     stale = []
     if not check:
         folder.mkdir(parents=True, exist_ok=True)
@@ -59,11 +59,8 @@ def write_schemas(folder: Path, *, check: bool, out: TextIO) -> list[str]:
         if current == text:
             continue
         stale.append(file.name)
-        if check:
-            print(f"schemas/{file.name} is stale; run 'dsf-compile schemas'", file=out)
-        else:
+        if not check:
             atomic_write(file, text.encode())
-            print(f"wrote schemas/{file.name}", file=out)
     return stale
 
 
