@@ -28,15 +28,13 @@ import httpx
 
 _ROOT = Path(__file__).resolve().parent.parent
 # The package, and the loopback servers the tests use.
-sys.path.insert(0, str(_ROOT / "tests"))
 sys.path.insert(0, str(_ROOT))
-
-from sync_servers import LoopbackServer, hang, json_body  # noqa: E402 - after the sys.path set-up
 
 from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
 from dsf_compile.inputs.settings import SyncSettings  # noqa: E402
 from dsf_compile.sync.fetch import sync_lock  # noqa: E402
 from dsf_compile.sync.lock import Lockfile, encode_lockfile  # noqa: E402
+from tests.sync_servers import LoopbackServer, hang, json_body  # noqa: E402 - after the sys.path set-up
 
 CONFIG = {
     "name": "bench-scorer",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fleet_repo import copy_fleet
+
+from tests.fleet_repo import copy_fleet
 
 
 @pytest.fixture

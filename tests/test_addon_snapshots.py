@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fleet_repo import REPO_ROOT, copy_fleet
 from syrupy.assertion import SnapshotAssertion
 
 from dsf_compile.errors import InputError
@@ -17,6 +16,7 @@ from dsf_compile.inputs.settings import AgentOverride, AgentSettings, Settings
 from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.addon import TEMPLATE_VARIABLES, check_template_variables, render_addon
 from dsf_compile.render.manifests import render_manifests
+from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 OVERRIDES = """\
 agent:

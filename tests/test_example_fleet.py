@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fleet_repo import REPO_ROOT, copy_fleet
 from syrupy.assertion import SnapshotAssertion
 
 from dsf_compile.cli import run
 from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from samples.fleet import running_fleet
+from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 
 def test_committed_rendered_tree_is_current() -> None:

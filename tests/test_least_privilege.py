@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
-from fleet_repo import REPO_ROOT, copy_fleet
 
 from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.addon import secret_names
 from dsf_compile.render.manifests import render_manifests
+from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 RULE_FIELDS = ("verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs")
 

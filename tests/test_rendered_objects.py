@@ -22,12 +22,12 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from fleet_repo import REPO_ROOT, SHARED, copy_fleet
 from referencing import Registry, Resource
 
 from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import write_tree
+from tests.fleet_repo import REPO_ROOT, SHARED, copy_fleet
 
 OCM_CRDS = SHARED / "ocm-crds"
 OVERRIDES = """\
@@ -107,7 +107,7 @@ def structural_to_json_schema(schema: Any) -> Any:
         return [structural_to_json_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in ("properties", "patternProperties"):
             out[key] = {name: structural_to_json_schema(sub) for name, sub in value.items()}
@@ -240,7 +240,7 @@ def test_every_object_validates_against_its_schema(files: dict[str, str]) -> Non
         )
     own = own_validators(files)
     problems = {}
-    seen = Counter()
+    seen: Counter[str] = Counter()
     for where, obj in objects_of(files):
         kind, api_version = obj["kind"], obj["apiVersion"]
         seen[kind] += 1

@@ -245,7 +245,8 @@ def test_prediction_normalization(current: float, predicted: float, score: float
 def test_linear_fit_recovers_a_line() -> None:
     points = [(t, 2.0 + 0.5 * t) for t in range(0, 600, 60)]
     intercept, slope = prediction_scorer.linear_fit(points)
-    assert (intercept, slope) == (pytest.approx(2.0), pytest.approx(0.5))
+    assert intercept == pytest.approx(2.0)
+    assert slope == pytest.approx(0.5)
     assert prediction_scorer.linear_fit([(5.0, 7.0)]) == (7.0, 0.0)
 
 
@@ -326,7 +327,7 @@ def test_prediction_scorer_options_rename_it(client: httpx.Client) -> None:
 def test_token_protects_scoring(
     protected_url: str, client: httpx.Client, headers: dict[str, str], status: int
 ) -> None:
-    encoded = {k: v.encode() for k, v in headers.items()}  # the test token is not ASCII
+    encoded = {k.encode(): v.encode() for k, v in headers.items()}  # the test token is not ASCII
     answer = client.post(f"{protected_url}/scoring", json={"data": []}, headers=encoded)
     assert answer.status_code == status
     if status == 401:
@@ -359,7 +360,9 @@ def test_oversized_body_is_refused(protected_url: str, client: httpx.Client) -> 
     big = {"data": [series({"pod": "p"}, [1.0] * 200)]}
     assert len(json.dumps(big)) > 2048
     answer = client.post(
-        f"{protected_url}/scoring", json=big, headers={"Authorization": b"Bearer " + TOKEN.encode()}
+        f"{protected_url}/scoring",
+        json=big,
+        headers={b"Authorization": b"Bearer " + TOKEN.encode()},
     )
     assert answer.status_code == 413
 

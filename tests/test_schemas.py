@@ -9,10 +9,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from fleet_repo import REPO_ROOT
 
 from dsf_compile.cli import run
 from dsf_compile.schemas import SCHEMAS, encode_schema
+from tests.fleet_repo import REPO_ROOT
 
 
 def test_schemas_folder_is_current() -> None:

@@ -15,17 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from sync_servers import (
-    LoopbackServer,
-    flaky,
-    free_port,
-    hang,
-    huge_body,
-    json_body,
-    redirect,
-    reset,
-    respond,
-)
 
 from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.inputs.scorer import DynamicScorer
@@ -37,6 +26,17 @@ from dsf_compile.sync.fetch import (
     sync_lock,
 )
 from dsf_compile.sync.lock import LockEntry, Lockfile, encode_lockfile, make_entry
+from tests.sync_servers import (
+    LoopbackServer,
+    flaky,
+    free_port,
+    hang,
+    huge_body,
+    json_body,
+    redirect,
+    reset,
+    respond,
+)
 
 CONFIG = {
     "name": "sample-scorer",

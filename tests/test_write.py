@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.errors import RenderError
-from dsf_compile.render import write
 from dsf_compile.render.write import RECORD, compare_tree, format_changes, write_tree
 
 
@@ -79,7 +78,7 @@ def test_a_failure_while_staging_leaves_the_previous_tree_intact(
             raise OSError(28, "No space left on device")
         return real_fdopen(fd, mode)
 
-    monkeypatch.setattr(write.os, "fdopen", failing_fdopen)
+    monkeypatch.setattr(os, "fdopen", failing_fdopen)
     with pytest.raises(RenderError, match="previous tree is intact"):
         write_tree(tmp_path, {"a.yaml": "a: 2\n", "b.yaml": "b: 2\n", "d.yaml": "d: 2\n"})
     assert snapshot_tree(tmp_path) == before

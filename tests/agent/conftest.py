@@ -23,11 +23,11 @@ import httpx
 import pytest
 import pytest_asyncio
 import yaml
-from agent_fakes import FakeKube, FakeServer, Handler
 from prometheus_client import CollectorRegistry
 
 from agent.__main__ import run_agent
 from agent.settings import Settings
+from tests.agent.agent_fakes import FakeKube, FakeServer, Handler
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO_ROOT.parent / "shared" / "ocm-crds" / "addonplacementscore.crd.yaml"
@@ -202,9 +202,8 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                 settings, stop, registry=registry, core=core, hub=hub, on_listening=on_listening
             )
         )
-        done, _ = await asyncio.wait(
-            {task, listening}, timeout=10, return_when=asyncio.FIRST_COMPLETED
-        )
+        waiters: list[asyncio.Future[Any]] = [task, listening]
+        done, _ = await asyncio.wait(waiters, timeout=10, return_when=asyncio.FIRST_COMPLETED)
         if task in done:
             task.result()
         agent = RunningAgent(registry, listening.result(), stop, task, settings)
@@ -324,7 +323,7 @@ def _wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}")
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:

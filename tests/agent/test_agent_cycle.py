@@ -14,8 +14,6 @@ import httpx
 import jsonschema
 import pytest
 import pytest_asyncio
-from agent_fakes import FakeKube
-from conftest import CLUSTER, make_summary
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.cycle import CycleContext, CycleState, run_cycle
@@ -26,6 +24,8 @@ from agent.secrets import DirSecretStore
 from agent.settings import Settings
 from agent.transport import make_client
 from dsf_compile.contract import Summary
+from tests.agent.agent_fakes import FakeKube
+from tests.agent.conftest import CLUSTER, make_summary
 
 PROM = "http://prom.test:9090/api/v1/query_range"
 SCORER = "http://scorer.test:8000/scoring"

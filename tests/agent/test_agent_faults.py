@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_fakes import (
+
+from tests.agent.agent_fakes import (
     FakeKube,
     FakeServer,
     Reply,
@@ -20,7 +21,14 @@ from agent_fakes import (
     prometheus_matrix,
     sample_series,
 )
-from conftest import RunningAgent, free_port, kube_apis, make_summary, wait_for, write_config
+from tests.agent.conftest import (
+    RunningAgent,
+    free_port,
+    kube_apis,
+    make_summary,
+    wait_for,
+    write_config,
+)
 
 GOOD_PROMETHEUS = json.dumps(prometheus_matrix(sample_series(2))).encode()
 

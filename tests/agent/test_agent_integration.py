@@ -11,14 +11,23 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from agent_fakes import FakeKube, FakeServer, average_scorer
-from conftest import CLUSTER, METRIC, AgentProcess, agent_env, configmap_yaml, make_summary
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.agent.agent_fakes import FakeKube, FakeServer, average_scorer
+from tests.agent.conftest import (
+    CLUSTER,
+    METRIC,
+    AgentProcess,
+    agent_env,
+    configmap_yaml,
+    make_summary,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -38,6 +47,10 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -
             return result
         time.sleep(0.1)
     pytest.fail(f"timed out waiting for {what}")
+
+
+def _scores_are(kube: FakeKube, name: str, expected: Any) -> bool:
+    return bool(scores_of(kube, name) == expected)
 
 
 def scores_of(kube: FakeKube, name: str) -> list[dict[str, Any]] | None:
@@ -113,9 +126,7 @@ def test_agent_against_prometheus_and_victoriametrics(
         env=agent_env(KUBECONFIG=str(tmp_path / "managed.kubeconfig")),
     )
     for name in ("prom-load", "vm-load"):
-        wait_until(
-            lambda name=name: scores_of(kube, name) == EXPECTED_ITEMS, f"{name} scores on the hub"
-        )
+        wait_until(partial(_scores_are, kube, name, EXPECTED_ITEMS), f"{name} scores on the hub")
         obj = kube.get("addonplacementscores", CLUSTER, name)
         jsonschema.validate(
             obj, crd_schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
@@ -218,7 +229,7 @@ def test_startup_errors_exit_2(agent_process: Callable[..., AgentProcess], tmp_p
 def test_promtool_accepts_metrics_after_failures(
     serve: Callable[..., FakeServer], agent_process: Callable[..., AgentProcess], tmp_path: Path
 ) -> None:
-    from agent_fakes import Reply
+    from tests.agent.agent_fakes import Reply
 
     scorer = serve(lambda request: Reply(status=500))
     config = tmp_path / "summaries.json"

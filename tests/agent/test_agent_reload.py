@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_fakes import FakeServer, Reply, average_scorer, prometheus_matrix, sample_series
-from conftest import RunningAgent, make_summary, wait_for, write_config
+
+from tests.agent.agent_fakes import (
+    FakeServer,
+    Reply,
+    average_scorer,
+    prometheus_matrix,
+    sample_series,
+)
+from tests.agent.conftest import RunningAgent, make_summary, wait_for, write_config
 
 
 @pytest.fixture

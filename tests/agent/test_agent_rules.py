@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import CLUSTER, configmap_yaml, make_summary
 from prometheus_client import CollectorRegistry
 
 from agent.config import parse_config_document, parse_config_text
@@ -25,6 +24,7 @@ from agent.score import Scored, parse_response
 from agent.settings import parse_settings
 from dsf_compile.contract import Summary
 from dsf_compile.contract import sanitize_score_name as sanitize_name
+from tests.agent.conftest import CLUSTER, configmap_yaml, make_summary
 
 # ------------------------------------------------------------------ sanitize
 
