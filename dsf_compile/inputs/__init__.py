@@ -1,0 +1,1 @@
+"""The project's inputs: their grammar and their models."""
