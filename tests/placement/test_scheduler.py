@@ -774,3 +774,16 @@ def test_explain_markdown_escapes_table_cells() -> None:
     assert "| worker02 | 75×3 | 100×1 | 325 | yes |" in markdown
     assert "#### `default/gpu-inference`" in markdown
     assert "|---|---:|---:|---:|:---:|" in markdown
+
+
+def test_a_score_item_written_twice_counts_its_last_value_like_ocm() -> None:
+    twice = AddOnPlacementScore.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1alpha1",
+            "kind": "AddOnPlacementScore",
+            "metadata": {"name": "perf", "namespace": "a"},
+            "status": {"scores": [{"name": "gpu", "value": 10}, {"name": "gpu", "value": 30}]},
+        }
+    )
+    result = run(placement(EXACT_ADDON), names("a"), scores=[twice])
+    assert prioritizer(result, "AddOn/perf/gpu") == {"a": 30}
