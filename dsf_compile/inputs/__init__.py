@@ -1,1 +1,0 @@
-"""The project's inputs: their grammar and their models."""

@@ -16,17 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from ..models import (
-    DnsLabel,
-    DnsSubdomain,
-    Frozen,
-    Items,
-    LabelSelector,
-    LabelSelectorRequirement,
-    Lenient,
-    StrMap,
-)
-from .quantity import QuantityText
+from dsf_compile.fields import DnsLabel, DnsSubdomain, Frozen, Items, Lenient, StrMap
+from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_compile.inputs.quantity import QuantityText
 
 CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The label OCM puts on a PlacementDecision to name its Placement.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .scheduler import PlacementResult, format_time
+from dsf_compile.placement.scheduler import PlacementResult, format_time
 
 
 def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
-from ..inputs.placements import (
+from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_compile.inputs.placements import (
     CLUSTERSET_LABEL,
     SCHEDULING_DISABLED_ANNOTATION,
     AddOnPlacementScore,
@@ -30,9 +31,8 @@ from ..inputs.placements import (
     ScoreCoordinate,
     Toleration,
 )
-from ..inputs.quantity import quantity_value
-from ..models import LabelSelector, LabelSelectorRequirement
-from ..selectors import selector_matches
+from dsf_compile.inputs.quantity import quantity_value
+from dsf_compile.inputs.selectors import selector_matches
 
 GLOBAL_CLUSTER_SET = "global"
 MAX_SCORE = 100
