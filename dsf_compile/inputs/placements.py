@@ -1,0 +1,406 @@
+"""Models of the OCM objects in ``placements/``, and of what the scheduler reads beside them.
+
+Placements and ManagedClusterSetBindings follow their CRDs strictly (unknown fields,
+bad enumerations and out-of-range weights are errors); Policies, PlacementBindings and
+ManifestWorkReplicaSets are applied as written, so only the fields the optimizer reads
+are checked and everything else is kept. The inventory additions (taints, cluster
+claims, allocatable and capacity) and the AddOnPlacementScore and PlacementDecision
+reading models accept what ``kubectl get … -o yaml`` prints, including ``List``s.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from dsf_compile.fields import DnsLabel, DnsSubdomain, Frozen, Items, Lenient, StrMap
+from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_compile.inputs.quantity import QuantityText
+
+CLUSTER_GROUP = "cluster.open-cluster-management.io"
+#: The label OCM puts on a PlacementDecision to name its Placement.
+PLACEMENT_LABEL = f"{CLUSTER_GROUP}/placement"
+#: The label that makes a ManagedCluster a member of a cluster set.
+CLUSTERSET_LABEL = f"{CLUSTER_GROUP}/clusterset"
+#: The annotation with which OCM leaves a Placement unscheduled.
+SCHEDULING_DISABLED_ANNOTATION = f"{CLUSTER_GROUP}/experimental-scheduling-disable"
+BUILTIN_PRIORITIZERS = (
+    "Balance",
+    "Steady",
+    "ResourceAllocatableCPU",
+    "ResourceAllocatableMemory",
+)
+
+# A qualified label or taint key, as the CRDs write it.
+_QUALIFIED_KEY_RE = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+_GROUP_NAME_RE = re.compile(r"^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$")
+_PER_GROUP_RE = re.compile(r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$")
+_RATE_LIMIT_RE = re.compile(r"^[0-9]+[hms]$")
+
+
+def _matches(pattern: re.Pattern[str], what: str) -> Any:
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"must be {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+QualifiedKey = Annotated[
+    str,
+    Field(max_length=316),
+    _matches(_QUALIFIED_KEY_RE, "a qualified key like 'gpu' or 'example.com/gpu'"),
+]
+
+
+def _parse_time(value: object) -> object:
+    # YAML reads an unquoted timestamp as a datetime, JSON leaves it a string.
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not an RFC 3339 time like 2026-01-01T00:00:00Z"
+            ) from None
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError("must carry a time zone (RFC 3339, like 2026-01-01T00:00:00Z)")
+    return value
+
+
+#: An RFC 3339 time with its zone (``2026-01-01T00:00:00Z``).
+Time = Annotated[datetime, BeforeValidator(_parse_time)]
+
+
+class NamespacedMeta(Frozen):
+    """Metadata of an object written for the hub: GitOps output names its namespace."""
+
+    name: DnsSubdomain
+    namespace: DnsLabel
+    labels: StrMap | None = None
+    annotations: StrMap | None = None
+
+
+# -------------------------------------------------------------------- Placement
+
+
+class ClaimSelector(Frozen):
+    """Selects clusters by ``status.clusterClaims`` as if they were labels."""
+
+    matchExpressions: Items[LabelSelectorRequirement] | None = None
+
+
+class CelSelector(Frozen):
+    celExpressions: Items[str] | None = None
+
+
+class ClusterSelector(Frozen):
+    """One predicate: its label and claim selectors must both match (CEL is not simulated)."""
+
+    labelSelector: LabelSelector | None = None
+    claimSelector: ClaimSelector | None = None
+    celSelector: CelSelector | None = None
+
+
+class Predicate(Frozen):
+    requiredClusterSelector: ClusterSelector | None = None
+
+
+class AddOnScore(Frozen):
+    """The ``scoreName`` item of the AddOnPlacementScore named ``resourceName``."""
+
+    resourceName: str
+    scoreName: str
+
+
+class ScoreCoordinate(Frozen):
+    type: Literal["BuiltIn", "AddOn"] = "BuiltIn"
+    builtIn: str | None = None
+    addOn: AddOnScore | None = None
+
+    @model_validator(mode="after")
+    def _has_its_source(self) -> ScoreCoordinate:
+        # OCM reports such a Placement as misconfigured and schedules nothing.
+        if self.type == "AddOn" and self.addOn is None:
+            raise ValueError("type AddOn needs addOn.resourceName and addOn.scoreName")
+        if self.type == "BuiltIn" and not self.builtIn:
+            raise ValueError(
+                f"type BuiltIn needs builtIn (one of {', '.join(BUILTIN_PRIORITIZERS)})"
+            )
+        return self
+
+    @property
+    def name(self) -> str:
+        """The prioritizer's name as OCM reports it: ``AddOn/<resource>/<score>`` or the built-in."""
+        if self.type == "AddOn" and self.addOn is not None:
+            return f"AddOn/{self.addOn.resourceName}/{self.addOn.scoreName}"
+        return self.builtIn or ""
+
+
+class PrioritizerConfig(Frozen):
+    scoreCoordinate: ScoreCoordinate
+    weight: Annotated[int, Field(ge=-10, le=10)] = 1
+
+
+class PrioritizerPolicy(Frozen):
+    mode: Literal["Additive", "Exact"] = "Additive"
+    configurations: Items[PrioritizerConfig] = ()
+
+
+class Toleration(Frozen):
+    """Tolerates the cluster taints it matches (OCM's rules, not the kubelet's)."""
+
+    key: QualifiedKey | None = None
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: Annotated[str, Field(max_length=1024)] | None = None
+    effect: Literal["NoSelect", "PreferNoSelect", "NoSelectIfNew"] | None = None
+    tolerationSeconds: int | None = None
+
+    @model_validator(mode="after")
+    def _operator_fits(self) -> Toleration:
+        # Both are accepted by the CRD but make OCM report the Placement misconfigured.
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration without a key must use operator Exists")
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists takes no value")
+        return self
+
+
+class SpreadConstraint(Frozen):
+    topologyKey: QualifiedKey
+    topologyKeyType: Literal["Label", "Claim"]
+    maxSkew: Annotated[int, Field(ge=1)] = 1
+    whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = "ScheduleAnyway"
+
+
+class SpreadPolicy(Frozen):
+    spreadConstraints: Annotated[Items[SpreadConstraint], Field(max_length=8)] = ()
+
+
+class GroupClusterSelector(Frozen):
+    labelSelector: LabelSelector | None = None
+    claimSelector: ClaimSelector | None = None
+
+
+class DecisionGroup(Frozen):
+    groupName: Annotated[
+        str, _matches(_GROUP_NAME_RE, "a name of 2 to 63 letters, digits, '-', '_' or '.'")
+    ]
+    groupClusterSelector: GroupClusterSelector
+
+
+def _per_group_text(value: object) -> object:
+    # An int-or-string: 3 and "3" and "25%" are all fine.
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class GroupStrategy(Frozen):
+    clustersPerDecisionGroup: Annotated[
+        str,
+        BeforeValidator(_per_group_text),
+        _matches(_PER_GROUP_RE, "a positive count or a percentage from 1% to 100%"),
+    ] = "100%"
+    decisionGroups: Items[DecisionGroup] = ()
+
+
+class DecisionStrategy(Frozen):
+    groupStrategy: GroupStrategy = GroupStrategy()
+
+
+class PlacementSpec(Frozen):
+    clusterSets: Items[str] = ()
+    numberOfClusters: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None
+    predicates: Items[Predicate] = ()
+    prioritizerPolicy: PrioritizerPolicy = PrioritizerPolicy()
+    tolerations: Items[Toleration] = ()
+    spreadPolicy: SpreadPolicy | None = None
+    decisionStrategy: DecisionStrategy | None = None
+    sortBy: Literal["ClusterName", "Score"] = "ClusterName"
+    scoreRateLimit: Annotated[str, _matches(_RATE_LIMIT_RE, "a duration like 30s, 1m or 2h")] = "1m"
+
+
+class Placement(Frozen):
+    """``cluster.open-cluster-management.io/v1beta1`` Placement, as written for the hub."""
+
+    apiVersion: Literal["cluster.open-cluster-management.io/v1beta1"]
+    kind: Literal["Placement"]
+    metadata: NamespacedMeta
+    spec: PlacementSpec = PlacementSpec()
+
+
+# ---------------------------------------------------------- ManagedClusterSetBinding
+
+
+class ManagedClusterSetBindingSpec(Frozen):
+    clusterSet: str = Field(min_length=1)
+
+
+class ManagedClusterSetBinding(Frozen):
+    """Binds the cluster set ``spec.clusterSet`` to the binding's namespace.
+
+    OCM's admission requires ``metadata.name == spec.clusterSet``; that rule is checked
+    by the semantic validation (so that the error points at ``spec.clusterSet``), not
+    here. The scheduler, like OCM, takes the set's name from ``metadata.name``.
+    """
+
+    apiVersion: Literal["cluster.open-cluster-management.io/v1beta2"]
+    kind: Literal["ManagedClusterSetBinding"]
+    metadata: NamespacedMeta
+    spec: ManagedClusterSetBindingSpec
+
+
+# -------------------------------------------------------------- applied as written
+
+
+class PassThrough(BaseModel):
+    """An object applied as written: the fields we read are checked, the rest is kept."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+
+
+class ObjectRef(PassThrough):
+    name: str = Field(min_length=1)
+    kind: str | None = None
+    apiGroup: str | None = None
+
+
+class Policy(PassThrough):
+    """``policy.open-cluster-management.io/v1`` Policy (supply labels are read)."""
+
+    apiVersion: Literal["policy.open-cluster-management.io/v1"]
+    kind: Literal["Policy"]
+    metadata: NamespacedMeta
+
+
+class PlacementBinding(PassThrough):
+    """``policy.open-cluster-management.io/v1`` PlacementBinding: binds Policies to a Placement."""
+
+    apiVersion: Literal["policy.open-cluster-management.io/v1"]
+    kind: Literal["PlacementBinding"]
+    metadata: NamespacedMeta
+    placementRef: ObjectRef
+    subjects: Annotated[Items[ObjectRef], Field(min_length=1)]
+
+
+class LocalPlacementReference(PassThrough):
+    name: str = Field(min_length=1)
+
+
+class ManifestWorkReplicaSetSpec(PassThrough):
+    placementRefs: Annotated[Items[LocalPlacementReference], Field(min_length=1)]
+
+
+class ManifestWorkReplicaSet(PassThrough):
+    """``work.open-cluster-management.io/v1alpha1`` ManifestWorkReplicaSet (demand labels, Placement)."""
+
+    apiVersion: Literal["work.open-cluster-management.io/v1alpha1"]
+    kind: Literal["ManifestWorkReplicaSet"]
+    metadata: NamespacedMeta
+    spec: ManifestWorkReplicaSetSpec
+
+
+# ------------------------------------------------------------- inventory additions
+
+
+class ClusterTaint(Lenient):
+    """A taint of ``ManagedCluster.spec.taints``."""
+
+    key: QualifiedKey
+    value: Annotated[str, Field(max_length=1024)] = ""
+    effect: Literal["NoSelect", "PreferNoSelect", "NoSelectIfNew"]
+    timeAdded: Time | None = None
+
+
+class ClusterClaim(Lenient):
+    """A claim of ``ManagedCluster.status.clusterClaims``."""
+
+    name: Annotated[str, Field(max_length=253)] = ""
+    value: Annotated[str, Field(max_length=1024)] = ""
+
+
+class ManagedClusterSpec(Lenient):
+    """The part of ``ManagedCluster.spec`` the scheduler reads."""
+
+    taints: Items[ClusterTaint] = ()
+
+
+class ManagedClusterStatus(Lenient):
+    """The part of ``ManagedCluster.status`` the scheduler reads."""
+
+    clusterClaims: Items[ClusterClaim] = ()
+    allocatable: dict[str, QuantityText] = Field(default_factory=dict)
+    capacity: dict[str, QuantityText] = Field(default_factory=dict)
+
+
+# ----------------------------------------------- scores and decisions, as read back
+
+
+class ReadMeta(Lenient):
+    name: str = Field(min_length=1)
+    namespace: str = Field(min_length=1)
+    labels: StrMap = Field(default_factory=dict)
+
+
+class ScoreItem(Lenient):
+    name: str
+    value: Annotated[int, Field(ge=-100, le=100)]
+
+
+class AddOnPlacementScoreStatus(Lenient):
+    scores: Items[ScoreItem] = ()
+    validUntil: Time | None = None
+
+
+class AddOnPlacementScore(Lenient):
+    """``cluster.open-cluster-management.io/v1alpha1`` AddOnPlacementScore, as the hub prints it."""
+
+    apiVersion: Literal["cluster.open-cluster-management.io/v1alpha1"]
+    kind: Literal["AddOnPlacementScore"]
+    metadata: ReadMeta
+    status: AddOnPlacementScoreStatus = AddOnPlacementScoreStatus()
+
+
+class ClusterDecision(Lenient):
+    clusterName: str = Field(min_length=1)
+    reason: str = ""
+    score: int | None = None
+
+
+class PlacementDecisionStatus(Lenient):
+    decisions: Items[ClusterDecision] = ()
+
+
+class PlacementDecision(Lenient):
+    """``cluster.open-cluster-management.io/v1beta1`` PlacementDecision, as the hub prints it."""
+
+    apiVersion: Literal["cluster.open-cluster-management.io/v1beta1"]
+    kind: Literal["PlacementDecision"]
+    metadata: ReadMeta
+    status: PlacementDecisionStatus = PlacementDecisionStatus()
+
+    @property
+    def placement_name(self) -> str | None:
+        """The Placement this decision belongs to (OCM finds it by label, not by owner)."""
+        return self.metadata.labels.get(PLACEMENT_LABEL)
+
+
+class AddOnPlacementScoreList(Lenient):
+    """``kubectl get addonplacementscores -A -o yaml``: a ``List`` (or the typed list kind)."""
+
+    apiVersion: str
+    kind: Literal["List", "AddOnPlacementScoreList"]
+    items: Items[AddOnPlacementScore] = ()
+
+
+class PlacementDecisionList(Lenient):
+    """``kubectl get placementdecisions -A -o yaml``: a ``List`` (or the typed list kind)."""
+
+    apiVersion: str
+    kind: Literal["List", "PlacementDecisionList"]
+    items: Items[PlacementDecision] = ()

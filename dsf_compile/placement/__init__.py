@@ -1,0 +1,1 @@
+"""Placements: OCM's scheduler simulated offline, and its explanation."""

@@ -1,0 +1,139 @@
+"""Scheduler results → the ``explain`` output: ``json``, ``text`` and ``markdown``.
+
+Pure formatting: the results come from :func:`dsf_compile.placement.scheduler.schedule`,
+and every format lists the Placements sorted by namespace then name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from dsf_compile.placement.scheduler import PlacementResult, format_time
+
+
+def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[str, Any]:
+    """The ``explain --format json`` document (placements.md), as plain data."""
+    return {
+        "at": format_time(at),
+        "placements": [_placement_document(r) for r in _sorted(results)],
+    }
+
+
+def format_json(results: Sequence[PlacementResult], at: datetime) -> str:
+    """``explain --format json``: the document, indented, ending with a newline."""
+    return json.dumps(explain_document(results, at), indent=2, ensure_ascii=False) + "\n"
+
+
+def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
+    """``explain --format text``: per Placement, a table of the clusters left after step 3."""
+    lines = [f"at {format_time(at)}"]
+    for result in _sorted(results):
+        lines.append("")
+        state = "" if result.simulated else " (not simulated)"
+        lines.append(f"placement {result.namespace}/{result.name}{state}")
+        lines.append(f"  cluster sets: {_names(result.cluster_sets)}")
+        for step, removed in _filtered(result):
+            if removed:
+                lines.append(f"  removed by {step}: {', '.join(removed)}")
+        if result.simulated:
+            header, rows = _table(result)
+            widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+            for row in (header, *rows):
+                cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+                lines.append(("  " + "  ".join(cells)).rstrip())
+            lines.append(
+                f"  decisions: {_names(result.decisions)}; unscheduled: {result.unscheduled}"
+            )
+        lines.extend(f"  warning: {warning}" for warning in result.warnings)
+    return "\n".join(lines) + "\n"
+
+
+def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
+    """``explain --format markdown``: the same tables, for a pull-request comment."""
+    lines = [f"Placements at `{format_time(at)}`"]
+    for result in _sorted(results):
+        lines.append("")
+        state = "" if result.simulated else " (not simulated)"
+        lines.append(f"#### `{result.namespace}/{result.name}`{state}")
+        lines.append("")
+        lines.append(f"Cluster sets: {_md(_names(result.cluster_sets))}.")
+        for step, removed in _filtered(result):
+            if removed:
+                lines.append(f"Removed by {step}: {_md(', '.join(removed))}.")
+        if result.simulated:
+            header, rows = _table(result)
+            lines.append("")
+            lines.append("| " + " | ".join(_md(cell) for cell in header) + " |")
+            lines.append("|" + "---|" + "---:|" * (len(header) - 2) + ":---:|")
+            lines.extend("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows)
+            lines.append("")
+            lines.append(
+                f"Decisions: {_md(_names(result.decisions))}; unscheduled: {result.unscheduled}."
+            )
+        if result.warnings:
+            lines.append("")
+            lines.extend(f"- ⚠️ {_md(warning)}" for warning in result.warnings)
+    return "\n".join(lines) + "\n"
+
+
+def _placement_document(result: PlacementResult) -> dict[str, Any]:
+    return {
+        "namespace": result.namespace,
+        "name": result.name,
+        "simulated": result.simulated,
+        "clusterSets": list(result.cluster_sets),
+        "filtered": {
+            "clusterSets": list(result.filtered_cluster_sets),
+            "predicates": list(result.filtered_predicates),
+            "taints": list(result.filtered_taints),
+        },
+        "prioritizers": [
+            {"name": p.name, "weight": p.weight, "scores": dict(sorted(p.scores.items()))}
+            for p in result.prioritizers
+        ],
+        "totals": dict(sorted(result.totals.items())),
+        "decisions": list(result.decisions),
+        "unscheduled": result.unscheduled,
+        "warnings": list(result.warnings),
+    }
+
+
+def _sorted(results: Sequence[PlacementResult]) -> list[PlacementResult]:
+    return sorted(results, key=lambda r: (r.namespace, r.name))
+
+
+def _filtered(result: PlacementResult) -> list[tuple[str, tuple[str, ...]]]:
+    return [
+        ("cluster sets", result.filtered_cluster_sets),
+        ("predicates", result.filtered_predicates),
+        ("taints", result.filtered_taints),
+    ]
+
+
+def _table(result: PlacementResult) -> tuple[list[str], list[list[str]]]:
+    """A header and one row per cluster, best first: each cell is ``score×weight``."""
+    header = ["cluster", *(f"{p.name} ×{p.weight}" for p in result.prioritizers)]
+    header += ["total", "selected"]
+    chosen = set(result.decisions)
+    rows = [
+        [
+            name,
+            *(f"{p.scores[name]}×{p.weight}" for p in result.prioritizers),
+            str(result.totals[name]),
+            "yes" if name in chosen else "",
+        ]
+        for name in result.ranking
+    ]
+    return header, rows
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _md(text: str) -> str:
+    # A table cell ends at "|"; "*", "_" and "`" in names would turn into formatting.
+    return "".join(f"\\{c}" if c in "|*_`[]<>\\" else c for c in text)
