@@ -204,3 +204,7 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
                 print(f"wrote schemas/{name}", file=out)
         return EXIT_INVALID if (args.check and stale) else EXIT_OK
     raise UsageError(f"unknown command {command}")  # pragma: no cover - argparse refuses first
+
+
+if __name__ == "__main__":
+    main()
