@@ -1,6 +1,8 @@
-"""Reference Scoring APIs: the upstream samples, rebuilt with the standard library only.
+"""Reference Scoring APIs: the upstream samples, rebuilt in Python.
 
 ``sample_scorer`` (time-series average), ``static_scorer`` (fixed performance and power
-scores, two scorers in one service), ``prediction_scorer`` (least-squares trend) and
-``fleet`` (all of them on loopback, for ``dsf-compile sync`` and the tests).
+scores, two scorers in one service), ``prediction_scorer`` (least-squares trend),
+``llm_forecast_scorer`` (a language model's forecast through an OpenAI-compatible
+completions API; the only one that needs more than the standard library: httpx and
+jinja2) and ``fleet`` (all of them on loopback, for ``dsf-compile sync`` and the tests).
 """

@@ -5,8 +5,11 @@
   runs ``dsf-compile sync`` with one ``--resolve`` per service, stops them.
 - ``python -m samples.fleet serve``: runs them until Ctrl-C, printing the mapping.
 
-The servers run in threads of this process. The ``llm-forecast`` stand-in requires a
-bearer token on scoring: ``$LLM_FORECAST_TOKEN``, or a fake development value.
+The servers run in threads of this process. The ``llm-forecast`` service
+(``samples.llm_forecast_scorer``) requires a bearer token on scoring:
+``$LLM_FORECAST_TOKEN``, or a fake development value. Its ``/config`` needs no model; its
+scoring asks the model at ``$INFERENCE_ENDPOINT`` (``$MODEL_NAME``, ``$INFERENCE_TOKEN``)
+and answers 503 when that is not set.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from . import prediction_scorer, sample_scorer, static_scorer
+from . import llm_forecast_scorer, prediction_scorer, sample_scorer, static_scorer
 from .service import RunningServer, ScoringApp
 
 LLM_FORECAST_TOKEN_ENV = "LLM_FORECAST_TOKEN"
@@ -40,15 +43,8 @@ def _prediction(args: Sequence[str]) -> ScoringApp:
 
 
 def _llm_forecast(environ: Mapping[str, str]) -> ScoringApp:
-    app = _prediction(
-        [
-            "--name=llm-forecast-scorer",
-            "--score-name=llm_forecast_score",
-            "--interval=60",
-            "--step=60",
-            "--description=A sample score for time series data (stand-in for the vLLM forecaster)",
-        ]
-    )
+    # /config needs no model; scoring asks $INFERENCE_ENDPOINT when set (503 otherwise).
+    app = llm_forecast_scorer.build(llm_forecast_scorer.parser().parse_args([]), environ)
     app.token = environ.get(LLM_FORECAST_TOKEN_ENV) or DEV_TOKEN
     return app
 

@@ -45,6 +45,18 @@ class BadRequestError(ValueError):
     """The request body is not a ``/scoring`` request; answered with 400."""
 
 
+class UpstreamError(RuntimeError):
+    """A service the scorer depends on failed or answered nonsense.
+
+    Answered with ``status`` (502 bad answer, 503 unavailable, 504 timed out) and the
+    message as the ``error`` text, so the agent's log says what went wrong upstream.
+    """
+
+    def __init__(self, status: HTTPStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
 @dataclass
 class ScoringApp:
     """What one sample serves: public documents and protected scoring functions."""
@@ -180,6 +192,9 @@ def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequ
                 results = function(parse_scoring_request(body))
             except BadRequestError as error:
                 return _error(HTTPStatus.BAD_REQUEST, str(error))
+            except UpstreamError as error:
+                sys.stderr.write(f"scoring failed: {error.status.value}: {error}\n")
+                return _error(error.status, str(error))
             except Exception as error:  # a scorer bug must answer 500, not drop the connection
                 sys.stderr.write(f"scoring failed: {type(error).__name__}: {error}\n")
                 return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "scoring failed")
