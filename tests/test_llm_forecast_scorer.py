@@ -152,10 +152,8 @@ def test_forecasts_become_scores(scorer: tuple[FakeCompletions, str]) -> None:
     assert answer.status_code == 200, answer.text
     results = ScoringResponse.model_validate_json(answer.content).results
     meta = f"llm-forecast-by-{MODEL}"
-    assert [(r.metric, r.score) for r in results] == [
-        ({**labels, "meta": meta}, pytest.approx(-100 / 3)),
-        ({"pod": "q", "meta": meta}, pytest.approx(-100 / 3)),
-    ]
+    assert [r.metric for r in results] == [{**labels, "meta": meta}, {"pod": "q", "meta": meta}]
+    assert [r.score for r in results] == pytest.approx([-100 / 3, -100 / 3])
     assert len(fake.requests) == 2
     first, second = sorted(fake.requests, key=lambda r: "pod=p" not in r["prompt"])
     assert first["model"] == MODEL and first["temperature"] == 0
