@@ -8,6 +8,7 @@ Exit codes: 0 success; 1 invalid inputs, or ``rendered/`` differs (``render --ch
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from dsf_compile.errors import DsfError, InputError, Problem, UsageError
+from dsf_compile.untrusted import safe_message
 
 if TYPE_CHECKING:
     from dsf_compile.sync.lock import LockEntry
@@ -26,6 +28,22 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         raise UsageError(message)
+
+
+MAX_TIMEOUT_SECONDS = 3600.0
+
+
+def _seconds(text: str) -> float:
+    """A time limit: a finite number of seconds above 0 and at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_SECONDS):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be more than 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds"
+        )
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--token", default=None, help="bearer token for /scoring (default: $DSF_SCORER_TOKEN)"
     )
     check.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds per request (default 10)"
+        "--timeout",
+        type=_seconds,
+        default=10.0,
+        help="seconds each request may take in all, answer included (default 10)",
     )
 
     schemas = commands.add_parser(
@@ -96,7 +117,7 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
     try:
         args = build_parser().parse_args(argv)
     except UsageError as error:
-        print(f"dsf-compile: error: {error}", file=err)
+        _print_error(error, err)
         return EXIT_FAILURE
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
@@ -113,11 +134,13 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
         count = sum(1 for p in error.problems if p.severity == "error")
         print(f"dsf-compile: {count} error(s); nothing was written", file=err)
         return EXIT_INVALID
-    except UsageError as error:
-        print(f"dsf-compile: error: {error}", file=err)
-        return EXIT_FAILURE
     except DsfError as error:
-        print(f"dsf-compile: error: {error}", file=err)
+        _print_error(error, err)
+        return EXIT_FAILURE
+    except OSError as error:
+        # The last line of defence: a file system refusing something is one line, not a traceback.
+        where = f" ({error.filename})" if error.filename else ""
+        _print_error(f"{error.strerror or error}{where}", err)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("dsf-compile: interrupted", file=err)
@@ -125,8 +148,13 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
 
 
 def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) -> None:
+    """Print ``problems`` sorted, one line each; credentials and control characters never reach the terminal."""
     for problem in sorted(problems):
-        print(problem.format_github() if github else problem.format(), file=stream)
+        print(safe_message(problem.format_github() if github else problem.format()), file=stream)
+
+
+def _print_error(error: BaseException | str, stream: TextIO) -> None:
+    print(f"dsf-compile: error: {safe_message(str(error))}", file=stream)
 
 
 def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -19,3 +21,62 @@ def atomic_write(file: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# ------------------------------------------------------- reading without surprises
+
+
+class NotRegularFileError(OSError):
+    """The path is a link, a folder, a FIFO, a socket or a device; ``strerror`` says which."""
+
+
+class FileTooLargeError(OSError):
+    """The file is larger than the caller accepts."""
+
+
+def read_regular_file(file: Path, *, max_bytes: int) -> bytes:
+    """The bytes of ``file`` if it is a regular file of at most ``max_bytes``.
+
+    The last component is not followed if it is a symbolic link, and opening never blocks
+    (a FIFO in its place would wait forever for a writer): the file is opened with
+    ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before a byte is read. Raises
+    :class:`NotRegularFileError`, :class:`FileTooLargeError`, or the ``OSError`` of the
+    system (``FileNotFoundError``, ``PermissionError`` ...).
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotRegularFileError(
+                errno.ELOOP, "is a symbolic link; a regular file is expected", str(file)
+            ) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise NotRegularFileError(
+                errno.EINVAL, f"is {kind}; a regular file is expected", str(file)
+            )
+        if info.st_size > max_bytes:
+            raise FileTooLargeError(errno.EFBIG, f"is larger than {max_bytes} bytes", str(file))
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 1024 * 1024):
+            size += len(chunk)
+            if size > max_bytes:  # it grew while we read
+                raise FileTooLargeError(errno.EFBIG, f"is larger than {max_bytes} bytes", str(file))
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}

@@ -7,6 +7,7 @@ repository, the network (through :mod:`dsf_compile.sync.fetch`), writing ``rende
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,12 @@ from dsf_compile.inputs.validate import Inputs, validate_documents, validate_set
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
-from dsf_compile.sync.lock import LockEntry, read_lockfile, write_lockfile
+from dsf_compile.sync.lock import (
+    LockEntry,
+    check_lockfile_target,
+    read_lockfile,
+    write_lockfile,
+)
 
 SETTINGS_FILE = "dsf.yaml"
 
@@ -26,7 +32,7 @@ def load_inputs(root: Path) -> Inputs:
     """Read and validate ``dsf.yaml``, ``scorers/`` and ``clusters/``; raise InputError on problems."""
     problems: list[Problem] = []
     settings_document: Document | None = None
-    if (root / SETTINGS_FILE).exists():
+    if os.path.lexists(root / SETTINGS_FILE):  # a dangling link or a FIFO is reported, not skipped
         documents, found = read_yaml_file(root, SETTINGS_FILE)
         problems += found
         if len(documents) > 1:
@@ -110,6 +116,9 @@ def sync_fleet(
     from dsf_compile.sync.fetch import parse_connect_to, parse_resolve_setting, sync_lock
 
     inputs = load_inputs(root)
+    blocked = check_lockfile_target(root)
+    if blocked:  # found before any request: sync could not record what it learns
+        raise InputError(blocked)
     previous, problems = read_lockfile(root)
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]

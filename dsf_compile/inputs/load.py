@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from dsf_compile.errors import Problem
+from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
 
 try:  # the C composer is several times faster; both behave the same here
     _Loader: type = yaml.CSafeLoader
@@ -241,16 +243,17 @@ def _compose_all(text: str) -> Iterator[yaml.Node | None]:
 
 def read_yaml_file(root: Path, relative: str) -> tuple[list[Document], list[Problem]]:
     """Read and parse one file below ``root`` (size- and encoding-checked)."""
-    file = root / relative
     try:
-        size = file.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return [], [
-                Problem(
-                    relative, 0, 0, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
-                )
-            ]
-        raw = file.read_bytes()
+        # Not file.read_bytes(): a FIFO in its place would block forever, a link lead anywhere.
+        raw = read_regular_file(root / relative, max_bytes=MAX_FILE_BYTES)
+    except FileTooLargeError:
+        return [], [
+            Problem(
+                relative, 0, 0, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+            )
+        ]
+    except NotRegularFileError as err:
+        return [], [Problem(relative, 0, 0, "", f"file {err.strerror}")]
     except OSError as err:
         return [], [Problem(relative, 0, 0, "", f"cannot read file: {err.strerror}")]
     try:
@@ -272,10 +275,16 @@ def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]
     """The ``*.yaml``/``*.yml`` files of ``root/folder``, sorted, as relative paths."""
     directory = root / folder
     if not directory.is_dir():
+        if directory.is_symlink() or directory.exists():
+            return [], [Problem(folder, 0, 0, "", "must be a folder")]
         return [], []
     files: list[str] = []
     problems: list[Problem] = []
-    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+    try:
+        entries = sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError as err:
+        return [], [Problem(folder, 0, 0, "", f"cannot list the folder: {err.strerror}")]
+    for entry in entries:
         if entry.name.startswith(".") or not entry.name.endswith((".yaml", ".yml")):
             continue
         relative = f"{folder}/{entry.name}"
@@ -283,10 +292,17 @@ def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]
             problems.append(
                 Problem(relative, 0, 0, "", "file name must be letters, digits, '.', '_' or '-'")
             )
-        elif entry.is_symlink() or not entry.is_file():
+        elif not _is_plain_file(entry):
             problems.append(
                 Problem(relative, 0, 0, "", "must be a regular file (not a link or folder)")
             )
         else:
             files.append(relative)
     return files, problems
+
+
+def _is_plain_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return True  # reading it reports why it cannot be read

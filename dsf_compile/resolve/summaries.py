@@ -22,6 +22,7 @@ from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
 from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import Lockfile, sha256
+from dsf_compile.untrusted import redact
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,7 @@ def _check_lock(inputs: Inputs, lock: Lockfile) -> tuple[list[Problem], list[Pro
                     f"no entry in dsf.lock.json: run 'dsf-compile sync {name}'",
                 )
             )
-        elif entry.mode != spec.configSyncMode or entry.configURL != spec.configURL:
+        elif entry.mode != spec.configSyncMode or entry.configURL != redact(spec.configURL):
             field = "configSyncMode" if entry.mode != spec.configSyncMode else "configURL"
             errors.append(
                 located.problem(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import fnmatch
-import json
 import re
 import socket
 import ssl
@@ -36,6 +35,7 @@ from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
+from dsf_compile.untrusted import first_string_problem, has_credentials, load_json, safe_message
 
 __all__ = [
     "MAX_REDIRECTS",
@@ -59,7 +59,6 @@ _BACKOFF_BASE = 0.2
 _BACKOFF_CAP = 2.0
 # Reasons end up in a reviewed lockfile and on a terminal: keep them one short line.
 _REASON_LIMIT = 300
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]+")
 _HOSTPORT = r"(?P<{0}>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]+)"
 _PORT = r"(?P<{0}>[0-9]{{1,5}})"
 _CONNECT_TO_RE = re.compile(
@@ -225,7 +224,7 @@ def format_progress(name: str, entry: LockEntry, done: int, total: int) -> str:
     """
     counter = f"[{done:>{len(str(total))}}/{total}]"
     line = f"{counter} {name}  {entry.health}"
-    return f"{line}: {entry.reason}" if entry.reason else line
+    return safe_message(f"{line}: {entry.reason}" if entry.reason else line)
 
 
 # ------------------------------------------------------------------ one scorer
@@ -247,7 +246,11 @@ async def _check_scorer(
     full = spec.configSyncMode == "Full"
     url = spec.configURL if full else _healthz_url(spec.configURL)
     budget = settings.timeoutSeconds
-    timed_out = f"GET {url}: timed out after {_seconds(budget)} s"
+    timed_out = _clean(f"GET {url}: timed out after {_seconds(budget)} s")
+    if has_credentials(url):
+        # Sending it would hand the secret to whoever answers, and the reason would print it.
+        reason = f"GET {url}: the URL carries credentials; refused (use auth.tokenSecretRef)"
+        return make_entry(spec, healthy=False, reason=_clean(reason))
     try:
         async with asyncio.timeout(budget):
             config = await _fetch_with_retries(client, url, full=full, settings=settings)
@@ -389,17 +392,23 @@ async def _read_capped(response: httpx.Response, shown: str, limit: int) -> byte
 
 def _parse_config(body: bytes, shown: str) -> ScorerConfig:
     try:
-        data: Any = json.loads(body)
-    except (ValueError, RecursionError) as err:
+        data: Any = load_json(body)
+    except ValueError as err:  # also: nested too deeply, a number too long to convert
         raise _FetchFailedError(f"GET {shown}: not JSON") from err
     if not isinstance(data, dict):
         raise _FetchFailedError(f"GET {shown}: invalid /config document: not a JSON object")
     try:
-        return ScorerConfig.model_validate(data)
+        config = ScorerConfig.model_validate(data)
     except (ValidationError, RecursionError) as err:
         raise _FetchFailedError(
             f"GET {shown}: invalid /config document: {_first_error(err)}"
         ) from err
+    # What is kept ends up in a committed lockfile and in rendered/: no string that cannot
+    # be written as UTF-8, no terminal control characters, no credentials in a URL.
+    found = first_string_problem(config.model_dump(mode="json", exclude_none=True))
+    if found is not None:
+        raise _FetchFailedError(f"GET {shown}: invalid /config document: {found}")
+    return config
 
 
 def _first_error(err: ValidationError | RecursionError) -> str:
@@ -472,7 +481,8 @@ def _seconds(value: float) -> str:
 
 
 def _clean(reason: str) -> str:
-    reason = _CONTROL_RE.sub(" ", reason)
+    """A reason fit for the lockfile and a terminal: no credentials, escaped, one short line."""
+    reason = safe_message(reason)
     return reason if len(reason) <= _REASON_LIMIT else reason[: _REASON_LIMIT - 1] + "…"
 
 

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from dsf_compile.errors import Problem
+from dsf_compile.errors import Problem, SyncError
 from dsf_compile.fields import Frozen, Health, SyncMode
-from dsf_compile.files import atomic_write
+from dsf_compile.files import atomic_write, read_regular_file
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.untrusted import first_string_problem, load_json, redact
 
 LOCKFILE = "dsf.lock.json"
+#: A lockfile of thousands of scorers is a few MiB; anything far larger is not one.
+MAX_LOCKFILE_BYTES = 64 * 1024 * 1024
 
 
 class LockEntry(Frozen):
@@ -64,7 +69,7 @@ def make_entry(
     content = {"health": health, "reason": reason, "config": config_data}
     return LockEntry(
         mode=spec.configSyncMode,
-        configURL=spec.configURL,
+        configURL=redact(spec.configURL),  # a secret in the URL stays out of the lockfile
         health=health,
         reason=reason,
         specHash=spec_hash(spec),
@@ -79,22 +84,26 @@ def encode_lockfile(lock: Lockfile) -> str:
 
 
 def read_lockfile(root: Path) -> tuple[Lockfile, list[Problem]]:
-    """The lockfile at ``root``; an empty one when there is none."""
+    """The lockfile at ``root``; an empty one when there is none.
+
+    The file may have been edited by hand: it must be a regular file of at most
+    :data:`MAX_LOCKFILE_BYTES`, its JSON is parsed with bounded nesting and numbers, and
+    the ``/config`` documents in it are held to what sync would have accepted.
+    """
     file = root / LOCKFILE
-    if not file.exists():
+    if not os.path.lexists(file):
         return Lockfile(), []
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        line = getattr(err, "lineno", 0)
-        column = getattr(err, "colno", 0)
-        return Lockfile(), [
-            Problem(
-                LOCKFILE, line, column, "", f"cannot read lockfile: {err}; run 'dsf-compile sync'"
-            )
-        ]
+        raw = read_regular_file(file, max_bytes=MAX_LOCKFILE_BYTES)
+        data = load_json(raw)
+    except json.JSONDecodeError as err:
+        return Lockfile(), [_problem(f"cannot read lockfile: {err.msg}", err.lineno, err.colno)]
+    except OSError as err:
+        return Lockfile(), [_problem(f"lockfile {err.strerror}")]
+    except ValueError as err:  # not UTF-8, too deep, a huge number
+        return Lockfile(), [_problem(f"cannot read lockfile: {_short(err)}", 1, 1)]
     try:
-        return Lockfile.model_validate(data), []
+        lock = Lockfile.model_validate(data)
     except ValidationError as err:
         problems = [
             Problem(
@@ -107,13 +116,70 @@ def read_lockfile(root: Path) -> tuple[Lockfile, list[Problem]]:
             for e in err.errors()
         ]
         return Lockfile(), problems
+    problems = []
+    for name, entry in sorted(lock.scorers.items()):
+        if entry.config is None:
+            continue
+        found = first_string_problem(entry.config.model_dump(mode="json", exclude_none=True))
+        if found is not None:
+            field, _, reason = found.partition(": ")
+            problems.append(
+                Problem(
+                    LOCKFILE,
+                    0,
+                    0,
+                    f"scorers.{name}.config.{field}",
+                    f"{reason}; run 'dsf-compile sync'",
+                )
+            )
+    return (Lockfile(), problems) if problems else (lock, [])
+
+
+def _problem(message: str, line: int = 0, column: int = 0) -> Problem:
+    return Problem(LOCKFILE, line, column, "", f"{message}; run 'dsf-compile sync'")
+
+
+def _short(err: ValueError) -> str:
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
+    return str(err)
+
+
+def check_lockfile_target(root: Path) -> list[Problem]:
+    """Problems that would keep sync from replacing the lockfile: something else in its place."""
+    file = root / LOCKFILE
+    try:
+        mode = os.lstat(file).st_mode
+    except FileNotFoundError:
+        return []
+    except OSError as err:
+        return [Problem(LOCKFILE, 0, 0, "", f"cannot check the lockfile: {err.strerror}")]
+    if stat.S_ISREG(mode):
+        return []
+    return [
+        Problem(
+            LOCKFILE, 0, 0, "", "must be a regular file (not a link, folder or FIFO): remove it"
+        )
+    ]
 
 
 def write_lockfile(root: Path, lock: Lockfile) -> bool:
-    """Replace the lockfile atomically; return whether its bytes changed."""
+    """Replace the lockfile atomically; return whether its bytes changed.
+
+    Raises :class:`SyncError` when it cannot be written (disk full, a folder in its
+    place); the previous lockfile is then left as it was.
+    """
     file = root / LOCKFILE
-    text = encode_lockfile(lock)
-    if file.exists() and file.read_text(encoding="utf-8") == text:
-        return False
-    atomic_write(file, text.encode())
+    data = encode_lockfile(lock).encode("utf-8")
+    try:
+        if read_regular_file(file, max_bytes=MAX_LOCKFILE_BYTES) == data:
+            return False
+    except OSError:
+        pass  # missing or unreadable: it is replaced (or the write below says why not)
+    try:
+        atomic_write(file, data)
+    except OSError as err:
+        raise SyncError(
+            f"cannot write {LOCKFILE}: {err.strerror or err}; the previous lockfile is unchanged"
+        ) from None
     return True

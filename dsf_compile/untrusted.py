@@ -1,0 +1,172 @@
+"""Text and JSON written by others: bounded parsing, credential redaction, printable messages.
+
+A scorer's ``/config`` answer, its redirects and a lockfile edited by hand are untrusted.
+Before such text reaches a message it goes through :func:`safe_message`: credentials in
+URLs are replaced by ``***`` and characters a terminal would act on (escape sequences,
+bidi overrides, lone surrogates) are shown escaped. Before such a document is kept, its
+strings go through :func:`string_problem`. JSON from outside is parsed by
+:func:`load_json`, which bounds nesting and number sizes before Python's parser recurses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_NUMBER_CHARS",
+    "first_string_problem",
+    "has_credentials",
+    "load_json",
+    "printable",
+    "redact",
+    "safe_message",
+    "string_problem",
+    "strings",
+]
+
+#: Deepest nesting accepted in JSON from outside (a /config or a lockfile is about 6 deep).
+MAX_JSON_DEPTH = 64
+#: Longest number literal accepted (Python refuses to convert integers above 4,300 digits).
+MAX_NUMBER_CHARS = 100
+
+REDACTED = "***"
+
+# Query parameters whose value is a secret: token=, access_token=, api_key=, password=, ...
+_SECRET_NAME = (
+    r"[A-Za-z0-9_.-]*(?:token|passw(?:or)?d|pwd|secret|api[-_]?key|access[-_]?key"
+    r"|auth|credential|signature|sig)[A-Za-z0-9_.-]*"
+)
+_SECRET_PARAM = re.compile(rf"(?i)([?&;]{_SECRET_NAME}=)([^&#\s'\"]*)")
+# user:password@ after a scheme, or at the start of a bare host ("user:pw@host:9090").
+_SCHEME_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)([^/?#\s@'\"]*@)")
+_BARE_USERINFO = re.compile(r"(^|[\s'\"(])([^/?#\s@:'\"(]+:[^/?#\s@'\"]*@)")
+_CONTROL_OK = frozenset("\t\n\r")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def redact(text: str) -> str:
+    """``text`` with the userinfo and secret query values of every URL in it replaced by ``***``."""
+    text = _SCHEME_USERINFO.sub(rf"\1{REDACTED}@", text)
+    text = _BARE_USERINFO.sub(rf"\1{REDACTED}@", text)
+    return _SECRET_PARAM.sub(rf"\1{REDACTED}", text)
+
+
+def has_credentials(text: str) -> bool:
+    """Whether ``text`` holds a URL with ``user:password@`` or a secret query parameter."""
+    return redact(text) != text
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\u202e``, ``\\ud800``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def safe_message(text: str) -> str:
+    """What may be printed or recorded of ``text``: redacted, and escaped to one printable line."""
+    return printable(redact(text))
+
+
+def string_problem(value: str) -> str | None:
+    """Why ``value`` (a string from outside) cannot be kept, or None.
+
+    Refused: lone surrogates (they cannot be written as UTF-8), control characters other
+    than tab and line breaks, and URLs carrying credentials.
+    """
+    for ch in value:
+        if "\ud800" <= ch <= "\udfff":
+            return f"is not valid Unicode (lone surrogate U+{ord(ch):04X})"
+        if (ch < " " or "\x7f" <= ch <= "\x9f") and ch not in _CONTROL_OK:
+            return f"holds the control character U+{ord(ch):04X}"
+    if has_credentials(value):
+        return "carries credentials (user:password@ or a secret query parameter); refused"
+    return None
+
+
+def strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value (keys included) with its dotted path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str):
+                yield where, key
+            yield from strings(child, where)
+    elif isinstance(value, list | tuple):
+        for index, child in enumerate(value):
+            yield from strings(child, f"{path}[{index}]")
+
+
+def first_string_problem(value: Any) -> str | None:
+    """``FIELD: reason`` for the first string of a JSON value that cannot be kept, or None."""
+    for where, text in strings(value):
+        problem = string_problem(text)
+        if problem is not None:
+            return f"{where or '(document)'}: {problem}"
+    return None
+
+
+def load_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse JSON from outside; raise ``ValueError`` with a short reason when it is not acceptable.
+
+    Nesting deeper than ``max_depth`` and number literals longer than
+    :data:`MAX_NUMBER_CHARS` are refused before Python's parser sees them (it recurses per
+    level and converts integers of any length); ``NaN`` and ``Infinity`` are refused too.
+    """
+    text = data.decode(json.detect_encoding(data)) if isinstance(data, bytes) else data
+    depth = nesting_depth(text, max_depth)
+    if depth > max_depth:
+        raise ValueError(f"nested deeper than {max_depth} levels")
+    return json.loads(
+        text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
+    )
+
+
+def nesting_depth(text: str, limit: int) -> int:
+    """The bracket nesting of JSON ``text`` outside strings; stops counting past ``limit``."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def _parse_int(literal: str) -> int:
+    if len(literal) > MAX_NUMBER_CHARS:
+        raise ValueError(f"a number of {len(literal)} digits")
+    return int(literal)
+
+
+def _parse_float(literal: str) -> float:
+    if len(literal) > MAX_NUMBER_CHARS:
+        raise ValueError(f"a number of {len(literal)} characters")
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {literal} is out of range")
+    return value
+
+
+def _parse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
