@@ -14,7 +14,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from dsf_compile.contract import SummaryList
-from dsf_compile.files import atomic_write
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.files import (
+    FileTooLargeError,
+    NotRegularFileError,
+    atomic_write,
+    read_regular_file,
+)
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import Settings
@@ -48,20 +54,44 @@ def encode_schema(model: type[BaseModel]) -> str:
 
 
 def write_schemas(folder: Path, *, check: bool) -> list[str]:
-    """Write (or with ``check``, compare) every schema; return the file names that were stale."""
+    """Write (or with ``check``, compare) every schema; return the file names that were stale.
+
+    Raises :class:`InputError` when ``folder`` or one of its schema files is something
+    else than a folder or a regular file (a link, a FIFO...), or cannot be read.
+    """
     stale = []
+    _check_folder(folder)
     if not check:
         folder.mkdir(parents=True, exist_ok=True)
     for name, model in SCHEMAS.items():
         file = folder / f"{name}.schema.json"
-        text = encode_schema(model)
-        current = file.read_text(encoding="utf-8") if file.exists() else None
-        if current == text:
+        data = encode_schema(model).encode("utf-8")
+        # Bytes, not text: a file that is not UTF-8 is simply stale.
+        if _read_current(file, len(data)) == data:
             continue
         stale.append(file.name)
         if not check:
-            atomic_write(file, text.encode())
+            atomic_write(file, data)
     return stale
+
+
+def _check_folder(folder: Path) -> None:
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise InputError([Problem(folder.name, 0, 0, "", "must be a folder")])
+
+
+def _read_current(file: Path, size: int) -> bytes | None:
+    try:
+        # One byte more than expected is enough to tell a file is stale.
+        return read_regular_file(file, max_bytes=size + 1)
+    except (FileNotFoundError, FileTooLargeError):
+        return None
+    except OSError as err:
+        where = f"{file.parent.name}/{file.name}"
+        message = (
+            err.strerror if isinstance(err, NotRegularFileError) else f"cannot read: {err.strerror}"
+        )
+        raise InputError([Problem(where, 0, 0, "", message)]) from None
 
 
 # ------------------------------------------------------------- OpenAPI for CRDs

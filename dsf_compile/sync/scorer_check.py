@@ -5,12 +5,17 @@ reason and its timing: ``/healthz``, the ``/config`` document, the scoring endpo
 names, a ``/scoring`` round trip with generated series and one with an empty ``data``
 list, the response schema, finite scores, the auth behaviour (when a token is given),
 and the latency of scoring. A check that cannot run because an earlier one failed is
-``SKIP``ped. The network is touched only through the one ``httpx.Client`` made here
-(its transport is injectable for tests): explicit timeouts, no redirects, capped bodies.
+``SKIP``ped. The network is touched only through the one ``httpx.AsyncClient`` made here
+(its transport is injectable for tests): no redirects, capped bodies, and a deadline per
+request that covers the whole exchange, so a server dripping one byte at a time cannot
+stretch it (the same ``asyncio.timeout`` that bounds each scorer's budget in sync).
+Everything the scorer says is untrusted: JSON is parsed with bounded nesting, and every
+line printed is redacted and escaped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -25,6 +30,7 @@ from pydantic import ValidationError
 from dsf_compile.contract import range_step_problem
 from dsf_compile.fields import check_http_url
 from dsf_compile.scoring_api import ScorerConfig, ScoringResponse
+from dsf_compile.untrusted import first_string_problem, load_json, safe_message
 
 Status = Literal["PASS", "FAIL", "SKIP"]
 
@@ -79,6 +85,7 @@ class _Endpoints:
 class _Report:
     out: TextIO
     token: str | None
+    timeout: float = 10.0
     results: list[CheckResult] = field(default_factory=list)
 
     def add(self, name: str, status: Status, reason: str, seconds: float | None = None) -> bool:
@@ -91,7 +98,7 @@ class _Report:
         if self.token:
             # A scorer could echo the header back in an error text; never show it.
             line = line.replace(self.token, "***")
-        print(line, file=self.out, flush=True)
+        print(safe_message(line), file=self.out, flush=True)
 
 
 def run_scorer_check(
@@ -100,34 +107,42 @@ def run_scorer_check(
     token: str | None,
     timeout: float,
     out: TextIO,
-    transport: httpx.BaseTransport | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> bool:
     """Check the Scoring API at ``url`` (its base URL or its ``/config`` URL) against the contract.
 
     Prints one line per check and a summary to ``out``; returns True when no check failed.
     ``token`` is sent as ``Authorization: Bearer`` on scoring requests and is never printed.
+    Each request, its answer included, must be over within ``timeout`` seconds.
     """
-    report = _Report(out, token or None)
+    report = _Report(out, token or None, timeout)
     try:
         endpoints = _endpoints(url)
     except ValueError as error:
         # The URL is not echoed: a rejected one may carry user:password@.
         report.add("url", "FAIL", f"the URL {error}")
         return _summary(report, "the URL")
-    client = httpx.Client(
-        transport=transport,
-        timeout=httpx.Timeout(timeout),
-        follow_redirects=False,
-        headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-    )
-    with client:
-        _run_checks(client, endpoints, report)
+    asyncio.run(_run_checks(endpoints, report, transport))
     return _summary(report, url)
 
 
-def _run_checks(client: httpx.Client, endpoints: _Endpoints, report: _Report) -> None:
-    _check_healthz(client, endpoints.healthz, report)
-    config = _check_config(client, endpoints.config, report)
+async def _run_checks(
+    endpoints: _Endpoints, report: _Report, transport: httpx.AsyncBaseTransport | None
+) -> None:
+    client = httpx.AsyncClient(
+        transport=transport,
+        timeout=httpx.Timeout(report.timeout),
+        follow_redirects=False,
+        trust_env=False,
+        headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+    )
+    async with client:
+        await _check_all(client, endpoints, report)
+
+
+async def _check_all(client: httpx.AsyncClient, endpoints: _Endpoints, report: _Report) -> None:
+    await _check_healthz(client, endpoints.healthz, report)
+    config = await _check_config(client, endpoints.config, report)
     scoring_url = _check_scoring_endpoint(config, endpoints.origin, report)
     names = ("scoring", "scoring-empty", "response-schema", "finite-scores", "auth", "latency")
     if scoring_url is None or config is None:
@@ -136,12 +151,12 @@ def _run_checks(client: httpx.Client, endpoints: _Endpoints, report: _Report) ->
         return
     step = _positive(config.source.params.step if config.source and config.source.params else None)
     series_body = {"data": list(generate_series(step or 60))}
-    with_series = _check_scoring(client, scoring_url, series_body, report, "scoring")
-    empty = _check_scoring(client, scoring_url, {"data": []}, report, "scoring-empty")
+    with_series = await _check_scoring(client, scoring_url, series_body, report, "scoring")
+    empty = await _check_scoring(client, scoring_url, {"data": []}, report, "scoring-empty")
     answers = [a for a in (with_series, empty) if a is not None]
     responses = _check_schema(answers, report, expected=2)
     _check_finite(responses, report)
-    _check_auth(client, scoring_url, series_body, with_series, report)
+    await _check_auth(client, scoring_url, series_body, with_series, report)
     _check_latency(answers, report)
 
 
@@ -176,11 +191,12 @@ def _endpoints(url: str) -> _Endpoints:
     return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin)
 
 
-def _request(
-    client: httpx.Client,
+async def _request(
+    client: httpx.AsyncClient,
     method: str,
     url: str,
     *,
+    timeout: float,
     limit: int,
     body: object = None,
     headers: dict[str, str] | None = None,
@@ -191,9 +207,14 @@ def _request(
         all_headers["Content-Type"] = "application/json"
     start = time.perf_counter()
     try:
-        with client.stream(method, url, content=content, headers=all_headers) as response:
+        # A deadline for the whole exchange: httpx's timeouts apply to each read, which a
+        # server sending a byte at a time never runs into.
+        async with (
+            asyncio.timeout(timeout),
+            client.stream(method, url, content=content, headers=all_headers) as response,
+        ):
             data = bytearray()
-            for chunk in response.iter_bytes():
+            async for chunk in response.aiter_bytes():
                 data += chunk
                 if len(data) > limit:
                     raise _RequestFailedError(
@@ -206,6 +227,9 @@ def _request(
                 time.perf_counter() - start,
                 response.headers.get("Location"),
             )
+    except TimeoutError:
+        reason = f"{method} {url}: no complete answer within {timeout:g} s"
+        raise _RequestFailedError(reason, time.perf_counter() - start) from None
     except httpx.HTTPError as error:
         reason = f"{method} {url}: {type(error).__name__}: {error}"
         raise _RequestFailedError(reason, time.perf_counter() - start) from None
@@ -218,9 +242,9 @@ def _status_reason(answer: _Answer) -> str:
     return f"{answer.status}" + (f": {excerpt}" if excerpt else "")
 
 
-def _check_healthz(client: httpx.Client, url: str, report: _Report) -> None:
+async def _check_healthz(client: httpx.AsyncClient, url: str, report: _Report) -> None:
     try:
-        answer = _request(client, "GET", url, limit=MAX_CONFIG_BYTES)
+        answer = await _request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
     except _RequestFailedError as error:
         report.add("healthz", "FAIL", str(error), error.seconds)
         return
@@ -230,9 +254,11 @@ def _check_healthz(client: httpx.Client, url: str, report: _Report) -> None:
         report.add("healthz", "FAIL", f"GET {url} -> {_status_reason(answer)}", answer.seconds)
 
 
-def _check_config(client: httpx.Client, url: str, report: _Report) -> ScorerConfig | None:
+async def _check_config(
+    client: httpx.AsyncClient, url: str, report: _Report
+) -> ScorerConfig | None:
     try:
-        answer = _request(client, "GET", url, limit=MAX_CONFIG_BYTES)
+        answer = await _request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
     except _RequestFailedError as error:
         report.add("config", "FAIL", str(error), error.seconds)
         return None
@@ -240,7 +266,7 @@ def _check_config(client: httpx.Client, url: str, report: _Report) -> ScorerConf
         report.add("config", "FAIL", f"GET {url} -> {_status_reason(answer)}", answer.seconds)
         return None
     try:
-        document = json.loads(answer.body)
+        document = load_json(answer.body)  # bounded: a deeply nested answer is refused
     except ValueError as error:
         report.add("config", "FAIL", f"GET {url}: not JSON ({error})", answer.seconds)
         return None
@@ -253,9 +279,13 @@ def _check_config(client: httpx.Client, url: str, report: _Report) -> ScorerConf
         )
         return None
     try:
-        config = ScorerConfig.model_validate_json(answer.body)
+        config = ScorerConfig.model_validate(document)
     except ValidationError as error:
         report.add("config", "FAIL", f"GET {url}: {_validation_reason(error)}", answer.seconds)
+        return None
+    found = first_string_problem(config.model_dump(mode="json", exclude_none=True))
+    if found is not None:  # what sync would refuse to record
+        report.add("config", "FAIL", f"GET {url}: {found}", answer.seconds)
         return None
     problems, missing = config_findings(config)
     if problems:
@@ -339,8 +369,8 @@ def _auth_header(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def _check_scoring(
-    client: httpx.Client,
+async def _check_scoring(
+    client: httpx.AsyncClient,
     url: str,
     body: dict[str, list[dict[str, object]]],
     report: _Report,
@@ -352,10 +382,11 @@ def _check_scoring(
         else '{"data": []}'
     )
     try:
-        answer = _request(
+        answer = await _request(
             client,
             "POST",
             url,
+            timeout=report.timeout,
             limit=MAX_SCORING_BYTES,
             body=body,
             headers=_auth_header(report.token),
@@ -420,8 +451,8 @@ def _check_finite(responses: Sequence[ScoringResponse], report: _Report) -> None
     report.add("finite-scores", "PASS", f"{len(scores)} score(s) in [{low:g}, {high:g}]{clamped}")
 
 
-def _check_auth(
-    client: httpx.Client,
+async def _check_auth(
+    client: httpx.AsyncClient,
     url: str,
     body: dict[str, list[dict[str, object]]],
     with_token: _Answer | None,
@@ -438,8 +469,14 @@ def _check_auth(
         ("wrong token", _auth_header(f"{report.token}-wrong")),
     ):
         try:
-            answer = _request(
-                client, "POST", url, limit=MAX_SCORING_BYTES, body=body, headers=headers
+            answer = await _request(
+                client,
+                "POST",
+                url,
+                timeout=report.timeout,
+                limit=MAX_SCORING_BYTES,
+                body=body,
+                headers=headers,
             )
         except _RequestFailedError as error:
             report.add("auth", "FAIL", f"{label}: {error}", seconds + error.seconds)
