@@ -40,10 +40,11 @@ _SECRET_NAME = (
     r"[A-Za-z0-9_.-]*(?:token|passw(?:or)?d|pwd|secret|api[-_]?key|access[-_]?key"
     r"|auth|credential|signature|sig)[A-Za-z0-9_.-]*"
 )
-_SECRET_PARAM = re.compile(rf"(?i)([?&;]{_SECRET_NAME}=)([^&#\s'\"]*)")
+# The value ends at the next parameter, or before a ':' that ends the URL in "GET URL: ...".
+_SECRET_PARAM = re.compile(rf"(?i)([?&;]{_SECRET_NAME}=)([^&;#\s'\")]*?)(?=:?(?:[\s&;#'\")]|$))")
 # user:password@ after a scheme, or at the start of a bare host ("user:pw@host:9090").
 _SCHEME_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)([^/?#\s@'\"]*@)")
-_BARE_USERINFO = re.compile(r"(^|[\s'\"(])([^/?#\s@:'\"(]+:[^/?#\s@'\"]*@)")
+_BARE_USERINFO = re.compile(r"(^|[\s'\"])([^/?#\s@:'\"(]+:[^/?#\s@'\"]*@)")
 _CONTROL_OK = frozenset("\t\n\r")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -94,7 +95,7 @@ def string_problem(value: str) -> str | None:
         if (ch < " " or "\x7f" <= ch <= "\x9f") and ch not in _CONTROL_OK:
             return f"holds the control character U+{ord(ch):04X}"
     if has_credentials(value):
-        return "carries credentials (user:password@ or a secret query parameter); refused"
+        return "carries credentials (a user name or password, or a secret query parameter); refused"
     return None
 
 
