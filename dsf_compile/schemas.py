@@ -88,9 +88,8 @@ def _read_current(file: Path, size: int) -> bytes | None:
         return None
     except OSError as err:
         where = f"{file.parent.name}/{file.name}"
-        message = (
-            err.strerror if isinstance(err, NotRegularFileError) else f"cannot read: {err.strerror}"
-        )
+        reason = err.strerror or str(err)
+        message = reason if isinstance(err, NotRegularFileError) else f"cannot read: {reason}"
         raise InputError([Problem(where, 0, 0, "", message)]) from None
 
 

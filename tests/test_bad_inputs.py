@@ -923,6 +923,47 @@ CASES = [
         validate=False,
     ),
     Case(
+        "lockfile-nested-100000-deep",
+        {LOCK: "[" * 100_000},
+        LOCK,
+        1,
+        "",
+        "cannot read lockfile: nested deeper than 64 levels",
+        validate=False,
+    ),
+    Case(
+        "lockfile-5000-digit-number",
+        {LOCK: '{"version": ' + "7" * 5000 + "}"},
+        LOCK,
+        1,
+        "",
+        "cannot read lockfile: a number of 5000 digits",
+        validate=False,
+    ),
+    Case(
+        "lock-config-host-with-credentials",
+        _lock_with_config("cpu-scorer", {"scoring.host": "http://user:hunter2@cpu-scorer"}),
+        LOCK,
+        0,
+        "scorers.cpu-scorer.config.scoring.host",
+        r"carries credentials",
+        validate=False,
+    ),
+    Case(
+        "lock-config-lone-surrogate",
+        # as a JSON escape: the one way a lone surrogate gets into a file
+        {
+            LOCK: str(_lock_with_config("cpu-scorer", {"name": "SURROGATE"})[LOCK]).replace(
+                "SURROGATE", "sur\\ud800"
+            )
+        },
+        LOCK,
+        0,
+        "scorers.cpu-scorer.config.name",
+        r"not valid Unicode \(lone surrogate U\+D800\)",
+        validate=False,
+    ),
+    Case(
         "lock-config-step-longer-than-range",
         _lock_with_config("cpu-scorer", {"source.params.step": 7200}),
         FULL,
@@ -996,7 +1037,9 @@ def test_bad_input_fails_cleanly(case: Case, rendered_base: Path) -> None:
     for relative, content in case.files.items():
         _write(rendered_base, relative, content)
 
-    first = _check_first_problem(case, *_run(rendered_base, "render"))
+    code, out, err = _run(rendered_base, "render")
+    assert "hunter2" not in out + err  # credentials are never printed
+    first = _check_first_problem(case, code, out, err)
     assert _digest(rendered_base / "rendered") == before
 
     if case.validate:
