@@ -20,8 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-from sync_servers import LoopbackServer, Request, json_body, redirect, respond
-from test_sync import CONFIG, FAST, scorer
 
 from dsf_compile.cli import run
 from dsf_compile.files import NotRegularFileError, read_regular_file
@@ -31,6 +29,8 @@ from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from dsf_compile.sync.scorer_check import run_scorer_check
 from dsf_compile.untrusted import load_json, printable, redact, safe_message, string_problem
+from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond
+from tests.test_sync import CONFIG, FAST, scorer
 
 SECRET = "hunter2"
 
