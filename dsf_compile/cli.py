@@ -193,6 +193,8 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
 
         result = render_fleet(root)
         print_problems(result.warnings, err, github)
+        for leftover in result.changes.leftovers:
+            print(f"dsf-compile: warning: cannot remove the temporary file {leftover}", file=err)
         print(
             f"dsf-compile: rendered {result.files} file(s) for {result.clusters} cluster(s): "
             f"{result.changes.summary()}",

@@ -1,26 +1,57 @@
-"""Writing files safely: through a temporary file and a rename."""
+"""Writing files safely: through a new temporary file and a rename."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
+
+# A new file is created the way any program creates one: mode 0666 minus the umask (0644
+# under the usual 022). ``tempfile.mkstemp`` would make it 0600, which then sticks to the
+# committed lockfile, schemas and ownership record.
+NEW_FILE_MODE = 0o666
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:
+    """Create a file that did not exist, named ``PREFIX<random>SUFFIX`` in ``dir_fd``.
+
+    ``O_EXCL`` (with ``O_NOFOLLOW``) means a file or link planted at that name is never
+    opened: the name is simply taken, and another is tried. Returns the open descriptor
+    (write-only) and the name.
+    """
+    for _ in range(100):
+        name = f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(name, _CREATE, NEW_FILE_MODE, dir_fd=dir_fd), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot find a free temporary name {prefix}*{suffix}")
 
 
 def atomic_write(file: Path, data: bytes) -> None:
-    """Write ``data`` to ``file`` through a temporary file and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+    """Write ``data`` to ``file`` through a new temporary file beside it and a rename.
+
+    The rename replaces ``file`` itself, never what it might link to.
+    """
+    folder = os.open(file.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        fd, tmp = create_new(f".{file.name}.", ".tmp", dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, file.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
 
 
 # ------------------------------------------------------- reading without surprises

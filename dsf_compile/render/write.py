@@ -2,39 +2,77 @@
 
 The compiler records the files it owns in ``rendered/.dsf-files``. A render
 
-1. compares every rendered file with the tree (files with the same bytes are left alone),
-2. stages every new or changed file as a temporary file beside its target,
-3. only when all are staged, renames them into place, deletes the files it owned that
-   are no longer rendered, and rewrites the record.
+1. locks ``rendered/`` (a second render waits for the first),
+2. compares every rendered file with the tree (files with the same bytes are left alone),
+3. checks that every change is possible and stages every new or changed file, and the
+   new record, as a new temporary file beside its target,
+4. only when all are staged, renames them into place and deletes the owned files that
+   are no longer rendered, keeping each previous file under a temporary name until the
+   last step succeeded; on any failure it puts them all back.
 
-An error before step 3 removes the staged files and leaves the previous tree intact.
-Files the compiler did not write are never touched.
+So from the outside an update happens completely or not at all. Files the compiler did
+not write are never touched.
+
+``rendered/`` comes from a pull request, so it is hostile input: a committed symbolic
+link (``rendered/x -> ~/.ssh``), a FIFO or a directory may stand where a rendered file
+or folder should be. The compiler never reads, writes or deletes through a link, never
+opens anything but a regular file, and never prints the bytes of a file it did not
+write. Every access goes through a descriptor of an already opened directory
+(``openat``-style ``dir_fd`` calls) opened with ``O_NOFOLLOW``, so a link swapped in
+between a check and a use is refused by the kernel instead of followed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
+import fcntl
 import os
+import re
+import secrets
+import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsf_compile.errors import RenderError
-from dsf_compile.files import atomic_write
+from dsf_compile.errors import InputError, Problem, RenderError
+from dsf_compile.files import create_new
 
 RENDERED = "rendered"
 RECORD = ".dsf-files"
 _RECORD_HEADER = "# Files written by dsf-compile; it deletes only these. Do not edit.\n"
+_STAGED = ".dsf-tmp"
+_BACKUP = ".dsf-old"
+LOCK_WAIT_SECONDS = 60.0
+"""How long a render waits for another one writing the same ``rendered/``."""
+MAX_READ_BYTES = 64 << 20
+
+# A path the compiler writes: plain names, none hidden (so never ``.``, ``..``, the record
+# or a staged file), ``/`` between them. Anything else in the record was not written by it.
+_OWNED_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*\Z")
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: should a FIFO be swapped in after the lstat, opening it does not hang.
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass
 class Changes:
-    """What a render would do to the tree, file by file."""
+    """What a render would do to the tree, file by file.
+
+    ``hidden`` names the files whose current bytes must not be shown, and why (not
+    UTF-8, unreadable, or not written by the compiler); their "old" text is empty.
+    ``leftovers`` are temporary files an otherwise complete update could not remove.
+    """
 
     added: dict[str, str] = field(default_factory=dict)
     changed: dict[str, tuple[str, str]] = field(default_factory=dict)
     removed: dict[str, str] = field(default_factory=dict)
     record_stale: bool = False
     owned: set[str] = field(default_factory=set)
+    hidden: dict[str, str] = field(default_factory=dict)
+    leftovers: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -44,98 +82,454 @@ class Changes:
         return f"{len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed"
 
 
+# ---------------------------------------------------------------- the tree
+
+
+def _where(key: str) -> str:
+    return f"{RENDERED}/{key}" if key else RENDERED
+
+
+def _refuse(key: str, message: str) -> InputError:
+    return InputError([Problem(_where(key), 0, 0, "", message)])
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _check_kind(key: str, mode: int, want: Callable[[int], bool], what: str) -> None:
+    if stat.S_ISLNK(mode):
+        raise _refuse(
+            key,
+            f"is a symbolic link; dsf-compile never follows links in {RENDERED}/: "
+            "remove it and render again",
+        )
+    if not want(mode):
+        raise _refuse(key, f"is {_kind(mode)}, not {what}; remove it and render again")
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A regular file found at a rendered or owned path: its bytes, or why they are not read."""
+
+    data: bytes | None
+    reason: str = ""
+
+
+class _Tree:
+    """``rendered/`` opened without following links; every access relative to an open directory.
+
+    Why descriptors and not paths: a path is resolved again at every use, so a check
+    (``lstat``) followed by a use (``open``, ``unlink``) can be redirected by a link
+    created in between. Here each folder is opened once with ``O_NOFOLLOW`` (after an
+    ``lstat`` for a clear message) and checked to be the folder that was ``lstat``-ed;
+    files are then opened, created (``O_EXCL|O_NOFOLLOW``), renamed and removed by name
+    inside that descriptor, so no path component is ever resolved through a link.
+    """
+
+    def __init__(self) -> None:
+        self.fds: dict[str, int] = {}
+        self.made: list[str] = []
+
+    @classmethod
+    def open(cls, folder: Path, *, create: bool) -> _Tree:
+        tree = cls()
+        parent = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = tree._open_folder(parent, folder.name, "", create)
+        finally:
+            os.close(parent)
+        if fd is not None:
+            tree.fds[""] = fd
+            tree.made.clear()  # rendered/ itself is never removed: another render may hold it
+        return tree
+
+    @property
+    def exists(self) -> bool:
+        return "" in self.fds
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+    def _open_folder(self, parent: int, name: str, key: str, create: bool) -> int | None:
+        try:
+            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                os.mkdir(name, 0o777, dir_fd=parent)
+                self.made.append(key)
+            except FileExistsError:
+                pass
+            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        _check_kind(key, before.st_mode, stat.S_ISDIR, "a directory")
+        try:
+            fd = os.open(name, _DIRECTORY, dir_fd=parent)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                raise _refuse(key, "changed while dsf-compile was reading it") from err
+            raise
+        after = os.fstat(fd)
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+            os.close(fd)
+            raise _refuse(key, "changed while dsf-compile was reading it")
+        return fd
+
+    def folder(self, key: str, *, create: bool = False) -> int | None:
+        """The descriptor of ``rendered/KEY`` (``None`` if it does not exist and not ``create``)."""
+        if key in self.fds:
+            return self.fds[key]
+        parent_key, _, name = key.rpartition("/")
+        parent = self.folder(parent_key, create=create)
+        if parent is None:
+            return None
+        fd = self._open_folder(parent, name, key, create)
+        if fd is not None:
+            self.fds[key] = fd
+        return fd
+
+    def locate(self, relative: str, *, create: bool = False) -> tuple[int | None, str]:
+        """The descriptor of the folder holding ``relative``, and the file's name in it."""
+        parent_key, _, name = relative.rpartition("/")
+        return self.folder(parent_key, create=create), name
+
+    def read(self, relative: str) -> _Found | None:
+        """The regular file at ``relative``, ``None`` if there is none; refuses anything else."""
+        parent, name = self.locate(relative)
+        if parent is None:
+            return None
+        try:
+            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        _check_kind(relative, before.st_mode, stat.S_ISREG, "a regular file")
+        try:
+            fd = os.open(name, _FILE, dir_fd=parent)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOENT):
+                raise _refuse(relative, "changed while dsf-compile was reading it") from err
+            return _Found(None, f"cannot be read: {err.strerror}")
+        try:
+            after = os.fstat(fd)
+            if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (
+                before.st_dev,
+                before.st_ino,
+            ):
+                raise _refuse(relative, "changed while dsf-compile was reading it")
+            if after.st_size > MAX_READ_BYTES:
+                return _Found(None, f"is larger than {MAX_READ_BYTES >> 20} MiB")
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return _Found(b"".join(chunks))
+        except OSError as err:
+            return _Found(None, f"cannot be read: {err.strerror}")
+        finally:
+            os.close(fd)
+
+
+def _lock(tree: _Tree, operation: int) -> None:
+    """Lock ``rendered/`` itself (``flock`` on its directory descriptor).
+
+    Locking the directory rather than a lock file adds no file to the tree (nothing for
+    ``render --check`` or a GitOps tool to see), follows no link (the descriptor was
+    opened with ``O_NOFOLLOW``), and is released by the kernel when the process ends.
+    """
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(tree.fds[""], operation | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise RenderError(
+                    f"another dsf-compile is writing {RENDERED}/; gave up waiting after "
+                    f"{LOCK_WAIT_SECONDS:g} s"
+                ) from None
+            time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- the record
+
+
+def _read_record(tree: _Tree) -> tuple[set[str], bool]:
+    """The paths the record lists, and whether it exists; refuses lines it could not have written."""
+    found = tree.read(RECORD)
+    if found is None:
+        return set(), False
+    if found.data is None:
+        raise _refuse(RECORD, f"{found.reason}; restore it from Git")
+    owned: set[str] = set()
+    problems = []
+    for number, line in enumerate(found.data.split(b"\n"), 1):
+        if not line or line.startswith(b"#"):
+            continue
+        text = line.decode("ascii", "backslashreplace")
+        if _OWNED_PATH.match(text):
+            owned.add(text)
+        else:
+            shown = repr(text if len(text) <= 80 else text[:80] + "...")
+            problems.append(
+                Problem(
+                    f"{RENDERED}/{RECORD}",
+                    number,
+                    1,
+                    "",
+                    f"{shown} is not a file dsf-compile writes; restore the record from Git",
+                )
+            )
+    if problems:
+        raise InputError(problems)
+    return owned, True
+
+
 def read_record(folder: Path) -> set[str]:
-    file = folder / RECORD
-    if not file.exists():
-        return set()
-    lines = file.read_text(encoding="utf-8").splitlines()
-    return {line for line in lines if line and not line.startswith("#") and _safe(line)}
-
-
-def _safe(relative: str) -> bool:
-    parts = relative.split("/")
-    return not relative.startswith("/") and ".." not in parts and "" not in parts
-
-
-def _read(file: Path) -> str | None:
+    """The files the compiler owns in ``folder`` (``rendered/``), from its record."""
+    tree = _Tree.open(folder, create=False)
     try:
-        return file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        return "\x00unreadable"
+        return _read_record(tree)[0] if tree.exists else set()
+    finally:
+        tree.close()
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def _compare(tree: _Tree, files: dict[str, str]) -> tuple[Changes, set[str]]:
+    """The changes, and the paths where a file exists now."""
+    owned, present = _read_record(tree) if tree.exists else (set(), False)
+    changes = Changes(owned=owned)
+    existing: set[str] = set()
+
+    def current(relative: str) -> str | None:
+        found = tree.read(relative) if tree.exists else None
+        if found is None:
+            return None
+        existing.add(relative)
+        if found.data is None:
+            changes.hidden[relative] = found.reason
+            return ""
+        if relative not in owned:
+            changes.hidden[relative] = "it was not written by dsf-compile"
+            return found.data.decode("utf-8", "replace")  # compared, never shown
+        try:
+            return found.data.decode("utf-8")
+        except UnicodeDecodeError:
+            changes.hidden[relative] = "it is not UTF-8 text"
+            return ""
+
+    for relative, text in files.items():
+        old = current(relative)
+        if old is None:
+            changes.added[relative] = text
+        elif old != text or (relative in changes.hidden and relative in owned):
+            changes.changed[relative] = (old, text)
+        else:
+            changes.hidden.pop(relative, None)  # same bytes: nothing to show or hide
+    for relative in sorted(owned - set(files)):
+        old = current(relative)
+        if old is not None:
+            changes.removed[relative] = old
+    changes.record_stale = not present or owned != set(files)
+    return changes, existing
 
 
 def compare_tree(folder: Path, files: dict[str, str]) -> Changes:
     """Compare rendered ``files`` with ``folder`` without writing anything."""
-    owned = read_record(folder)
-    changes = Changes(owned=owned)
-    for relative, text in files.items():
-        current = _read(folder / relative)
-        if current is None:
-            changes.added[relative] = text
-        elif current != text:
-            changes.changed[relative] = (current, text)
-    for relative in sorted(owned - set(files)):
-        current = _read(folder / relative)
-        if current is not None:
-            changes.removed[relative] = current
-    changes.record_stale = owned != set(files)
-    return changes
+    try:
+        tree = _Tree.open(folder, create=False)
+        try:
+            if tree.exists:
+                _lock(tree, fcntl.LOCK_SH)
+            return _compare(tree, files)[0]
+        finally:
+            tree.close()
+    except OSError as err:
+        raise RenderError(f"cannot read {RENDERED}/: {err}") from err
+
+
+# ---------------------------------------------------------------- writing
 
 
 def write_tree(folder: Path, files: dict[str, str]) -> Changes:
-    """Bring ``folder`` to exactly ``files`` (for the files the compiler owns)."""
-    changes = compare_tree(folder, files)
-    foreign = sorted(p for p in changes.changed if p not in changes.owned)
-    if foreign:
-        raise RenderError(
-            f"{RENDERED}/{foreign[0]} exists but was not written by dsf-compile; move it away and render again"
-        )
-    staged = _stage(
-        folder, [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())]
-    )
+    """Bring ``folder`` to exactly ``files`` (for the files the compiler owns), all or nothing."""
     try:
-        for relative, staged_file in staged:
-            os.replace(staged_file, os.path.join(folder, relative))
-        for relative in changes.removed:
-            (folder / relative).unlink(missing_ok=True)
-            _prune_empty(folder, (folder / relative).parent)
-        if changes.record_stale or not (folder / RECORD).exists():
-            record = _RECORD_HEADER + "".join(f"{p}\n" for p in sorted(files))
-            atomic_write(folder / RECORD, record.encode())
+        tree = _Tree.open(folder, create=True)
+    except OSError as err:
+        raise RenderError(f"cannot open {RENDERED}/: {err}") from err
+    try:
+        _lock(tree, fcntl.LOCK_EX)
+        changes, existing = _compare(tree, files)
+        foreign = sorted(p for p in changes.changed if p not in changes.owned)
+        if foreign:
+            raise RenderError(
+                f"{RENDERED}/{foreign[0]} exists but was not written by dsf-compile; "
+                "move it away and render again"
+            )
+        if not changes.empty or changes.record_stale:
+            _Update(tree, existing).run(changes, files)
+        return changes
     except OSError as err:
         raise RenderError(f"cannot update {RENDERED}/: {err}") from err
-    return changes
+    finally:
+        tree.close()
 
 
-def _stage(folder: Path, files: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Write every file beside its target as ``.NAME.dsf-tmp``; on failure remove them all."""
-    staged: list[tuple[str, str]] = []
-    made: set[str] = set()
-    try:
-        for relative, text in files:
-            parent, name = os.path.split(os.path.join(folder, relative))
-            if parent not in made and not os.path.isdir(parent):
-                os.makedirs(parent)
-            made.add(parent)
-            staged_file = os.path.join(parent, f".{name}.dsf-tmp")
-            staged.append((relative, staged_file))
-            fd = os.open(staged_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            with os.fdopen(fd, "wb") as out:
-                out.write(text.encode("utf-8"))
-    except OSError as err:
-        for _, staged_file in staged:
-            Path(staged_file).unlink(missing_ok=True)
-            _prune_empty(folder, Path(staged_file).parent)
-        raise RenderError(f"cannot write {RENDERED}/: {err}; the previous tree is intact") from err
-    return staged
+class _Update:
+    """One all-or-nothing update of the tree: check, stage, rename with undo, clean up."""
+
+    def __init__(self, tree: _Tree, existing: set[str]) -> None:
+        self.tree = tree
+        self.existing = existing
+        self.staged: list[tuple[str, int, str, str]] = []  # relative, folder, name, staged name
+        self.undo: list[Callable[[], None]] = []
+        self.backups: list[tuple[str, int, str]] = []  # relative, folder, backup name
+
+    def run(self, changes: Changes, files: dict[str, str]) -> None:
+        writes = [*changes.added.items(), *((p, new) for p, (_, new) in changes.changed.items())]
+        if changes.record_stale:
+            writes.append((RECORD, _RECORD_HEADER + "".join(f"{p}\n" for p in sorted(files))))
+        self._check_removals(list(changes.removed))
+        self._stage(writes)
+        try:
+            for relative, folder, name, staged in self.staged:
+                self._replace(relative, folder, name, staged)
+            for relative in changes.removed:
+                self._remove(relative)
+        except OSError as err:
+            trouble = self._roll_back()
+            state = (
+                "the previous tree is restored"
+                if not trouble
+                else f"the previous tree could not be fully restored ({trouble})"
+            )
+            raise RenderError(f"cannot update {RENDERED}/: {err}; {state}") from err
+        changes.leftovers = self._clean_up(list(changes.removed))
+
+    def _check_removals(self, removed: list[str]) -> None:
+        """Before anything changes: every file to delete is a regular file in a writable folder."""
+        for relative in removed:
+            folder, name = self.tree.locate(relative)
+            assert folder is not None  # it was read a moment ago
+            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+            _check_kind(relative, mode, stat.S_ISREG, "a regular file")
+            if not os.access(".", os.W_OK, dir_fd=folder):
+                parent = relative.rpartition("/")[0]
+                raise RenderError(
+                    f"cannot update {RENDERED}/: {_where(parent)} is not writable, so "
+                    f"{RENDERED}/{relative} cannot be deleted; nothing was changed"
+                )
+
+    def _stage(self, writes: list[tuple[str, str]]) -> None:
+        """Write every file beside its target as a new ``.NAME.<random>.dsf-tmp``."""
+        try:
+            for relative, text in writes:
+                folder, name = self.tree.locate(relative, create=True)
+                assert folder is not None
+                fd, staged = create_new(f".{name}.", _STAGED, dir_fd=folder)
+                self.staged.append((relative, folder, name, staged))
+                with os.fdopen(fd, "wb") as out:
+                    out.write(text.encode("utf-8"))
+        except OSError as err:
+            self._roll_back()
+            raise RenderError(
+                f"cannot write {RENDERED}/: {err}; the previous tree is intact"
+            ) from err
+
+    def _backup_name(self, name: str) -> str:
+        return f".{name}.{secrets.token_hex(6)}{_BACKUP}"
+
+    def _replace(self, relative: str, folder: int, name: str, staged: str) -> None:
+        if relative in self.existing or relative == RECORD:
+            backup = self._backup_name(name)
+            try:  # a second name for the previous file, to put it back on failure
+                os.link(name, backup, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+            except FileNotFoundError:
+                backup = ""  # the record may not exist yet
+            if backup:
+                self.backups.append((relative, folder, backup))
+            os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
+            if backup:
+                self.undo.append(
+                    lambda: os.replace(backup, name, src_dir_fd=folder, dst_dir_fd=folder)
+                )
+            else:
+                self.undo.append(lambda: os.unlink(name, dir_fd=folder))
+        else:
+            os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
+            self.undo.append(lambda: os.unlink(name, dir_fd=folder))
+
+    def _remove(self, relative: str) -> None:
+        # Renamed away, not unlinked: renaming moves the name (never a link's target) and
+        # can be undone until the whole update succeeded.
+        folder, name = self.tree.locate(relative)
+        assert folder is not None
+        backup = self._backup_name(name)
+        os.rename(name, backup, src_dir_fd=folder, dst_dir_fd=folder)
+        self.backups.append((relative, folder, backup))
+        self.undo.append(lambda: os.rename(backup, name, src_dir_fd=folder, dst_dir_fd=folder))
+
+    def _roll_back(self) -> str:
+        """Undo every rename, remove staged files and new folders; say what could not be undone."""
+        trouble = []
+        for step in reversed(self.undo):
+            try:
+                step()
+            except OSError as err:
+                trouble.append(str(err))
+        for _, folder, _, staged in self.staged:
+            _remove_quietly(staged, folder)
+        for _, folder, backup in self.backups:
+            _remove_quietly(backup, folder)  # left only when its rename never happened
+        for key in reversed(self.tree.made):
+            parent_key, _, name = key.rpartition("/")
+            parent = self.tree.fds.get(parent_key)
+            if parent is not None:
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=parent)
+        return "; ".join(trouble)
+
+    def _clean_up(self, removed: list[str]) -> list[str]:
+        """After success: drop the previous files and prune folders the removals emptied."""
+        leftovers = []
+        for relative, folder, backup in self.backups:
+            try:
+                os.unlink(backup, dir_fd=folder)
+            except OSError:
+                leftovers.append(f"{_where(relative.rpartition('/')[0])}/{backup}")
+        for relative in removed:
+            key = relative.rpartition("/")[0]
+            while key:
+                parent_key, _, name = key.rpartition("/")
+                parent = self.tree.fds.get(parent_key)
+                try:
+                    assert parent is not None
+                    os.rmdir(name, dir_fd=parent)  # fails on a non-empty folder, and on a link
+                except OSError:
+                    break
+                key = parent_key
+        return leftovers
 
 
-def _prune_empty(root: Path, folder: Path) -> None:
-    while folder != root and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-        folder = folder.parent
+def _remove_quietly(name: str, folder: int) -> None:
+    # Already gone (renamed into place), or rolling back after a worse error.
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=folder)
 
 
 # ------------------------------------------------------------------- reporting
@@ -165,8 +559,15 @@ def _describe(text: str) -> str:
     return f"{kind} {namespace + '/' if namespace else ''}{name}"
 
 
+def _hidden(changes: Changes, relative: str) -> str:
+    return f"  (the current file is not shown: {changes.hidden[relative]})\n"
+
+
 def format_changes(changes: Changes, style: str) -> str:
-    """The changes as text (``render --check``, ``diff``) or as a Markdown PR comment."""
+    """The changes as text (``render --check``, ``diff``) or as a Markdown PR comment.
+
+    The current bytes of a file listed in ``changes.hidden`` are never printed.
+    """
     if style == "markdown":
         return _format_markdown(changes)
     out = []
@@ -175,10 +576,16 @@ def format_changes(changes: Changes, style: str) -> str:
         out.append(_unified(relative, "", text))
     for relative, (old, new) in changes.changed.items():
         out.append(f"changed: {RENDERED}/{relative}  {_describe(new)}\n")
-        out.append(_unified(relative, old, new))
+        if relative in changes.hidden:
+            out.append(_hidden(changes, relative))
+        else:
+            out.append(_unified(relative, old, new))
     for relative, text in changes.removed.items():
         out.append(f"removed: {RENDERED}/{relative}  {_describe(text)}\n")
-        out.append(_unified(relative, text, ""))
+        if relative in changes.hidden:
+            out.append(_hidden(changes, relative))
+        else:
+            out.append(_unified(relative, text, ""))
     return "".join(out)
 
 
@@ -196,6 +603,9 @@ def _format_markdown(changes: Changes) -> str:
     for change, relative, text in rows:
         out.append(f"| {change} | `{RENDERED}/{relative}` | {_describe(text)} |\n")
     for relative, (old, new) in changes.changed.items():
+        if relative in changes.hidden:
+            out.append(f"\n`{RENDERED}/{relative}`:{_hidden(changes, relative)}")
+            continue
         out.append(f"\n<details><summary><code>{RENDERED}/{relative}</code></summary>\n\n```diff\n")
         out.append(_unified(relative, old, new))
         out.append("```\n\n</details>\n")
