@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 from collections.abc import Mapping
@@ -46,6 +47,16 @@ class Symlink:
 
 
 @dataclass(frozen=True)
+class Fifo:
+    """A named pipe (opening it for reading would block until a writer comes)."""
+
+
+@dataclass(frozen=True)
+class Folder:
+    """An empty directory."""
+
+
+@dataclass(frozen=True)
 class Padded:
     """A valid copy of the base file ``source``, padded with comment lines to ``size`` bytes."""
 
@@ -53,7 +64,7 @@ class Padded:
     size: int
 
 
-Content = str | bytes | Symlink | Padded
+Content = str | bytes | Symlink | Fifo | Folder | Padded
 
 
 def _base(path: str) -> str:
@@ -98,10 +109,16 @@ def _lock_with_config(name: str, edit: Mapping[str, Any]) -> dict[str, Content]:
 def _write(root: Path, relative: str, content: Content) -> None:
     file = root / relative
     file.parent.mkdir(parents=True, exist_ok=True)
-    if file.exists() or file.is_symlink():
+    if file.is_dir() and not file.is_symlink():
+        shutil.rmtree(file)
+    elif file.exists() or file.is_symlink():
         file.unlink()
     if isinstance(content, Symlink):
         file.symlink_to(content.target)
+    elif isinstance(content, Fifo):
+        os.mkfifo(file)
+    elif isinstance(content, Folder):
+        file.mkdir()
     elif isinstance(content, Padded):
         data = _base(content.source).encode()
         line = b"# " + b"x" * 1021 + b"\n"
@@ -922,6 +939,88 @@ CASES = [
         "/config scoring.host",
         validate=False,
     ),
+    # -- rendered/ is input too: a pull request can commit links and odd files there
+    Case(
+        "rendered-file-is-a-link",
+        {"rendered/kustomization.yaml": Symlink("../dsf.yaml")},
+        "rendered/kustomization.yaml",
+        0,
+        "",
+        "is a symbolic link; dsf-compile never follows links",
+        validate=False,
+    ),
+    Case(
+        "rendered-folder-is-a-link",
+        {"rendered/clusters": Symlink("../clusters")},
+        "rendered/clusters",
+        0,
+        "",
+        "is a symbolic link",
+        validate=False,
+    ),
+    Case(
+        "rendered-record-is-a-link",
+        {"rendered/.dsf-files": Symlink("../dsf.yaml")},
+        "rendered/.dsf-files",
+        0,
+        "",
+        "is a symbolic link",
+        validate=False,
+    ),
+    Case(
+        "rendered-record-names-a-file-through-a-link",
+        {"rendered/x": Symlink(".."), "rendered/.dsf-files": "x/dsf.yaml\n"},
+        "rendered/x",
+        0,
+        "",
+        "is a symbolic link",
+        validate=False,
+    ),
+    Case(
+        "rendered-record-escapes",
+        {"rendered/.dsf-files": "# header\n../dsf.yaml\n"},
+        "rendered/.dsf-files",
+        2,
+        "",
+        "'../dsf.yaml' is not a file dsf-compile writes",
+        validate=False,
+    ),
+    Case(
+        "rendered-record-not-utf8",
+        {"rendered/.dsf-files": b"kustomization.yaml\nhub/\xff.yaml\n"},
+        "rendered/.dsf-files",
+        2,
+        "",
+        r"'hub/\\xff.yaml' is not a file dsf-compile writes",
+        validate=False,
+    ),
+    Case(
+        "rendered-file-is-a-fifo",
+        {"rendered/kustomization.yaml": Fifo()},
+        "rendered/kustomization.yaml",
+        0,
+        "",
+        "is a FIFO, not a regular file",
+        validate=False,
+    ),
+    Case(
+        "rendered-file-is-a-folder",
+        {"rendered/kustomization.yaml": Folder()},
+        "rendered/kustomization.yaml",
+        0,
+        "",
+        "is a directory, not a regular file",
+        validate=False,
+    ),
+    Case(
+        "rendered-folder-is-a-file",
+        {"rendered/clusters": "not a folder\n"},
+        "rendered/clusters",
+        0,
+        "",
+        "is a regular file, not a directory",
+        validate=False,
+    ),
     Case(
         "lockfile-nested-100000-deep",
         {LOCK: "[" * 100_000},
@@ -985,11 +1084,22 @@ def _run(root: Path, *command: str) -> tuple[int, str, str]:
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {
-        file.relative_to(folder).as_posix(): hashlib.sha256(file.read_bytes()).hexdigest()
-        for file in sorted(folder.rglob("*"))
-        if file.is_file()
-    }
+    """Every entry under ``folder``: a file's hash, a link's target, or another entry's kind.
+
+    Links are not followed and FIFOs not opened.
+    """
+    found = {}
+    for parent, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            path = Path(parent, name)
+            relative = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                found[relative] = "-> " + os.readlink(path)
+            elif path.is_file():
+                found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                found[relative] = "dir" if path.is_dir() else "special"
+    return found
 
 
 @pytest.fixture
@@ -1031,11 +1141,12 @@ def _check_first_problem(case: Case, code: int, out: str, err: str) -> str:
     return first
 
 
+@pytest.mark.timeout(60)  # a FIFO opened for reading would block forever
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_bad_input_fails_cleanly(case: Case, rendered_base: Path) -> None:
-    before = _digest(rendered_base / "rendered")
     for relative, content in case.files.items():
         _write(rendered_base, relative, content)
+    before = _digest(rendered_base / "rendered")
 
     code, out, err = _run(rendered_base, "render")
     assert "hunter2" not in out + err  # credentials are never printed

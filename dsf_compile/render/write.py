@@ -283,7 +283,8 @@ def _read_record(tree: _Tree) -> tuple[set[str], bool]:
         if _OWNED_PATH.match(text):
             owned.add(text)
         else:
-            shown = repr(text if len(text) <= 80 else text[:80] + "...")
+            shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[:80])
+            shown = f"'{shown}'" if len(text) <= 80 else f"'{shown}...'"
             problems.append(
                 Problem(
                     f"{RENDERED}/{RECORD}",
