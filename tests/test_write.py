@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.errors import RenderError
-from dsf_compile.render import write
 from dsf_compile.render.write import RECORD, compare_tree, format_changes, write_tree
 
 

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_bad_inputs import BASE, BASE_CONFIGS, _base_lock
 
 from dsf_compile.cli import run
 from dsf_compile.sync.lock import write_lockfile
+from tests.test_bad_inputs import BASE, BASE_CONFIGS, _base_lock
 
 SECRET = b"OUTSIDE-SECRET-5d1e"
 FOLDERS = ["", "hub", "clusters", "crds", "bootstrap/argocd", "nowhere"]
@@ -211,8 +211,8 @@ def test_nothing_outside_the_root_is_touched_or_shown(
         lines = [planted[i] for i in listed if i < len(planted) and planted[i]] + raw_lines
         record = rendered / ".dsf-files"
         if lines and not record.is_symlink() and record.is_file():
-            with record.open("ab") as out:
-                out.write(b"".join(line + b"\n" for line in lines))
+            with record.open("ab") as file:
+                file.write(b"".join(line + b"\n" for line in lines))
         if rendered_is_link:
             shutil.move(rendered, outside / "rendered")
             rendered.symlink_to(outside / "rendered")

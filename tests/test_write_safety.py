@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fleet_repo import copy_fleet
 
 from dsf_compile.cli import run
 from dsf_compile.errors import RenderError
 from dsf_compile.render import write
 from dsf_compile.render.write import RECORD, compare_tree, format_changes, write_tree
+from tests.fleet_repo import copy_fleet
 
 SECRET = "SECRET-MARKER-7f3a"
 
@@ -336,7 +336,7 @@ def test_a_folder_that_cannot_be_written_stops_the_update_before_it_starts(
 ) -> None:
     write_tree(tmp_path, OLD)
     before = _tree(tmp_path)
-    monkeypatch.setattr(write.os, "access", lambda *args, **kwargs: False)
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
     with pytest.raises(
         RenderError,
         match=r"rendered is not writable, so rendered/c.yaml cannot be deleted; nothing",
