@@ -84,7 +84,7 @@ SECRET_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
 def _dns_subdomain(value: str) -> str:
-    if len(value) > 253 or not DNS_SUBDOMAIN_RE.match(value):
+    if len(value) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(value):
         raise ValueError(
             "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', "
             "starting and ending with a letter or digit, at most 253 characters"
@@ -93,7 +93,7 @@ def _dns_subdomain(value: str) -> str:
 
 
 def _dns_label(value: str) -> str:
-    if len(value) > 63 or not DNS_LABEL_RE.match(value):
+    if len(value) > 63 or not DNS_LABEL_RE.fullmatch(value):
         raise ValueError(
             "must be a DNS-1123 label: lower-case letters, digits and '-', "
             "starting and ending with a letter or digit, at most 63 characters"
@@ -102,7 +102,7 @@ def _dns_label(value: str) -> str:
 
 
 def _secret_key(value: str) -> str:
-    if len(value) > 253 or not SECRET_KEY_RE.match(value):
+    if len(value) > 253 or not SECRET_KEY_RE.fullmatch(value):
         raise ValueError(
             "must be a Secret key: letters, digits, '-', '_' or '.', at most 253 characters"
         )
@@ -133,6 +133,50 @@ def check_http_url(value: str, *, allow_path: bool = True) -> str:
     return value
 
 
+#: Kubernetes label rules (apimachinery ``IsQualifiedName`` and ``IsValidLabelValue``).
+_LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+LABEL_NAME_RE = re.compile(f"^{_LABEL_NAME}$")
+LABEL_KEY_RE = re.compile(rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?{_LABEL_NAME}$")
+LABEL_VALUE_RE = re.compile(rf"^({_LABEL_NAME})?$")
+#: What Kubernetes allows for all of an object's annotations together (keys and values).
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def check_label_key(value: str) -> str:
+    """A label or annotation key: ``[prefix/]name``, the prefix a DNS subdomain."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(prefix)):
+        raise ValueError(
+            f"key {value!r}: the prefix before '/' must be a DNS-1123 subdomain "
+            "(lower-case letters, digits, '-' and '.'), at most 253 characters"
+        )
+    if len(name) > 63 or not LABEL_NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"key {value!r}: the name{' after /' if slash else ''} must be at most 63 letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def check_label_value(value: str) -> str:
+    """A label value: empty, or at most 63 letters, digits, ``-``, ``_``, ``.``."""
+    if len(value) > 63 or not LABEL_VALUE_RE.fullmatch(value):
+        raise ValueError(
+            "must be a label value: empty, or at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _annotations_size(value: dict[str, str]) -> dict[str, str]:
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in value.items())
+    if size > MAX_ANNOTATIONS_BYTES:
+        raise ValueError(
+            f"annotations total {size} bytes; Kubernetes allows {MAX_ANNOTATIONS_BYTES}"
+        )
+    return value
+
+
 DnsSubdomain = Annotated[
     str,
     AfterValidator(_dns_subdomain),
@@ -150,8 +194,31 @@ SecretKey = Annotated[
 ]
 _URL_SCHEMA = {"pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^@/?#\s]+([/?][^\s#]*)?$"}
 HttpUrl = Annotated[str, AfterValidator(check_http_url), Field(json_schema_extra=_URL_SCHEMA)]
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+# Label keys and values, and the integer bounds, are checked by validators only: as
+# JSON Schema keywords they would reach the rendered CRDs (a pattern on a map's keys
+# becomes patternProperties, which a structural CRD schema may not hold).
+LabelKey = Annotated[str, AfterValidator(check_label_key)]
+LabelValue = Annotated[str, AfterValidator(check_label_value)]
+#: Kubernetes labels (and selectors' ``matchLabels``): keys and values checked as the API does.
+Labels = dict[LabelKey, LabelValue]
+#: Kubernetes annotations: label-style keys, free values, 256 KiB in all.
+Annotations = Annotated[dict[LabelKey, str], AfterValidator(_annotations_size)]
+#: Integers as Kubernetes (Go) and the agent hold them. (No input maps to an int32 field.)
+INT64_MAX = 2**63 - 1
+
+
+def _int64(value: int) -> int:
+    if value > INT64_MAX:
+        raise ValueError(f"must be <= {INT64_MAX} (a 64-bit integer)")
+    if value < -INT64_MAX - 1:
+        raise ValueError(f"must be >= {-INT64_MAX - 1} (a 64-bit integer)")
+    return value
+
+
+_INT64 = [AfterValidator(_int64), Field(json_schema_extra={"format": "int64"})]
+Int64 = Annotated[int, *_INT64]
+PositiveInt = Annotated[int, Field(gt=0), *_INT64]
+NonNegativeInt = Annotated[int, Field(ge=0), *_INT64]
 StrMap = dict[str, str]
 T = TypeVar("T")
 #: A YAML/JSON list, stored as a tuple (frozen); its items keep their strict types.

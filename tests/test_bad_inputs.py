@@ -106,6 +106,17 @@ def _lock_with_config(name: str, edit: Mapping[str, Any]) -> dict[str, Content]:
     return {"dsf.lock.json": encode_lockfile(_base_lock({**BASE_CONFIGS, name: config}))}
 
 
+def _lock_with_raw_config(name: str, dotted: str, value: Any) -> dict[str, Content]:
+    """A lockfile whose /config of ``name`` holds ``value`` at ``dotted``, written as JSON as is."""
+    lock = json.loads(encode_lockfile(_base_lock(BASE_CONFIGS)))
+    node = lock["scorers"][name]["config"]
+    *parents, last = dotted.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    return {"dsf.lock.json": json.dumps(lock, indent=2) + "\n"}
+
+
 def _write(root: Path, relative: str, content: Content) -> None:
     file = root / relative
     file.parent.mkdir(parents=True, exist_ok=True)
@@ -292,7 +303,59 @@ CASES = [
         SCORER,
         7,
         "spec.description",
-        "cannot read value",
+        r"^YAML tag !!python/name:os\.system is not supported",
+    ),
+    Case(
+        "tag-on-sequence",
+        _edit(
+            SCORER,
+            "description: A static score per application",
+            'description: !!python/object/apply:os.system ["echo pwned"]',
+        ),
+        SCORER,
+        7,
+        "spec.description",
+        r"^YAML tag !!python/object/apply:os\.system is not supported",
+    ),
+    Case(
+        "tag-on-mapping",
+        _edit(SCORER, "  scoring:\n", "  scoring: !!python/object:dsf.Scoring\n"),
+        SCORER,
+        13,
+        "spec.scoring",
+        r"^YAML tag !!python/object:dsf\.Scoring is not supported",
+    ),
+    Case(
+        "tag-set-on-labels",
+        _edit(INVENTORY, '  labels:\n    gpu: "true"', "  labels: !!set {gpu}"),
+        INVENTORY,
+        5,
+        "metadata.labels",
+        r"^YAML tag !!set is not supported",
+    ),
+    Case(
+        "tag-local-on-integer",
+        _edit(SCORER, "interval: 60", "interval: !seconds 60"),
+        SCORER,
+        17,
+        "spec.scoring.params.interval",
+        r"^YAML tag !seconds is not supported",
+    ),
+    Case(
+        "tag-on-key",
+        _edit(SCORER, "  description:", "  !!python/name:os.system description:"),
+        SCORER,
+        7,
+        "spec",
+        r"^YAML tag !!python/name:os\.system on a key is not supported",
+    ),
+    Case(
+        "tag-on-document",
+        {SCORER: "--- !!python/object:dsf.Scorer\n" + _base(SCORER)},
+        SCORER,
+        1,
+        "",
+        r"^YAML tag !!python/object:dsf\.Scorer is not supported",
     ),
     # -- documents of the wrong shape or kind
     Case(
@@ -418,6 +481,46 @@ CASES = [
         'quote it: "42"',
     ),
     Case(
+        "description-as-float-written-with-exponent",
+        _edit(SCORER, "A static score per application", "1.5e+3"),
+        SCORER,
+        7,
+        "spec.description",
+        r'quote it: "1\.5e\+3"',
+    ),
+    Case(
+        "name-null",
+        _edit(SCORER, "name: static-scorer", "name: null"),
+        SCORER,
+        5,
+        "metadata.name",
+        r"^must be a string, not null \(no value is written here\)$",
+    ),
+    Case(
+        "name-without-value",
+        _edit(SCORER, "name: static-scorer", "name:"),
+        SCORER,
+        5,
+        "metadata.name",
+        r"^must be a string, not null",
+    ),
+    Case(
+        "description-too-long",
+        _edit(SCORER, "A static score per application", "x" * 2_000_000),
+        SCORER,
+        7,
+        "spec.description",
+        "must be at most 4096 characters",
+    ),
+    Case(
+        "interval-beyond-int64",
+        _edit(SCORER, "interval: 60", "interval: " + "1" + "0" * 26),
+        SCORER,
+        17,
+        "spec.scoring.params.interval",
+        r"must be <= 9223372036854775807 \(a 64-bit integer\)",
+    ),
+    Case(
         "description-as-list",
         _edit(SCORER, "A static score per application", "[a, b]"),
         SCORER,
@@ -541,6 +644,22 @@ CASES = [
         "repository.url",
         "URL carries credentials",
     ),
+    Case(
+        "settings-repository-url-not-a-url",
+        _edit(SETTINGS, "url: https://github.com/example/dsf-fleet.git", 'url: "not a url"'),
+        SETTINGS,
+        4,
+        "repository.url",
+        r"must be an https://, http:// or ssh:// URL",
+    ),
+    Case(
+        "settings-repository-url-scp-form",
+        _edit(SETTINGS, "https://github.com/example/dsf-fleet.git", "git@github.com:example/x.git"),
+        SETTINGS,
+        4,
+        "repository.url",
+        r"no scp-style host:path address; write it with ssh://",
+    ),
     # -- names
     Case(
         "name-upper-case",
@@ -553,6 +672,14 @@ CASES = [
     Case(
         "name-path-traversal",
         _edit(SCORER, "name: static-scorer", "name: ../x"),
+        SCORER,
+        5,
+        "metadata.name",
+        "DNS-1123 subdomain",
+    ),
+    Case(
+        "name-with-trailing-line-break",
+        _edit(SCORER, "name: static-scorer", 'name: "static-scorer\\n"'),
         SCORER,
         5,
         "metadata.name",
@@ -610,6 +737,71 @@ CASES = [
         "symlink",
         {"scorers/link.yaml": Symlink("static-scorer.yaml")},
         "scorers/link.yaml",
+        0,
+        "",
+        "not a link",
+    ),
+    Case(
+        "label-value-yes",
+        _edit(INVENTORY, 'gpu: "true"', "gpu: yes"),
+        INVENTORY,
+        6,
+        "metadata.labels.gpu",
+        'quote it: "yes"',
+    ),
+    # -- files that would be left out
+    Case(
+        "scorer-in-a-sub-folder",
+        {"scorers/team-a/x.yaml": _base(SCORER).replace("interval: 60", "interval: 0")},
+        "scorers/team-a/x.yaml",
+        17,
+        "spec.scoring.params.interval",
+        "must be > 0",
+    ),
+    Case(
+        "scorer-with-upper-case-extension",
+        {"scorers/x.YAML": _base(SCORER).replace("interval: 60", "interval: 0")},
+        "scorers/x.YAML",
+        17,
+        "spec.scoring.params.interval",
+        "must be > 0",
+    ),
+    Case(
+        "scorer-copy-in-a-sub-folder",
+        {"scorers/team-a/copy.yml": _base(SCORER)},
+        "scorers/team-a/copy.yml",
+        5,
+        "metadata.name",
+        "duplicate scorer name 'static-scorer'",
+    ),
+    Case(
+        "file-that-is-not-read",
+        {"scorers/x.json": '{"kind": "DynamicScorer"}'},
+        "scorers/x.json",
+        0,
+        "",
+        r"is not read: only \*\.yaml and \*\.yml files are",
+    ),
+    Case(
+        "file-that-is-not-read-in-clusters",
+        {"clusters/team-a/more.yaml.bak": _base(INVENTORY)},
+        "clusters/team-a/more.yaml.bak",
+        0,
+        "",
+        "is not read",
+    ),
+    Case(
+        "scorers-folder-is-a-link",
+        {"elsewhere/static-scorer.yaml": _base(SCORER), "scorers": Symlink("elsewhere")},
+        "scorers",
+        0,
+        "",
+        "^must be a folder$",
+    ),
+    Case(
+        "linked-folder",
+        {"scorers/elsewhere": Symlink("../clusters")},
+        "scorers/elsewhere",
         0,
         "",
         "not a link",
@@ -799,6 +991,102 @@ CASES = [
         "repository.password",
         "credentials must not be written in Git",
     ),
+    # -- labels and annotations, by the Kubernetes rules
+    Case(
+        "scorer-label-key-with-space",
+        _edit(SCORER, "spec:\n", '  labels: {"team a": x}\nspec:\n'),
+        SCORER,
+        6,
+        "metadata.labels.team a",
+        "key 'team a': the name must be at most 63 letters",
+    ),
+    Case(
+        "scorer-label-key-bad-prefix",
+        _edit(SCORER, "spec:\n", "  labels: {Example.COM/team: a}\nspec:\n"),
+        SCORER,
+        6,
+        "metadata.labels.Example.COM/team",
+        "the prefix before '/' must be a DNS-1123 subdomain",
+    ),
+    Case(
+        "scorer-label-value-too-long",
+        _edit(SCORER, "spec:\n", "  labels: {team: " + "a" * 64 + "}\nspec:\n"),
+        SCORER,
+        6,
+        "metadata.labels.team",
+        "must be a label value",
+    ),
+    Case(
+        "scorer-label-value-bad-start",
+        _edit(SCORER, "spec:\n", '  labels: {tier: "-gold"}\nspec:\n'),
+        SCORER,
+        6,
+        "metadata.labels.tier",
+        "must be a label value",
+    ),
+    Case(
+        "scorer-annotation-key-invalid",
+        _edit(SCORER, "spec:\n", '  annotations: {"owner:team": a}\nspec:\n'),
+        SCORER,
+        6,
+        "metadata.annotations.owner:team",
+        "key 'owner:team'",
+    ),
+    Case(
+        "scorer-annotations-too-large",
+        _edit(SCORER, "spec:\n", "  annotations: {notes: " + "n" * 300_000 + "}\nspec:\n"),
+        SCORER,
+        6,
+        "metadata.annotations",
+        "annotations total 300005 bytes; Kubernetes allows 262144",
+    ),
+    Case(
+        "inventory-label-key-empty-name",
+        _edit(INVENTORY, 'gpu: "true"', '"gpu/": "true"'),
+        INVENTORY,
+        6,
+        "metadata.labels.gpu/",
+        "the name after / must be",
+    ),
+    Case(
+        "inventory-label-value-with-space",
+        _edit(INVENTORY, 'gpu: "true"', 'gpu: "very much"'),
+        INVENTORY,
+        6,
+        "metadata.labels.gpu",
+        "must be a label value",
+    ),
+    Case(
+        "mask-match-labels-value-invalid",
+        _edit(MASKS, 'gpu: "false"', 'gpu: "no way"'),
+        MASKS,
+        9,
+        "spec.masks[0].clusterSelector.matchLabels.gpu",
+        "must be a label value",
+    ),
+    Case(
+        "mask-expression-key-invalid",
+        _edit(
+            MASKS,
+            'matchLabels:\n          gpu: "false"',
+            "matchExpressions:\n          - {key: gpu!, operator: Exists}",
+        ),
+        MASKS,
+        9,
+        "spec.masks[0].clusterSelector.matchExpressions[0].key",
+        "key 'gpu!'",
+    ),
+    Case(
+        "override-node-selector-key-invalid",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: edge01\n      nodeSelector: {node role: edge}\n"
+        },
+        SETTINGS,
+        10,
+        "agent.overrides[0].nodeSelector.node role",
+        "key 'node role'",
+    ),
     # -- cluster labels
     Case(
         "label-value-bool",
@@ -856,6 +1144,108 @@ CASES = [
         2,
         "agentNamespace",
         "DNS-1123 label",
+    ),
+    Case(
+        "settings-timeout-nan",
+        {SETTINGS: _base(SETTINGS) + "sync:\n  timeoutSeconds: .nan\n"},
+        SETTINGS,
+        8,
+        "sync.timeoutSeconds",
+        "^must be a finite number$",
+    ),
+    Case(
+        "settings-timeout-infinite",
+        {SETTINGS: _base(SETTINGS) + "sync:\n  timeoutSeconds: .inf\n"},
+        SETTINGS,
+        8,
+        "sync.timeoutSeconds",
+        "^must be a finite number$",
+    ),
+    Case(
+        "settings-timeout-beyond-float",
+        {SETTINGS: _base(SETTINGS) + "sync:\n  timeoutSeconds: 1" + "0" * 400 + "\n"},
+        SETTINGS,
+        8,
+        "sync.timeoutSeconds",
+        "^must be a finite number",
+    ),
+    Case(
+        "settings-resource-not-a-quantity",
+        {SETTINGS: _base(SETTINGS) + "agent:\n  resources:\n    requests: {cpu: lots}\n"},
+        SETTINGS,
+        9,
+        "agent.resources.requests.cpu",
+        "'lots' is not a quantity",
+    ),
+    Case(
+        "settings-resource-negative",
+        {SETTINGS: _base(SETTINGS) + "agent:\n  resources:\n    limits: {memory: -5Gi}\n"},
+        SETTINGS,
+        9,
+        "agent.resources.limits.memory",
+        "'-5Gi' is negative",
+    ),
+    Case(
+        "override-resource-with-space",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: edge01\n"
+            + "      resources: {limits: {memory: 2 Gi}}\n"
+        },
+        SETTINGS,
+        10,
+        "agent.overrides[0].resources.limits.memory",
+        "'2 Gi' is not a quantity",
+    ),
+    Case(
+        "override-toleration-seconds-beyond-int64",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: edge01\n      tolerations:\n"
+            + "        - {key: dedicated, operator: Exists, tolerationSeconds: 99999999999999999999}\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].tolerations[0].tolerationSeconds",
+        "a 64-bit integer",
+    ),
+    Case(
+        "settings-resolve-key-without-port",
+        {
+            SETTINGS: _base(SETTINGS)
+            + 'sync:\n  resolve:\n    "cpu-scorer.svc": "127.0.0.1:18000"\n'
+        },
+        SETTINGS,
+        9,
+        "sync.resolve.cpu-scorer.svc",
+        "the key must be HOST:PORT",
+    ),
+    Case(
+        "settings-resolve-value-with-line-break",
+        {SETTINGS: _base(SETTINGS) + 'sync:\n  resolve:\n    "svc:8000": "127.0.0.1\\n"\n'},
+        SETTINGS,
+        9,
+        "sync.resolve.svc:8000",
+        "the value must be ADDR",
+    ),
+    Case(
+        "settings-resolve-port-out-of-range",
+        {SETTINGS: _base(SETTINGS) + 'sync:\n  resolve:\n    "svc:8000": "127.0.0.1:99999"\n'},
+        SETTINGS,
+        9,
+        "sync.resolve.svc:8000",
+        "port 99999 is not between 1 and 65535",
+    ),
+    Case(
+        "settings-resolve-mapped-twice",
+        {
+            SETTINGS: _base(SETTINGS)
+            + 'sync:\n  resolve:\n    "svc:8000": "127.0.0.1"\n    "SVC:8000": "127.0.0.2"\n'
+        },
+        SETTINGS,
+        9,
+        "sync.resolve.svc:8000",
+        "svc:8000 is mapped twice",
     ),
     Case("settings-list", {SETTINGS: "- hubNamespace: a\n"}, SETTINGS, 1, "", "must be a mapping"),
     Case(
@@ -1060,6 +1450,15 @@ CASES = [
         0,
         "scorers.cpu-scorer.config.name",
         r"not valid Unicode \(lone surrogate U\+D800\)",
+        validate=False,
+    ),
+    Case(
+        "lock-config-interval-beyond-int64",
+        _lock_with_raw_config("cpu-scorer", "scoring.params.interval", 10**30),
+        LOCK,
+        0,
+        "scorers.cpu-scorer.config.scoring.params.interval",
+        "9223372036854775807",
         validate=False,
     ),
     Case(

@@ -93,15 +93,66 @@ def test_huge_file_is_refused_before_reading(tmp_path: Path) -> None:
     assert "larger than 10 MiB" in problems[0].message
 
 
-def test_listing_skips_hidden_and_other_files_and_refuses_links(tmp_path: Path) -> None:
+def test_listing_skips_hidden_and_markdown_and_refuses_links(tmp_path: Path) -> None:
     folder = tmp_path / "scorers"
     folder.mkdir()
-    for name in ("b.yaml", "a.yml", ".hidden.yaml", "notes.md"):
+    for name in ("b.yaml", "a.yml", ".hidden.yaml", ".gitkeep", "README.md"):
         (folder / name).write_text("a: 1\n")
     (folder / "link.yaml").symlink_to(folder / "b.yaml")
     files, problems = list_input_files(tmp_path, "scorers")
     assert files == ["scorers/a.yml", "scorers/b.yaml"]
     assert [p.path for p in problems] == ["scorers/link.yaml"]
+
+
+def test_listing_reads_sub_folders_and_any_case_and_reports_the_rest(tmp_path: Path) -> None:
+    folder = tmp_path / "scorers"
+    for name in ("team-b/z.yaml", "team-a/deeper/y.yml", "x.YAML", "a.Yml", "notes.txt"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("a: 1\n")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config.yaml").write_text("a: 1\n")
+    (folder / "outside").symlink_to(tmp_path)
+    files, problems = list_input_files(tmp_path, "scorers")
+    assert files == [
+        "scorers/a.Yml",
+        "scorers/team-a/deeper/y.yml",
+        "scorers/team-b/z.yaml",
+        "scorers/x.YAML",
+    ]
+    assert [(p.path, p.message.split(":")[0]) for p in problems] == [
+        ("scorers/notes.txt", "is not read"),
+        ("scorers/outside", "must be a regular file or folder, not a link"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "tag"),
+    [
+        ("a: !!python/name:os.system x\n", "a", "!!python/name:os.system"),
+        ("a: !!python/object/apply:os.system [ls]\n", "a", "!!python/object/apply:os.system"),
+        ("a:\n  b: !local {c: 1}\n", "a.b", "!local"),
+        ("a: !!binary aGk=\n", "a", "!!binary"),
+        ("a: [1, !!omap [{b: 1}]]\n", "a[1]", "!!omap"),
+    ],
+    ids=["scalar", "sequence", "mapping", "binary", "in-a-list"],
+)
+def test_tags_are_named_and_nothing_else_is_said_there(text: str, field: str, tag: str) -> None:
+    (document,), problems = parse_yaml(text, "f.yaml")
+    assert [(p.field, p.message) for p in problems] == [
+        (field, f"YAML tag {tag} is not supported (only plain YAML values are read)")
+    ]
+    assert len(document.reported) == 1
+
+
+def test_standard_tags_are_plain_values() -> None:
+    (document,), problems = parse_yaml("a: !!str 12\nb: !!int '7'\nc: 2024-01-01\n", "f.yaml")
+    assert problems == []
+    assert document.data["a"] == "12" and document.data["b"] == 7
+
+
+def test_plain_text_remembers_unquoted_non_strings_only() -> None:
+    (document,), _ = parse_yaml("a: yes\nb: '12'\nc: 0x1F\nd: text\ne: 1.5e+3\n", "f.yaml")
+    assert dict(document.plain_text) == {("a",): "yes", ("c",): "0x1F", ("e",): "1.5e+3"}
 
 
 def test_format_pointer() -> None:

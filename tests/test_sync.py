@@ -141,8 +141,12 @@ def test_none_mode_healthz_404_is_inactive(server: LoopbackServer) -> None:
             b'{"source": {"type": "Graphite"}, "scoring": {"params": {"interval": -1}}}',
             "invalid /config document: scoring.params.interval: Input should be greater than or equal to 0 (and 1 more)",
         ),
+        (
+            b'{"scoring": {"params": {"interval": 1000000000000000000000000000000}}}',
+            "invalid /config document: scoring.params.interval: Value error, must be <= 9223372036854775807 (a 64-bit integer)",
+        ),
     ],
-    ids=["html", "binary", "deep", "array", "schema-type", "schema-two"],
+    ids=["html", "binary", "deep", "array", "schema-type", "schema-two", "beyond-int64"],
 )
 def test_bad_documents_are_inactive_and_not_retried(
     server: LoopbackServer, body: bytes, expected: str

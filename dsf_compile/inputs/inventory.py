@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -11,13 +11,13 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.fields import DnsLabel, Frozen, Items, StrMap
+from dsf_compile.fields import Annotations, DnsLabel, Frozen, Items, LabelKey, Labels, LabelValue
 
 
 class LabelSelectorRequirement(Frozen):
-    key: str = Field(min_length=1)
+    key: Annotated[LabelKey, Field(min_length=1)]
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: Items[str] | None = None
+    values: Items[LabelValue] | None = None
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> LabelSelectorRequirement:
@@ -31,7 +31,7 @@ class LabelSelectorRequirement(Frozen):
 class LabelSelector(Frozen):
     """A Kubernetes label selector; an empty one selects every cluster."""
 
-    matchLabels: StrMap | None = None
+    matchLabels: Labels | None = None
     matchExpressions: Items[LabelSelectorRequirement] | None = None
 
 
@@ -58,8 +58,8 @@ class DynamicScoringConfigSpec(Frozen):
 class ConfigMeta(Frozen):
     name: Literal["dynamic-scoring-config"]
     namespace: DnsLabel | None = None
-    labels: StrMap | None = None
-    annotations: StrMap | None = None
+    labels: Labels | None = None
+    annotations: Annotations | None = None
 
 
 class DynamicScoringConfig(Frozen):
@@ -78,7 +78,7 @@ class ClusterMeta(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
 
     name: DnsLabel
-    labels: StrMap = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
 
 
 class ManagedCluster(BaseModel):

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -30,6 +30,14 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_ALIAS_NODES = 10_000
 MAX_DEPTH = 64
+#: The tags a plain YAML document resolves to; any other tag (``!!python/object:…``,
+#: ``!!binary``, ``!!set``, ``!custom``) was written on purpose and is refused by name.
+_YAML_CORE = "tag:yaml.org,2002:"
+_SCALAR_TAGS = frozenset(
+    _YAML_CORE + name for name in ("str", "int", "float", "bool", "null", "timestamp")
+)
+_SEQUENCE_TAGS = frozenset({_YAML_CORE + "seq"})
+_MAPPING_TAGS = frozenset({_YAML_CORE + "map"})
 #: Nesting libyaml's composer takes safely: it recurses in C per level and crashes the
 #: interpreter (SIGSEGV) on tens of thousands of levels, before MAX_DEPTH is checked.
 _COMPOSE_SAFE_DEPTH = 5_000
@@ -45,6 +53,12 @@ class Document:
     index: int
     data: Any
     positions: Mapping[Pointer, tuple[int, int]] = field(repr=False)
+    #: The source text of each unquoted scalar YAML read as something other than a
+    #: string (``yes``, ``12``, ``1e3``, ``null``), to say what to quote.
+    plain_text: Mapping[Pointer, str] = field(default_factory=dict, repr=False)
+    #: Where loading already reported a problem (a refused tag): validation adds nothing
+    #: at or below these, since the value there is not what was written.
+    reported: frozenset[Pointer] = field(default=frozenset(), repr=False)
 
     def locate(self, pointer: Pointer) -> tuple[int, int]:
         """Line and column of ``pointer``, or of its nearest written ancestor."""
@@ -57,6 +71,11 @@ class Document:
     def problem(self, pointer: Pointer, message: str) -> Problem:
         line, column = self.locate(pointer)
         return Problem(self.path, line, column, format_pointer(pointer), message)
+
+
+def format_tag(tag: str) -> str:
+    """``tag:yaml.org,2002:python/name:os.system`` → ``!!python/name:os.system``."""
+    return "!!" + tag[len(_YAML_CORE) :] if tag.startswith(_YAML_CORE) else tag
 
 
 def format_pointer(pointer: Pointer) -> str:
@@ -79,6 +98,8 @@ class _Builder:
         self.path = path
         self.positions: dict[Pointer, tuple[int, int]] = {}
         self.problems: list[Problem] = []
+        self.plain_text: dict[Pointer, str] = {}
+        self.reported: set[Pointer] = set()
         self._constructor = yaml.constructor.SafeConstructor()
         self._seen: set[int] = set()
         self._alias_nodes = 0
@@ -95,6 +116,18 @@ class _Builder:
             self._alias_nodes += 1
             if self._alias_nodes > MAX_ALIAS_NODES:
                 raise _AliasBombError(self._alias_site)
+        allowed = (
+            _MAPPING_TAGS
+            if isinstance(node, yaml.MappingNode)
+            else _SEQUENCE_TAGS
+            if isinstance(node, yaml.SequenceNode)
+            else _SCALAR_TAGS
+        )
+        if node.tag not in allowed:
+            # what the tag would construct is not read; neither is the value under it
+            self._report(*_mark(node), pointer, _unsupported_tag(node))
+            self.reported.add(pointer)
+            return node.value if isinstance(node, yaml.ScalarNode) else None
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, pointer, depth, via_alias)
         if isinstance(node, yaml.SequenceNode):
@@ -104,7 +137,7 @@ class _Builder:
                 self.positions.setdefault(child, _mark(item))
                 out.append(self.build(item, child, depth + 1, via_alias))
             return out
-        return self._scalar(node, pointer)
+        return self._scalar(cast(yaml.ScalarNode, node), pointer)  # the composer's third kind
 
     def _mapping(
         self, node: yaml.MappingNode, pointer: Pointer, depth: int, via_alias: bool
@@ -114,6 +147,11 @@ class _Builder:
             line, column = _mark(key_node)
             if key_node.tag == "tag:yaml.org,2002:merge":
                 self._report(line, column, pointer, "YAML merge keys (<<) are not supported")
+                continue
+            if key_node.tag not in _SCALAR_TAGS | _SEQUENCE_TAGS | _MAPPING_TAGS:
+                self._report(line, column, pointer, _unsupported_tag(key_node, " on a key"))
+                if isinstance(key_node, yaml.ScalarNode):  # not "missing" as well
+                    self.reported.add((*pointer, key_node.value))
                 continue
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
                 text = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
@@ -128,9 +166,12 @@ class _Builder:
             out[key] = self.build(value_node, child, depth + 1, via_alias)
         return out
 
-    def _scalar(self, node: yaml.Node, pointer: Pointer) -> Any:
+    def _scalar(self, node: yaml.ScalarNode, pointer: Pointer) -> Any:
         try:
-            return self._constructor.construct_object(node, deep=True)
+            value = self._constructor.construct_object(node, deep=True)
+            if not isinstance(value, str) and not node.style:  # plain: None, or "" from libyaml
+                self.plain_text[pointer] = node.value
+            return value
         except (yaml.YAMLError, ValueError, OverflowError) as err:
             line, column = _mark(node)
             # a MarkedYAMLError's str() spans lines and names "<unicode string>"
@@ -150,6 +191,12 @@ class _Builder:
 
     def _report(self, line: int, column: int, pointer: Pointer, message: str) -> None:
         self.problems.append(Problem(self.path, line, column, format_pointer(pointer), message))
+
+
+def _unsupported_tag(node: yaml.Node, where: str = "") -> str:
+    return (
+        f"YAML tag {format_tag(node.tag)}{where} is not supported (only plain YAML values are read)"
+    )
 
 
 class _AliasBombError(Exception):
@@ -221,7 +268,16 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
                 )
                 continue
             problems.extend(builder.problems)
-            documents.append(Document(path, index, data, builder.positions))
+            documents.append(
+                Document(
+                    path,
+                    index,
+                    data,
+                    builder.positions,
+                    builder.plain_text,
+                    frozenset(builder.reported),
+                )
+            )
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -268,37 +324,83 @@ def read_yaml_file(root: Path, relative: str) -> tuple[list[Document], list[Prob
     return parse_yaml(text, relative)
 
 
-_SAFE_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.ya?ml$")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: The files an input folder holds: YAML, by any letter case of the extension.
+INPUT_SUFFIXES = (".yaml", ".yml")
+#: Files an input folder may hold that are not inputs and are skipped without a word:
+#: hidden files and folders (``.gitkeep``) and Markdown notes (``README.md``).
+SKIPPED_SUFFIXES = (".md",)
+#: How deep sub-folders are read (``scorers/team-a/x.yaml`` is depth 1).
+MAX_FOLDER_DEPTH = 8
 
 
 def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]:
-    """The ``*.yaml``/``*.yml`` files of ``root/folder``, sorted, as relative paths."""
+    """Every YAML file below ``root/folder``, sub-folders included, as sorted relative paths.
+
+    ``.yaml`` and ``.yml`` in any letter case are read. Hidden entries and ``*.md`` are
+    skipped; anything else is a problem, so that no file is silently left out. Links are
+    problems too: they could point out of the repository.
+    """
     directory = root / folder
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        return [], [Problem(folder, 0, 0, "", "must be a folder")]
     if not directory.is_dir():
-        if directory.is_symlink() or directory.exists():
-            return [], [Problem(folder, 0, 0, "", "must be a folder")]
         return [], []
     files: list[str] = []
     problems: list[Problem] = []
+    _list_folder(directory, folder, 0, files, problems)
+    return files, problems
+
+
+def _list_folder(
+    directory: Path, relative: str, depth: int, files: list[str], problems: list[Problem]
+) -> None:
     try:
         entries = sorted(directory.iterdir(), key=lambda p: p.name)
     except OSError as err:
-        return [], [Problem(folder, 0, 0, "", f"cannot list the folder: {err.strerror}")]
+        problems.append(Problem(relative, 0, 0, "", f"cannot list the folder: {err.strerror}"))
+        return
     for entry in entries:
-        if entry.name.startswith(".") or not entry.name.endswith((".yaml", ".yml")):
+        name = entry.name
+        path = f"{relative}/{name}"
+        if name.startswith("."):
             continue
-        relative = f"{folder}/{entry.name}"
-        if not _SAFE_FILE_NAME.match(entry.name):
+        if entry.is_symlink():
+            problems.append(Problem(path, 0, 0, "", "must be a regular file or folder, not a link"))
+        elif entry.is_dir():
+            if not _SAFE_NAME.fullmatch(name):
+                problems.append(
+                    Problem(path, 0, 0, "", "folder name must be letters, digits, '.', '_' or '-'")
+                )
+            elif depth >= MAX_FOLDER_DEPTH:
+                problems.append(
+                    Problem(path, 0, 0, "", f"nested deeper than {MAX_FOLDER_DEPTH} folders")
+                )
+            else:
+                _list_folder(entry, path, depth + 1, files, problems)
+        elif name.lower().endswith(SKIPPED_SUFFIXES):
+            continue
+        elif not name.lower().endswith(INPUT_SUFFIXES):
             problems.append(
-                Problem(relative, 0, 0, "", "file name must be letters, digits, '.', '_' or '-'")
+                Problem(
+                    path,
+                    0,
+                    0,
+                    "",
+                    "is not read: only *.yaml and *.yml files are (hidden files and *.md are "
+                    "skipped); rename it or move it out of this folder",
+                )
+            )
+        elif not _SAFE_NAME.fullmatch(name):
+            problems.append(
+                Problem(path, 0, 0, "", "file name must be letters, digits, '.', '_' or '-'")
             )
         elif not _is_plain_file(entry):
             problems.append(
-                Problem(relative, 0, 0, "", "must be a regular file (not a link or folder)")
+                Problem(path, 0, 0, "", "must be a regular file (not a FIFO or device)")
             )
         else:
-            files.append(relative)
-    return files, problems
+            files.append(path)
 
 
 def _is_plain_file(path: Path) -> bool:

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    Field,
-)
+from pydantic import AfterValidator, Field
 
 from dsf_compile.contract import DimensionFormat
 from dsf_compile.fields import (
+    Annotations,
     DnsLabel,
     DnsSubdomain,
     Frozen,
     HttpUrl,
+    Labels,
     Location,
     PositiveInt,
     ScoreDestination,
     SecretKey,
     SourceType,
-    StrMap,
     SyncMode,
 )
 
@@ -65,8 +64,24 @@ class ScoringSpec(Frozen):
     auth: Auth | None = None
 
 
+#: The description is written into the DynamicScorer CR on the hub; client-side apply
+#: copies the whole object into an annotation, and all annotations share 256 KiB. A few
+#: paragraphs are plenty for a description, and keep the CR far from that limit.
+#: (A validator, not maxLength: the limit is the compiler's, the CRD need not carry it.)
+MAX_DESCRIPTION_CHARACTERS = 4096
+
+
+def _description_length(value: str) -> str:
+    if len(value) > MAX_DESCRIPTION_CHARACTERS:
+        raise ValueError(
+            f"must be at most {MAX_DESCRIPTION_CHARACTERS} characters (it has {len(value)}); "
+            "link to longer documentation instead"
+        )
+    return value
+
+
 class DynamicScorerSpec(Frozen):
-    description: str = Field(min_length=1)
+    description: Annotated[str, AfterValidator(_description_length)] = Field(min_length=1)
     configURL: HttpUrl
     configSyncMode: SyncMode
     location: Location = "Internal"
@@ -79,8 +94,8 @@ class DynamicScorerSpec(Frozen):
 class ObjectMeta(Frozen):
     name: DnsSubdomain
     namespace: DnsLabel | None = None
-    labels: StrMap | None = None
-    annotations: StrMap | None = None
+    labels: Labels | None = None
+    annotations: Annotations | None = None
 
 
 class DynamicScorer(Frozen):

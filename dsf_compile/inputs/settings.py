@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -11,8 +12,16 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.fields import DnsLabel, Frozen, Items
+from dsf_compile.fields import (
+    DnsLabel,
+    Frozen,
+    Int64,
+    Items,
+    check_label_key,
+    check_label_value,
+)
 from dsf_compile.inputs.inventory import LabelSelector
+from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 
 #: What OCM's addon manager treats as a template variable (``{{NAME}}``, and anything else
 #: between double braces that a user may have meant as one).
@@ -33,19 +42,47 @@ def _no_template_variable(value: str) -> str:
 
 #: A string of the agent settings: no ``{{…}}`` (see :func:`_no_template_variable`).
 AgentStr = Annotated[str, AfterValidator(_no_template_variable)]
+#: Label keys and values of the agent settings: a ``{{…}}`` is named as such, then the
+#: Kubernetes label rules apply.
+AgentLabelKey = Annotated[AgentStr, AfterValidator(check_label_key)]
+AgentLabelValue = Annotated[AgentStr, AfterValidator(check_label_value)]
+
+
+def _resource_quantity(value: str) -> str:
+    # the kubelet and the API server refuse what is not a Kubernetes quantity, and a
+    # negative request or limit; the rendered Deployment would never start
+    try:
+        quantity = parse_quantity(value)
+    except QuantityError as err:
+        raise ValueError(str(err)) from None
+    if quantity.negative:
+        raise ValueError(f"{value!r} is negative; a resource quantity must be >= 0")
+    return value
+
+
+#: A CPU or memory amount as Kubernetes writes it (``100m``, ``1.5``, ``256Mi``), not negative.
+ResourceQuantity = Annotated[
+    AgentStr,  # a {{…}} is named as a template variable first
+    AfterValidator(_resource_quantity),
+    Field(
+        json_schema_extra={
+            "pattern": r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]+|[numkMGTPE])?$"
+        }
+    ),
+]
 
 
 class Toleration(Frozen):
-    key: AgentStr | None = None
+    key: AgentLabelKey | None = None
     operator: Literal["Exists", "Equal"] | None = None
-    value: AgentStr | None = None
+    value: AgentLabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    tolerationSeconds: int | None = None
+    tolerationSeconds: Int64 | None = None
 
 
 class ResourceList(Frozen):
-    cpu: AgentStr | None = None
-    memory: AgentStr | None = None
+    cpu: ResourceQuantity | None = None
+    memory: ResourceQuantity | None = None
 
 
 class Resources(Frozen):
@@ -65,7 +102,7 @@ class AgentOverride(Frozen):
     clusterName: str | None = Field(default=None, min_length=1)
     clusterSelector: LabelSelector | None = None
     image: AgentStr | None = Field(default=None, min_length=1)
-    nodeSelector: dict[str, AgentStr] | None = None
+    nodeSelector: dict[AgentLabelKey, AgentLabelValue] | None = None
     tolerations: Items[Toleration] | None = None
     resources: Resources | None = None
     proxy: ProxySettings | None = None
@@ -89,14 +126,90 @@ class AgentSettings(Frozen):
     overrides: Items[AgentOverride] = ()
 
 
+def _repository_url(value: str) -> str:
+    # Argo CD takes more forms, Flux's GitRepository only these: both are rendered
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError as err:
+        raise ValueError(f"is not a valid URL ({err})") from None
+    if parts.scheme not in ("https", "http", "ssh") or not parts.hostname:
+        raise ValueError(
+            "must be an https://, http:// or ssh:// URL of a Git repository "
+            "(Flux takes no scp-style host:path address; write it with ssh:// and a '/')"
+        )
+    if any(c.isspace() for c in value):
+        raise ValueError("must be a URL without white space")
+    if parts.password is not None or (parts.username and parts.scheme != "ssh"):
+        raise ValueError("must not carry credentials; the GitOps tool's own Secret holds them")
+    if parts.fragment or parts.query:
+        raise ValueError(
+            "must not have a ?query or #fragment; the branch goes in repository.branch"
+        )
+    return value
+
+
+#: The Git repository the rendered Argo CD and Flux objects point at.
+RepositoryUrl = Annotated[
+    str,
+    AfterValidator(_repository_url),
+    Field(json_schema_extra={"pattern": r"^([Hh][Tt][Tt][Pp][Ss]?|[Ss][Ss][Hh])://[^\s?#]+$"}),
+]
+
+
 class RepositorySettings(Frozen):
-    url: str = "https://github.com/example/dsf-fleet.git"
+    url: RepositoryUrl = "https://github.com/example/dsf-fleet.git"
     branch: str = Field(default="main", min_length=1)
     path: str = Field(default="rendered", min_length=1)
 
 
+_HOSTPORT = r"(?P<{0}>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]+)"
+_PORT = r"(?P<{0}>[0-9]{{1,5}})"
+_RESOLVE_KEY_RE = re.compile("^" + _HOSTPORT.format("host") + ":" + _PORT.format("port") + "$")
+_RESOLVE_VALUE_RE = re.compile(
+    "^" + _HOSTPORT.format("addr") + "(?::" + _PORT.format("addr_port") + ")?$"
+)
+Address = tuple[str, int]
+
+
+def parse_resolve_entry(key: str, value: str) -> tuple[Address, Address]:
+    """One ``sync.resolve`` entry, ``'host:port': 'addr[:port]'`` → ``((host, port), (addr, port))``.
+
+    Host names are lower-cased, IPv6 addresses lose their brackets, an address without a
+    port keeps the key's. Raises ``ValueError`` saying what is wrong.
+    """
+    key_match = _RESOLVE_KEY_RE.fullmatch(key)
+    if key_match is None:
+        raise ValueError("the key must be HOST:PORT, for example scorer.ns.svc:8000")
+    value_match = _RESOLVE_VALUE_RE.fullmatch(value)
+    if value_match is None:
+        raise ValueError("the value must be ADDR[:PORT], for example 127.0.0.1:18000")
+    port = _resolve_port(key_match["port"])
+    return (
+        (_resolve_host(key_match["host"]), port),
+        (
+            _resolve_host(value_match["addr"]),
+            _resolve_port(value_match["addr_port"]) if value_match["addr_port"] else port,
+        ),
+    )
+
+
+def _resolve_host(text: str) -> str:
+    host = text[1:-1] if text.startswith("[") else text
+    if not host:
+        raise ValueError("empty host")
+    return host.lower()
+
+
+def _resolve_port(text: str) -> int:
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is not between 1 and 65535")
+    return port
+
+
 class SyncSettings(Frozen):
-    timeoutSeconds: Annotated[float, Field(gt=0, le=600)] = 10.0
+    timeoutSeconds: Annotated[float, Field(gt=0, le=600, allow_inf_nan=False)] = 10.0
     concurrency: Annotated[int, Field(ge=1, le=1024)] = 128
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     maxResponseBytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 1024 * 1024

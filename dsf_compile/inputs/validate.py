@@ -24,7 +24,7 @@ from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, M
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import Settings
+from dsf_compile.inputs.settings import Settings, parse_resolve_entry
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -79,7 +79,8 @@ _ALL_FIELDS = sorted(
 )
 
 
-def _message(error: Any) -> str:
+def _message(error: Any, plain_text: str | None = None) -> str:
+    """One short line for a pydantic error; ``plain_text`` is the unquoted YAML the value was."""
     kind = error["type"]
     ctx = error.get("ctx") or {}
     value = error.get("input")
@@ -96,21 +97,21 @@ def _message(error: Any) -> str:
         expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
         return f"must be one of: {', '.join(expected)}" if expected else "has an unexpected value"
     if kind in ("string_type", "str_type"):
-        if isinstance(value, (bool, int, float)) or value is None:
-            shown = (
-                "null"
-                if value is None
-                else str(value).lower()
-                if isinstance(value, bool)
-                else str(value)
-            )
-            return f'must be a string (quote it: "{shown}")'
-        if isinstance(value, (datetime.date, datetime.datetime)):
-            return f'must be a string (quote it: "{value.isoformat()}")'
+        if value is None:
+            # `name: null`, `name: ~` or `name:` mean "no value", not the text "null"
+            return "must be a string, not null (no value is written here)"
+        scalar = (bool, int, float, datetime.date, datetime.datetime)
+        if isinstance(value, scalar) and plain_text:
+            # an unquoted word YAML read as a boolean, number or date: quoting keeps the text
+            return f'must be a string (quote it: "{plain_text}")'
         return "must be a string"
+    if kind == "finite_number":
+        return "must be a finite number"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return "must be an integer"
     if kind in ("float_type", "float_parsing"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return "must be a finite number (this integer is too large for one)"
         return "must be a number"
     if kind == "bool_type":
         return "must be true or false"
@@ -143,10 +144,17 @@ def _validate(
     except ValidationError as err:
         problems = []
         for error in err.errors():
+            # "[key]" marks an error about a mapping's key: the key's own position is its field's
             loc = tuple(
-                p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+                p
+                for p in error["loc"]
+                if not (isinstance(p, str) and (p.startswith("function-") or p == "[key]"))
             )
-            problems.append(document.problem((*base, *loc), _message(error)))
+            pointer = (*base, *loc)
+            if any(pointer[: len(done)] == done for done in document.reported):
+                continue  # loading refused what was written here and said so
+            message = _message(error, document.plain_text.get(pointer))
+            problems.append(document.problem(pointer, message))
         return None, problems
 
 
@@ -166,6 +174,14 @@ _CREDENTIAL_KEYS = {
     "authorization",
 }
 _URL_WITH_CREDENTIALS = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
+
+
+def _carries_credentials(url: str) -> bool:
+    found = _URL_WITH_CREDENTIALS.match(url)
+    if found is None:
+        return False
+    # ssh://git@host/repo names the login, not a secret; the key stays in a Secret
+    return not (url[:6].lower() == "ssh://" and ":" not in found.group(0)[6:])
 
 
 def _walk(value: Any, pointer: Pointer = ()) -> Iterator[tuple[Pointer, Any]]:
@@ -192,7 +208,7 @@ def precheck(document: Document) -> list[Problem]:
                     )
                 )
                 continue
-        if isinstance(value, str) and _URL_WITH_CREDENTIALS.match(value):
+        if isinstance(value, str) and _carries_credentials(value):
             problems.append(
                 document.problem(
                     pointer, "URL carries credentials (user:password@host); use a Secret reference"
@@ -227,6 +243,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
     for document in documents:
         in_scorers = document.path.startswith("scorers/")
         data = document.data
+        if () in document.reported:
+            out.inventory_complete = out.inventory_complete and in_scorers
+            continue  # the whole document was refused while loading
         if not isinstance(data, dict):
             out.problems.append(
                 document.problem((), "document must be a mapping with apiVersion and kind")
@@ -430,4 +449,23 @@ def validate_settings(document: Document | None) -> tuple[Settings, list[Problem
     if document.data is None:
         return Settings(), problems
     settings, more = _validate(Settings, document, document.data)
+    if settings is not None:
+        more += _check_resolve(settings, document)
     return (settings or Settings()), problems + more
+
+
+def _check_resolve(settings: Settings, document: Document) -> list[Problem]:
+    """``sync.resolve``: what ``sync`` would refuse, said by ``validate`` at its line."""
+    problems = []
+    targets: dict[tuple[str, int], tuple[str, int]] = {}
+    for key in sorted(settings.sync.resolve):
+        pointer: Pointer = ("sync", "resolve", key)
+        try:
+            address, target = parse_resolve_entry(key, settings.sync.resolve[key])
+        except ValueError as err:
+            problems.append(document.problem(pointer, str(err)))
+            continue
+        if targets.setdefault(address, target) != target:
+            message = f"{address[0]}:{address[1]} is mapped twice to different addresses"
+            problems.append(document.problem(pointer, message))
+    return problems
