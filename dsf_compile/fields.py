@@ -138,8 +138,11 @@ _LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_NAME_RE = re.compile(f"^{_LABEL_NAME}$")
 LABEL_KEY_RE = re.compile(rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?{_LABEL_NAME}$")
 LABEL_VALUE_RE = re.compile(rf"^({_LABEL_NAME})?$")
-#: What Kubernetes allows for all of an object's annotations together (keys and values).
-MAX_ANNOTATIONS_BYTES = 256 * 1024
+#: The annotations written on one of our objects, keys and values together. Kubernetes
+#: allows 256 KiB for all of an object's annotations, and client-side apply (kubectl,
+#: Argo CD's default) copies the whole object into one more annotation: a quarter leaves
+#: room for that copy, the description and the compiler's own annotations.
+MAX_ANNOTATIONS_BYTES = 64 * 1024
 
 
 def check_label_key(value: str) -> str:
@@ -172,7 +175,8 @@ def _annotations_size(value: dict[str, str]) -> dict[str, str]:
     size = sum(len(k.encode()) + len(v.encode()) for k, v in value.items())
     if size > MAX_ANNOTATIONS_BYTES:
         raise ValueError(
-            f"annotations total {size} bytes; Kubernetes allows {MAX_ANNOTATIONS_BYTES}"
+            f"annotations total {size} bytes, more than {MAX_ANNOTATIONS_BYTES}: with their copy "
+            "in client-side apply's last-applied annotation they would pass Kubernetes' 256 KiB"
         )
     return value
 
@@ -201,7 +205,7 @@ LabelKey = Annotated[str, AfterValidator(check_label_key)]
 LabelValue = Annotated[str, AfterValidator(check_label_value)]
 #: Kubernetes labels (and selectors' ``matchLabels``): keys and values checked as the API does.
 Labels = dict[LabelKey, LabelValue]
-#: Kubernetes annotations: label-style keys, free values, 256 KiB in all.
+#: Annotations: label-style keys, free values, MAX_ANNOTATIONS_BYTES in all.
 Annotations = Annotated[dict[LabelKey, str], AfterValidator(_annotations_size)]
 #: Integers as Kubernetes (Go) and the agent hold them. (No input maps to an int32 field.)
 INT64_MAX = 2**63 - 1

@@ -1034,11 +1034,11 @@ CASES = [
     ),
     Case(
         "scorer-annotations-too-large",
-        _edit(SCORER, "spec:\n", "  annotations: {notes: " + "n" * 300_000 + "}\nspec:\n"),
+        _edit(SCORER, "spec:\n", "  annotations: {notes: " + "n" * 70_000 + "}\nspec:\n"),
         SCORER,
         6,
         "metadata.annotations",
-        "annotations total 300005 bytes; Kubernetes allows 262144",
+        "annotations total 70005 bytes, more than 65536",
     ),
     Case(
         "inventory-label-key-empty-name",

@@ -140,3 +140,13 @@ def test_tolerations_take_label_style_keys_and_int64_seconds() -> None:
     with pytest.raises(ValidationError, match="64-bit"):
         bad = {**override, "tolerations": [{**toleration, "tolerationSeconds": 2**63}]}
         _settings({"agent": {"overrides": [bad]}})
+
+
+def test_resolve_entries_are_checked_beside_other_wrong_settings() -> None:
+    text = 'sync:\n  timeoutSeconds: .nan\n  resolve:\n    "svc": "127.0.0.1"\n'
+    (document,), _ = parse_yaml(text, "dsf.yaml")
+    _, problems = validate_settings(document)
+    assert [(p.line, p.field, p.message) for p in problems] == [
+        (2, "sync.timeoutSeconds", "must be a finite number"),
+        (4, "sync.resolve.svc", "the key must be HOST:PORT, for example scorer.ns.svc:8000"),
+    ]

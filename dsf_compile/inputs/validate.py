@@ -449,19 +449,29 @@ def validate_settings(document: Document | None) -> tuple[Settings, list[Problem
     if document.data is None:
         return Settings(), problems
     settings, more = _validate(Settings, document, document.data)
-    if settings is not None:
-        more += _check_resolve(settings, document)
+    more += _check_resolve(document)
     return (settings or Settings()), problems + more
 
 
-def _check_resolve(settings: Settings, document: Document) -> list[Problem]:
-    """``sync.resolve``: what ``sync`` would refuse, said by ``validate`` at its line."""
+def _check_resolve(document: Document) -> list[Problem]:
+    """``sync.resolve``: what ``sync`` would refuse, said by ``validate`` at its line.
+
+    Read from the document, so that it is checked even when another setting is wrong;
+    an entry that is not a string to a string is the model's to report.
+    """
+    sync = document.data.get("sync") if isinstance(document.data, dict) else None
+    entries = sync.get("resolve") if isinstance(sync, dict) else None
+    if not isinstance(entries, dict):
+        return []
     problems = []
     targets: dict[tuple[str, int], tuple[str, int]] = {}
-    for key in sorted(settings.sync.resolve):
+    for key in sorted(entries):
+        value = entries[key]
+        if not isinstance(value, str):
+            continue
         pointer: Pointer = ("sync", "resolve", key)
         try:
-            address, target = parse_resolve_entry(key, settings.sync.resolve[key])
+            address, target = parse_resolve_entry(key, value)
         except ValueError as err:
             problems.append(document.problem(pointer, str(err)))
             continue
