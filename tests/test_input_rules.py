@@ -150,3 +150,17 @@ def test_resolve_entries_are_checked_beside_other_wrong_settings() -> None:
         (2, "sync.timeoutSeconds", "must be a finite number"),
         (4, "sync.resolve.svc", "the key must be HOST:PORT, for example scorer.ns.svc:8000"),
     ]
+
+
+def test_placement_tolerations_and_metadata_follow_the_same_rules() -> None:
+    from dsf_compile.inputs.placements import NamespacedMeta, Toleration
+
+    assert Toleration(key="gpu", operator="Exists", tolerationSeconds=2**63 - 1)
+    with pytest.raises(ValidationError, match="64-bit"):
+        Toleration(key="gpu", operator="Exists", tolerationSeconds=10**26)
+    with pytest.raises(ValidationError, match="qualified key"):
+        Toleration(key="gpu\n", operator="Exists")
+    meta = {"name": "p", "namespace": "default"}
+    assert NamespacedMeta.model_validate({**meta, "labels": {"app.kubernetes.io/name": "x"}})
+    with pytest.raises(ValidationError, match="key 'team a'"):
+        NamespacedMeta.model_validate({**meta, "labels": {"team a": "x"}})

@@ -16,7 +16,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from dsf_compile.fields import DnsLabel, DnsSubdomain, Frozen, Items, Lenient, StrMap
+from dsf_compile.fields import (
+    Annotations,
+    DnsLabel,
+    DnsSubdomain,
+    Frozen,
+    Int64,
+    Items,
+    Labels,
+    Lenient,
+    StrMap,
+)
 from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
 from dsf_compile.inputs.quantity import QuantityText
 
@@ -46,7 +56,7 @@ _RATE_LIMIT_RE = re.compile(r"^[0-9]+[hms]$")
 
 def _matches(pattern: re.Pattern[str], what: str) -> Any:
     def check(value: str) -> str:
-        if not pattern.match(value):
+        if not pattern.fullmatch(value):  # not match(): "$" lets a trailing line break through
             raise ValueError(f"must be {what}")
         return value
 
@@ -83,8 +93,8 @@ class NamespacedMeta(Frozen):
 
     name: DnsSubdomain
     namespace: DnsLabel
-    labels: StrMap | None = None
-    annotations: StrMap | None = None
+    labels: Labels | None = None
+    annotations: Annotations | None = None
 
 
 # -------------------------------------------------------------------- Placement
@@ -160,7 +170,7 @@ class Toleration(Frozen):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: Annotated[str, Field(max_length=1024)] | None = None
     effect: Literal["NoSelect", "PreferNoSelect", "NoSelectIfNew"] | None = None
-    tolerationSeconds: int | None = None
+    tolerationSeconds: Int64 | None = None
 
     @model_validator(mode="after")
     def _operator_fits(self) -> Toleration:
