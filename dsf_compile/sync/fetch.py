@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.settings import Address, SyncSettings, parse_resolve_entry
 from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
 from dsf_compile.untrusted import first_string_problem, has_credentials, load_json, safe_message
@@ -59,22 +59,8 @@ _BACKOFF_BASE = 0.2
 _BACKOFF_CAP = 2.0
 # Reasons end up in a reviewed lockfile and on a terminal: keep them one short line.
 _REASON_LIMIT = 300
-_HOSTPORT = r"(?P<{0}>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]+)"
-_PORT = r"(?P<{0}>[0-9]{{1,5}})"
-_CONNECT_TO_RE = re.compile(
-    "^"
-    + _HOSTPORT.format("host")
-    + ":"
-    + _PORT.format("port")
-    + ":"
-    + _HOSTPORT.format("addr")
-    + "(?::"
-    + _PORT.format("addr_port")
-    + ")?$"
-)
-_KEY_RE = re.compile("^" + _HOSTPORT.format("host") + ":" + _PORT.format("port") + "$")
-_VALUE_RE = re.compile("^" + _HOSTPORT.format("addr") + "(?::" + _PORT.format("addr_port") + ")?$")
-
+# --resolve HOST:PORT:ADDR[:PORT] is a sync.resolve key (HOST:PORT) and value (ADDR[:PORT]).
+_CONNECT_TO_RE = re.compile(r"(?P<key>(?:\[[^\]]*\]|[^:\[\]]+):[^:]+):(?P<value>.+)", re.DOTALL)
 
 # ------------------------------------------------------------------- public API
 
@@ -159,7 +145,7 @@ async def sync_lock(
     return Lockfile(scorers={name: entries[name] for name in sorted(entries)})
 
 
-def parse_connect_to(values: Iterable[str]) -> dict[tuple[str, int], tuple[str, int]]:
+def parse_connect_to(values: Iterable[str]) -> dict[Address, Address]:
     """Parse ``--resolve HOST:PORT:ADDR[:PORT]`` values into a ``connect_to`` mapping.
 
     ``ADDR`` without a port keeps ``PORT``. IPv6 addresses go in brackets
@@ -167,19 +153,18 @@ def parse_connect_to(values: Iterable[str]) -> dict[tuple[str, int], tuple[str, 
     Raises :class:`UsageError` on a malformed value or a ``HOST:PORT`` given twice with
     different targets.
     """
-    result: dict[tuple[str, int], tuple[str, int]] = {}
+    result: dict[Address, Address] = {}
     for value in values:
-        match = _CONNECT_TO_RE.match(value)
-        if match is None:
-            raise UsageError(
-                f"--resolve {value!r}: expected HOST:PORT:ADDR[:PORT], for example "
-                "scorer.ns.svc:8000:127.0.0.1:18000 (IPv6 in brackets)"
-            )
+        match = _CONNECT_TO_RE.fullmatch(value)
         try:
-            key = (_host(match["host"]), _port(match["port"]))
-            target = (_host(match["addr"]), _port(match["addr_port"] or match["port"]))
+            if match is None:
+                raise ValueError("not HOST:PORT:ADDR[:PORT]")
+            key, target = parse_resolve_entry(match["key"], match["value"])
         except ValueError as err:
-            raise UsageError(f"--resolve {value!r}: {err}") from err
+            raise UsageError(
+                f"--resolve {value!r}: {err}; expected HOST:PORT:ADDR[:PORT], for example "
+                "scorer.ns.svc:8000:127.0.0.1:18000 (IPv6 in brackets)"
+            ) from err
         if result.get(key, target) != target:
             raise UsageError(
                 f"--resolve {value!r}: {key[0]}:{key[1]} is mapped twice to different addresses"
@@ -188,27 +173,17 @@ def parse_connect_to(values: Iterable[str]) -> dict[tuple[str, int], tuple[str, 
     return result
 
 
-def parse_resolve_setting(mapping: Mapping[str, str]) -> dict[tuple[str, int], tuple[str, int]]:
+def parse_resolve_setting(mapping: Mapping[str, str]) -> dict[Address, Address]:
     """Parse ``dsf.yaml`` ``sync.resolve`` (``{'host:port': 'addr[:port]'}``).
 
-    Same meaning as :func:`parse_connect_to`; raises :class:`SyncError` naming the bad key.
+    Same meaning as :func:`parse_connect_to`; raises :class:`SyncError` naming the bad key
+    (``validate`` reports it first, at its line).
     """
-    result: dict[tuple[str, int], tuple[str, int]] = {}
+    result: dict[Address, Address] = {}
     for key_text in sorted(mapping):
-        value = mapping[key_text]
-        key_match = _KEY_RE.match(key_text)
-        value_match = _VALUE_RE.match(value) if isinstance(value, str) else None
         where = f"sync.resolve[{key_text!r}]"
-        if key_match is None:
-            raise SyncError(f"{where}: the key must be HOST:PORT, for example scorer.ns.svc:8000")
-        if value_match is None:
-            raise SyncError(f"{where}: the value must be ADDR[:PORT], for example 127.0.0.1:18000")
         try:
-            key = (_host(key_match["host"]), _port(key_match["port"]))
-            target = (
-                _host(value_match["addr"]),
-                _port(value_match["addr_port"] or key_match["port"]),
-            )
+            key, target = parse_resolve_entry(key_text, mapping[key_text])
         except ValueError as err:
             raise SyncError(f"{where}: {err}") from err
         if result.get(key, target) != target:
@@ -484,20 +459,6 @@ def _clean(reason: str) -> str:
     """A reason fit for the lockfile and a terminal: no credentials, escaped, one short line."""
     reason = safe_message(reason)
     return reason if len(reason) <= _REASON_LIMIT else reason[: _REASON_LIMIT - 1] + "…"
-
-
-def _host(text: str) -> str:
-    host = text[1:-1] if text.startswith("[") else text
-    if not host:
-        raise ValueError("empty host")
-    return host.lower()
-
-
-def _port(text: str) -> int:
-    port = int(text)
-    if not 1 <= port <= 65535:
-        raise ValueError(f"port {port} is not between 1 and 65535")
-    return port
 
 
 # --------------------------------------------------------------------- transport
