@@ -57,6 +57,11 @@ def redact(text: str) -> str:
     return _SECRET_PARAM.sub(rf"\1{REDACTED}", text)
 
 
+def has_secret_query(text: str) -> bool:
+    """Whether ``text`` holds a query parameter whose value is a secret (``?token=…``)."""
+    return _SECRET_PARAM.search(text) is not None
+
+
 def has_credentials(text: str) -> bool:
     """Whether ``text`` holds a URL with ``user:password@`` or a secret query parameter."""
     return redact(text) != text

@@ -637,6 +637,18 @@ CASES = [
         "http:// or https://",
     ),
     Case(
+        "config-url-with-secret-query",
+        _edit(
+            SCORER,
+            "configURL: http://static-scorer.dynamic-scoring.svc:8000/config",
+            "configURL: http://static-scorer.dynamic-scoring.svc:8000/config?access_token=abc",
+        ),
+        SCORER,
+        8,
+        "spec.configURL",
+        "secret query parameter",
+    ),
+    Case(
         "settings-url-with-credentials",
         _edit(SETTINGS, "https://github.com", "https://bot:ghp_x@github.com"),
         SETTINGS,

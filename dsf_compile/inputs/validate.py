@@ -25,6 +25,7 @@ from dsf_compile.inputs.load import Document, Pointer, format_pointer
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings, parse_resolve_entry
+from dsf_compile.untrusted import has_secret_query
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -212,6 +213,13 @@ def precheck(document: Document) -> list[Problem]:
             problems.append(
                 document.problem(
                     pointer, "URL carries credentials (user:password@host); use a Secret reference"
+                )
+            )
+        elif isinstance(value, str) and "://" in value and has_secret_query(value):
+            problems.append(
+                document.problem(
+                    pointer,
+                    "URL carries a secret query parameter (token=, api_key=, ...); use a Secret reference",
                 )
             )
     return problems
