@@ -1,4 +1,5 @@
-"""``dsf-agent``: wire the stages together, serve the endpoints, stop cleanly on SIGTERM."""
+"""``dsf-agent``: wire the stages together, serve the endpoints, stop cleanly on SIGTERM,
+re-read the configuration on SIGHUP."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import httpx
 from prometheus_client import CollectorRegistry, disable_created_metrics
@@ -16,13 +16,20 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 from agent.config import ConfigMapSource, FileSource
 from agent.cycle import CycleContext
 from agent.errors import AgentError
-from agent.kube import core_api, custom_objects_api, hub_client, managed_cluster_client
+from agent.kube import (
+    HubApi,
+    ManagedClusterApi,
+    core_api,
+    custom_objects_api,
+    hub_client,
+    managed_cluster_client,
+)
 from agent.logs import configure_logging, fields
 from agent.loop import Agent
 from agent.metrics import AgentMetrics
 from agent.publish import HubPublisher
 from agent.secrets import ApiSecretStore, DirSecretStore, SecretStore
-from agent.server import start_server
+from agent.server import EndpointServer
 from agent.settings import CONFIG_MAP_NAME, Settings, parse_settings
 from agent.transport import make_client
 
@@ -34,30 +41,36 @@ async def run_agent(
     stop: asyncio.Event,
     *,
     registry: CollectorRegistry | None = None,
-    core: Any = None,
-    hub: Any = None,
+    core: ManagedClusterApi | None = None,
+    hub: HubApi | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
-    on_listening: Any = None,
+    on_listening: Callable[[int], None] | None = None,
+    reload: asyncio.Event | None = None,
 ) -> None:
-    """Run until ``stop`` is set. ``core``/``hub`` (``CoreV1Api``/``CustomObjectsApi``) are
-    built from the environment unless given; tests inject them."""
+    """Run until ``stop`` is set; each time ``reload`` is set, re-read the configuration.
+
+    ``core``/``hub`` (``CoreV1Api``/``CustomObjectsApi``) are built from the environment
+    unless given; tests inject them. ``on_listening`` receives the endpoints' port.
+    """
     registry = registry if registry is not None else CollectorRegistry()
     if core is None and (settings.config_file is None or settings.secrets_dir is None):
         core = core_api(managed_cluster_client())
     if hub is None and settings.hub_kubeconfig is not None:
         hub = custom_objects_api(hub_client(settings.hub_kubeconfig))
-    secrets: SecretStore = (
-        DirSecretStore(settings.secrets_dir)
-        if settings.secrets_dir is not None
-        else ApiSecretStore(core, settings.namespace, timeout=settings.request_timeout)
-    )
-    source = (
-        FileSource(settings.config_file, poll=settings.config_poll_seconds)
-        if settings.config_file is not None
-        else ConfigMapSource(
+    secrets: SecretStore
+    if settings.secrets_dir is not None:
+        secrets = DirSecretStore(settings.secrets_dir)
+    else:
+        assert core is not None  # built above whenever a Secret or the ConfigMap needs it
+        secrets = ApiSecretStore(core, settings.namespace, timeout=settings.request_timeout)
+    source: FileSource | ConfigMapSource
+    if settings.config_file is not None:
+        source = FileSource(settings.config_file, poll=settings.config_poll_seconds)
+    else:
+        assert core is not None
+        source = ConfigMapSource(
             core, settings.namespace, CONFIG_MAP_NAME, timeout=settings.request_timeout
         )
-    )
     metrics = AgentMetrics(registry, settings.cluster_name)
     metrics.config_ok.set(0)
     publisher = (
@@ -75,11 +88,11 @@ async def run_agent(
             settings=settings, client=client, secrets=secrets, metrics=metrics, hub=publisher
         )
         agent = Agent(ctx)
-        server = await start_server(
+        server = EndpointServer(
             settings.metrics_host, settings.metrics_port, registry, ready=agent.ready.is_set
-        )
+        ).start()
         if on_listening is not None:
-            on_listening(server)
+            on_listening(server.port)
         log.info(
             "agent_started",
             extra=fields(
@@ -92,28 +105,43 @@ async def run_agent(
         )
         follower = asyncio.create_task(agent.follow(source.events()), name="config")
         stopper = asyncio.create_task(stop.wait(), name="stop")
+        reloader = asyncio.create_task(_reload_on(reload, source), name="reload")
         try:
             done, _ = await asyncio.wait({follower, stopper}, return_when=asyncio.FIRST_COMPLETED)
             if follower in done:
                 follower.result()  # the config source never ends on its own: surface why it did
         finally:
-            for task in (follower, stopper):
+            for task in (follower, stopper, reloader):
                 task.cancel()
-            await asyncio.gather(follower, stopper, return_exceptions=True)
+            await asyncio.gather(follower, stopper, reloader, return_exceptions=True)
             await agent.stop_all()
             server.close()
-            await server.wait_closed()
             if isinstance(source, ConfigMapSource):
                 source.stop()
     log.info("agent_stopped")
 
 
+async def _reload_on(requests: asyncio.Event | None, source: FileSource | ConfigMapSource) -> None:
+    """Ask ``source`` to re-read the configuration each time ``requests`` is set."""
+    if requests is None:
+        return
+    while True:
+        await requests.wait()
+        requests.clear()
+        log.info("config_reload_requested")
+        source.reload()
+
+
 async def _main(settings: Settings) -> None:
     stop = asyncio.Event()
+    reload = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await run_agent(settings, stop)
+    # SIGHUP re-reads the configuration, as daemons conventionally do (its default action
+    # would end the process).
+    loop.add_signal_handler(signal.SIGHUP, reload.set)
+    await run_agent(settings, stop, reload=reload)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

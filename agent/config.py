@@ -11,23 +11,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+import orjson
 from pydantic import ValidationError
 
 from agent.errors import ConfigError
+from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
 from agent.settings import CONFIG_MAP_KEY
 from dsf_compile.contract import Summary
 from dsf_compile.contract import sanitize_score_name as sanitize_name
 from dsf_compile.fields import check_http_url
+from dsf_compile.inputs.load import MAX_DEPTH, parse_yaml
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (
@@ -68,6 +69,68 @@ def _semantic_problems(summary: Summary) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------- bounded parsing
+#
+# A configuration is read from a file or an API that someone else writes: a 100,000-deep
+# array, a 6,000-digit number or an 8 MiB alias bomb must give a ConfigError, never a
+# RecursionError or ValueError that ends the follower. Both parsers bound the nesting
+# before anything recurses: YAML goes through the compiler's loader (depth, aliases and
+# bad scalars checked on libyaml's iterative event stream and its own builder); JSON
+# through orjson, which refuses more than 1,024 levels without recursing, and the result
+# is then walked iteratively against the same MAX_DEPTH.
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` lists/maps deep (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def load_json(text: str | bytes, what: str) -> Any:
+    """``text`` parsed as JSON, bounded in size and depth; :class:`ConfigError` otherwise."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{what} is larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError as err:
+        if "depth limit" in str(err):
+            raise ConfigError(
+                f"{what} nests deeper than {MAX_DEPTH} levels", reason="too_deep"
+            ) from None
+        raise ConfigError(f"{what} is not valid JSON: {err}", reason="invalid_json") from None
+    if isinstance(document, (dict, list)) and _deeper_than(document, MAX_DEPTH):
+        raise ConfigError(f"{what} nests deeper than {MAX_DEPTH} levels", reason="too_deep")
+    return document
+
+
+def _load_yaml(text: str | bytes, source: str) -> Any:
+    """The one YAML document of ``text``, read by the compiler's bounded loader."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise ConfigError(
+                f"{source} is not UTF-8 text (byte {err.start})", reason="invalid_yaml"
+            ) from None
+    documents, problems = parse_yaml(text, source)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        reason = "too_deep" if "nested deeper" in problems[0].message else "invalid_yaml"
+        raise ConfigError(f"neither JSON nor YAML: {problems[0].format()}{more}", reason=reason)
+    if len(documents) > 1:
+        raise ConfigError(
+            f"{source} holds {len(documents)} YAML documents, expected one",
+            reason="invalid_document",
+        )
+    return documents[0].data if documents else None
+
+
 def _summary_list(document: Any) -> list[Any]:
     """The summary list inside ``document``: a bare list, or a ConfigMap's ``data.summaries``."""
     if isinstance(document, list):
@@ -86,12 +149,7 @@ def _summary_list(document: Any) -> list[Any]:
     raw = data[CONFIG_MAP_KEY]
     if not isinstance(raw, str):
         raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a string", reason="invalid_document")
-    try:
-        inner = json.loads(raw)
-    except ValueError as err:
-        raise ConfigError(
-            f"data.{CONFIG_MAP_KEY} is not valid JSON: {err}", reason="invalid_json"
-        ) from None
+    inner = load_json(raw, f"data.{CONFIG_MAP_KEY}")
     if not isinstance(inner, list):
         raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a JSON list", reason="invalid_document")
     return inner
@@ -139,17 +197,21 @@ def parse_config_document(document: Any) -> ParsedConfig:
     return ParsedConfig(tuple(good), tuple(problems), frozenset(rejected))
 
 
-def parse_config_text(text: str | bytes) -> ParsedConfig:
-    """Parse a file's content: the JSON summary list, or a ConfigMap in YAML or JSON."""
+def parse_config_text(text: str | bytes, source: str = "configuration") -> ParsedConfig:
+    """Parse a file's content: the JSON summary list, or a ConfigMap in YAML or JSON.
+
+    Never raises anything but :class:`ConfigError`, whatever ``text`` holds.
+    """
     if len(text) > MAX_CONFIG_BYTES:
         raise ConfigError(f"configuration larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
     try:
-        document = json.loads(text)
-    except ValueError:
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"neither JSON nor YAML: {err}", reason="invalid_yaml") from None
+        document = load_json(text, "the configuration")
+    except ConfigError as err:
+        if err.reason != "invalid_json":
+            raise
+        # Not JSON: YAML, or JSON that orjson refuses (a number beyond a double), which the
+        # YAML loader then reports with its line and column.
+        document = _load_yaml(text, source)
     if document is None:
         raise ConfigError("the configuration is empty", reason="empty")
     return parse_config_document(document)
@@ -158,6 +220,10 @@ def parse_config_text(text: str | bytes) -> ParsedConfig:
 # -------------------------------------------------------------------- sources
 
 ConfigEvent = ParsedConfig | ConfigError
+
+
+class WatchEndedError(Exception):
+    """The API ended a watch with an ERROR event (410 Gone, ...): list again."""
 
 
 class FileSource:
@@ -171,26 +237,46 @@ class FileSource:
     def __init__(self, path: Path, *, poll: float = 1.0) -> None:
         self._path = path
         self._poll = poll
+        self._wake = asyncio.Event()
+        self._forced = False
+
+    def reload(self) -> None:
+        """Read the file again now and yield it even if unchanged (SIGHUP)."""
+        self._forced = True
+        self._wake.set()
 
     async def events(self) -> AsyncIterator[ConfigEvent]:
         """Yield the parsed configuration (or its error) now and whenever it changes."""
         last: str | None = None
         while True:
-            try:
-                raw = await asyncio.to_thread(self._read)
-                digest = hashlib.sha256(raw).hexdigest()
-            except ConfigError as err:
-                raw, digest = b"", f"error:{err}"
+            if self._forced:
+                self._forced, last = False, None
+            # Read and parse in a worker thread: an 8 MiB file takes a while to parse, and
+            # the event loop runs every scorer meanwhile.
+            event, digest = await asyncio.to_thread(self._read_and_parse, last)
             if digest != last:
                 last = digest
-                if digest.startswith("error:"):
-                    yield ConfigError(digest[len("error:") :], reason="unreadable")
-                else:
-                    try:
-                        yield parse_config_text(raw)
-                    except ConfigError as err:
-                        yield err
-            await asyncio.sleep(self._poll)
+                if event is not None:
+                    yield event
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll):
+                    await self._wake.wait()
+
+    def _read_and_parse(self, last: str | None) -> tuple[ConfigEvent | None, str]:
+        """The event for the file's current content and its digest (``None``: unchanged)."""
+        try:
+            raw = self._read()
+        except ConfigError as err:
+            digest = f"error:{err}"
+            return (err if digest != last else None), digest
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest == last:
+            return None, digest
+        try:
+            return parse_config_text(raw, self._path.name), digest
+        except ConfigError as err:
+            return err, digest
 
     def _read(self) -> bytes:
         try:
@@ -207,11 +293,20 @@ class ConfigMapSource:
 
     The synchronous client blocks in a watch for minutes; a daemon thread (rather than a
     worker of ``asyncio.to_thread``) lets the process exit without waiting for it.
+
+    The list-then-watch loop is written here rather than taken from the client's
+    ``watch.Watch().stream``: that helper retries a 410 only when no ``timeout_seconds``
+    is given (then a watch may hang on a dead connection forever), tracks the
+    ``resourceVersion`` only when it deserializes every event into model objects, and can
+    be interrupted from another thread (shutdown, SIGHUP) only through its private
+    ``_resp``. The loop below lists (the current object and its ``resourceVersion``),
+    watches from there with a bounded ``timeout_seconds``, and lists again when the watch
+    ends for any reason, 410 Gone included, so no change is missed.
     """
 
     def __init__(
         self,
-        core_api: Any,
+        core_api: ManagedClusterApi,
         namespace: str,
         name: str,
         *,
@@ -226,7 +321,8 @@ class ConfigMapSource:
         self._timeout = timeout
         self._max_backoff = max_backoff
         self._stop = threading.Event()
-        self._response: Any = None
+        self._relist = threading.Event()
+        self._response: RawResponse | None = None
 
     async def events(self) -> AsyncIterator[ConfigEvent]:
         """Yield the parsed configuration (or its error) now and whenever it changes."""
@@ -250,26 +346,40 @@ class ConfigMapSource:
     def stop(self) -> None:
         """Ask the watch thread to end (it also unblocks a watch in progress)."""
         self._stop.set()
+        self._interrupt()
+
+    def reload(self) -> None:
+        """List the ConfigMap again now and yield it even if unchanged (SIGHUP)."""
+        self._relist.set()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
         response = self._response
         if response is not None:
             with contextlib.suppress(Exception):
                 response.close()
 
-    def _run(self, deliver: Any) -> None:
+    def _run(self, deliver: Callable[[ConfigEvent], None]) -> None:
         backoff = 1.0
         last: str | None = None
 
         def offer(obj: Any) -> None:
             nonlocal last
-            digest = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+            try:
+                event: ConfigEvent = (
+                    parse_config_document(obj) if obj is not None else self._missing()
+                )
+                digest = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+            except ConfigError as err:
+                event, digest = err, f"error:{err}"
             if digest != last:  # a resync or a label change would otherwise restart nothing noisily
                 last = digest
-                try:
-                    deliver(parse_config_document(obj) if obj is not None else self._missing())
-                except ConfigError as err:
-                    deliver(err)
+                deliver(event)
 
         while not self._stop.is_set():
+            if self._relist.is_set():
+                self._relist.clear()
+                last = None
             try:
                 version = self._list(offer)
                 backoff = 1.0
@@ -277,6 +387,13 @@ class ConfigMapSource:
             except Exception as err:  # API unreachable, 410 Gone, bad stream: list again
                 if self._stop.is_set():
                     return
+                if self._relist.is_set():
+                    continue  # interrupted on purpose (SIGHUP): list again at once
+                if isinstance(err, ConfigError):  # the API's answer itself was unusable
+                    offer_error = f"error:{err}"
+                    if offer_error != last:
+                        last = offer_error
+                        deliver(err)
                 log.warning(
                     "configmap_watch_error",
                     extra=fields(error=f"{type(err).__name__}: {err}"[:300], retry_seconds=backoff),
@@ -289,22 +406,25 @@ class ConfigMapSource:
             f"ConfigMap {self._namespace}/{self._name} not found", reason="not_found"
         )
 
-    def _list(self, offer: Any) -> str:
-        response = self._api.list_namespaced_config_map(
+    def _list(self, offer: Callable[[Any], None]) -> str:
+        response: RawResponse = self._api.list_namespaced_config_map(
             self._namespace,
             field_selector=f"metadata.name={self._name}",
             _preload_content=False,
             _request_timeout=self._timeout,
         )
-        document = json.loads(response.data)
+        document = load_json(response.data, "the ConfigMap list")
+        if not isinstance(document, dict):
+            raise ConfigError("the ConfigMap list is not an object", reason="invalid_document")
         items = document.get("items") or []
-        offer(items[0] if items else None)
-        return str(document.get("metadata", {}).get("resourceVersion", ""))
+        offer(items[0] if isinstance(items, list) and items else None)
+        metadata = document.get("metadata")
+        return str(metadata.get("resourceVersion", "")) if isinstance(metadata, dict) else ""
 
-    def _watch(self, version: str, offer: Any) -> None:
+    def _watch(self, version: str, offer: Callable[[Any], None]) -> None:
         from kubernetes.watch.watch import iter_resp_lines
 
-        response = self._api.list_namespaced_config_map(
+        response: RawResponse = self._api.list_namespaced_config_map(
             self._namespace,
             field_selector=f"metadata.name={self._name}",
             watch=True,
@@ -315,19 +435,19 @@ class ConfigMapSource:
         )
         self._response = response
         try:
+            if self._relist.is_set() or self._stop.is_set():
+                return  # asked while the watch was being opened
             for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
-                if self._stop.is_set():
+                if self._stop.is_set() or self._relist.is_set():
                     return
-                event = json.loads(line)
-                kind = event.get("type")
+                event = load_json(line, "a watch event")
+                kind = event.get("type") if isinstance(event, dict) else None
                 if kind in ("ADDED", "MODIFIED"):
                     offer(event.get("object"))
                 elif kind == "DELETED":
                     offer(None)
-                elif kind == "ERROR":
-                    raise ConfigError(
-                        f"watch ended: {str(event.get('object'))[:200]}", reason="watch_error"
-                    )
+                elif kind == "ERROR":  # 410 Gone among others: the caller lists again
+                    raise WatchEndedError(f"watch ended: {str(event.get('object'))[:200]}")
         finally:
             self._response = None
             response.release_conn()

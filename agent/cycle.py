@@ -24,6 +24,7 @@ from agent.publish import HubPublisher, placement_score_status
 from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
+from agent.transport import RequestSlots
 from dsf_compile.contract import Summary
 from dsf_compile.contract import sanitize_score_name as sanitize_name
 
@@ -40,6 +41,11 @@ class CycleContext:
     metrics: AgentMetrics
     hub: HubPublisher | None = None
     wall_clock: Callable[[], float] = field(default=time.time)
+    #: bounds the requests of all scorers together (in flight, and each one's duration)
+    slots: RequestSlots = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.slots = RequestSlots(self.settings.request_timeout)
 
 
 @dataclass
@@ -82,6 +88,7 @@ async def run_cycle(
                 token=source_token,
                 now=ctx.wall_clock(),
                 max_bytes=ctx.settings.max_response_bytes,
+                slots=ctx.slots,
             )
         finally:
             fetched = time.perf_counter()
@@ -95,6 +102,7 @@ async def run_cycle(
                 series,
                 token=scoring_token,
                 max_bytes=ctx.settings.max_scoring_response_bytes,
+                slots=ctx.slots,
             )
         finally:
             scored = time.perf_counter()

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from agent.errors import FetchError
-from agent.transport import decode_answer, read_capped, request_failures
+from agent.transport import RequestSlots, decode_answer, read_capped, request_failures
 from dsf_compile.contract import Summary
 
 
@@ -64,6 +64,7 @@ async def fetch_series(
     token: str | None,
     now: float,
     max_bytes: int,
+    slots: RequestSlots,
 ) -> list[Any]:
     """Run every query of ``summary`` over ``[now - range, now]`` and concatenate the series.
 
@@ -76,12 +77,15 @@ async def fetch_series(
     collected: list[Any] = []
     for query in split_queries(summary.sourceQuery):
         with request_failures("Prometheus", FetchError):
-            async with client.stream(
-                "GET",
-                summary.sourceEndpoint,
-                params=range_params(query, now, summary),
-                headers=headers,
-            ) as response:
+            async with (
+                slots.take(),
+                client.stream(
+                    "GET",
+                    summary.sourceEndpoint,
+                    params=range_params(query, now, summary),
+                    headers=headers,
+                ) as response,
+            ):
                 if response.status_code != 200:
                     raise FetchError(
                         f"Prometheus answered HTTP {response.status_code}",

@@ -8,9 +8,114 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent.errors import AgentError
+
+# The agent calls the official client with ``_preload_content=False`` and parses the body
+# itself; these Protocols name the few methods it uses, so that the emulated API of the
+# tests and the real client are interchangeable and every call is checked by mypy.
+
+
+class RawResponse(Protocol):
+    """What a call with ``_preload_content=False`` returns (a urllib3 response)."""
+
+    @property
+    def data(self) -> bytes:
+        """The whole body."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection (unblocks a reader in another thread)."""
+        ...
+
+    def release_conn(self) -> None:
+        """Give the connection back to the pool."""
+        ...
+
+
+#: ``_request_timeout`` of the client: one total, or (connect, read)
+RequestTimeout = float | tuple[float, float] | None
+
+
+# The generated methods declare the model they return when the body is preloaded; called
+# with ``_preload_content=False`` they return a :class:`RawResponse`, hence ``Any`` below.
+
+
+class ManagedClusterApi(Protocol):
+    """The part of ``CoreV1Api`` the agent uses: its ConfigMap and its Secrets."""
+
+    def list_namespaced_config_map(
+        self,
+        namespace: str,
+        *,
+        field_selector: str | None = ...,
+        resource_version: str | None = ...,
+        timeout_seconds: int | None = ...,
+        watch: bool | None = ...,
+        _preload_content: bool = ...,
+        _request_timeout: RequestTimeout = ...,
+    ) -> Any:
+        """List (or, with ``watch=True``, watch) the ConfigMaps of ``namespace``."""
+        ...
+
+    def read_namespaced_secret(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        _preload_content: bool = ...,
+        _request_timeout: RequestTimeout = ...,
+    ) -> Any:
+        """Read one Secret."""
+        ...
+
+
+class HubApi(Protocol):
+    """The part of ``CustomObjectsApi`` the agent uses: AddOnPlacementScores."""
+
+    def get_namespaced_custom_object(
+        self,
+        group: str,
+        version: str,
+        namespace: str,
+        plural: str,
+        name: str,
+        *,
+        _preload_content: bool = ...,
+        _request_timeout: RequestTimeout = ...,
+    ) -> Any:
+        """Read one object."""
+        ...
+
+    def create_namespaced_custom_object(
+        self,
+        group: str,
+        version: str,
+        namespace: str,
+        plural: str,
+        body: dict[str, Any],
+        *,
+        _preload_content: bool = ...,
+        _request_timeout: RequestTimeout = ...,
+    ) -> Any:
+        """Create one object (its status is dropped)."""
+        ...
+
+    def replace_namespaced_custom_object_status(
+        self,
+        group: str,
+        version: str,
+        namespace: str,
+        plural: str,
+        name: str,
+        body: dict[str, Any],
+        *,
+        _preload_content: bool = ...,
+        _request_timeout: RequestTimeout = ...,
+    ) -> Any:
+        """Replace the status subresource of one object."""
+        ...
 
 
 def managed_cluster_client() -> Any:
@@ -47,15 +152,17 @@ def hub_client(kubeconfig: Path) -> Any:
         ) from None
 
 
-def core_api(api_client: Any) -> Any:
+def core_api(api_client: Any) -> ManagedClusterApi:
     """``CoreV1Api`` on ``api_client`` (ConfigMap and Secrets)."""
     from kubernetes import client
 
-    return client.CoreV1Api(api_client)
+    api: ManagedClusterApi = client.CoreV1Api(api_client)
+    return api
 
 
-def custom_objects_api(api_client: Any) -> Any:
+def custom_objects_api(api_client: Any) -> HubApi:
     """``CustomObjectsApi`` on ``api_client`` (AddOnPlacementScores)."""
     from kubernetes import client
 
-    return client.CustomObjectsApi(api_client)
+    api: HubApi = client.CustomObjectsApi(api_client)
+    return api

@@ -157,9 +157,15 @@ class Agent:
             self._ctx.hub.forget(sanitize_name(name))
 
     async def stop_all(self) -> None:
-        """Stop every scorer (shutdown)."""
-        for name in list(self.runners):
-            await self._stop(name)
+        """Stop every scorer at once (shutdown): thousands stopped one after the other, each
+        waiting for its cancelled request to unwind, would outlast the grace period."""
+        runners = list(self.runners.items())
+        self.runners.clear()
+        await asyncio.gather(*(runner.stop() for _, runner in runners), return_exceptions=True)
+        for name, _ in runners:
+            self._ctx.metrics.forget(name)
+            if self._ctx.hub is not None:
+                self._ctx.hub.forget(sanitize_name(name))
 
     async def follow(self, events: AsyncIterator[ParsedConfig | ConfigError]) -> None:
         """Apply every configuration ``events`` yields; on an error keep the last good one."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.dimensions import ScoreItem
 from agent.errors import PublishError
+from agent.kube import HubApi, RawResponse
 
 GROUP = "cluster.open-cluster-management.io"
 VERSION = "v1alpha1"
@@ -54,15 +55,16 @@ def placement_score_object(
     return body
 
 
-class _Conflict(Exception):
-    """The status write lost a race (HTTP 409) or the object vanished (HTTP 404)."""
+class _ConflictOrNotFound(Exception):
+    """The hub answered HTTP 409 (a write lost a race, or a create found the object) or
+    HTTP 404 (the object does not exist, or vanished): both mean "read it again"."""
 
 
 class HubPublisher:
     """Writes AddOnPlacementScores into one cluster namespace of the hub."""
 
     def __init__(
-        self, custom_api: Any, namespace: str, *, timeout: float = 30.0, retries: int = 5
+        self, custom_api: HubApi, namespace: str, *, timeout: float = 30.0, retries: int = 5
     ) -> None:
         self._api = custom_api
         self._namespace = namespace
@@ -83,7 +85,7 @@ class HubPublisher:
                     self._write_status, name, status, version
                 )
                 return conflicts
-            except _Conflict:
+            except _ConflictOrNotFound:
                 self._versions.pop(name, None)
                 conflicts += 1
         raise PublishError(
@@ -98,41 +100,70 @@ class HubPublisher:
     def _current_version(self, name: str) -> str:
         """Read the object, creating it first when it does not exist."""
         try:
-            found = self._call("get_namespaced_custom_object", name)
-        except _Conflict:  # 404: create it; 409 on create means another writer was faster
+            found = self._get(name)
+        except _ConflictOrNotFound:  # 404: create it; 409 on create: another writer was faster
             try:
-                found = self._call(
-                    "create_namespaced_custom_object",
-                    body=placement_score_object(name, self._namespace),
-                )
-            except _Conflict:
-                found = self._call("get_namespaced_custom_object", name)
+                found = self._create(name)
+            except _ConflictOrNotFound:
+                found = self._get(name)
         return str(found["metadata"]["resourceVersion"])
 
     def _write_status(self, name: str, status: dict[str, Any], version: str) -> str:
         body = placement_score_object(
             name, self._namespace, status=status, resource_version=version
         )
-        written = self._call("replace_namespaced_custom_object_status", name, body=body)
-        return str(written["metadata"]["resourceVersion"])
-
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            response = getattr(self._api, method)(
+        written = self._checked(
+            "replace_namespaced_custom_object_status",
+            lambda: self._api.replace_namespaced_custom_object_status(
                 GROUP,
                 VERSION,
                 self._namespace,
                 PLURAL,
-                *args,
+                name,
+                body,
                 _preload_content=False,
                 _request_timeout=self._timeout,
-                **kwargs,
-            )
+            ),
+        )
+        return str(written["metadata"]["resourceVersion"])
+
+    def _get(self, name: str) -> dict[str, Any]:
+        return self._checked(
+            "get_namespaced_custom_object",
+            lambda: self._api.get_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self._namespace,
+                PLURAL,
+                name,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            ),
+        )
+
+    def _create(self, name: str) -> dict[str, Any]:
+        return self._checked(
+            "create_namespaced_custom_object",
+            lambda: self._api.create_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self._namespace,
+                PLURAL,
+                placement_score_object(name, self._namespace),
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            ),
+        )
+
+    def _checked(self, method: str, call: Callable[[], RawResponse]) -> dict[str, Any]:
+        """Run ``call``; its JSON object, or the error its failure means."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response = call()
         except ApiException as err:
             if err.status in (404, 409):
-                raise _Conflict from None
+                raise _ConflictOrNotFound from None
             status = err.status or 0
             raise PublishError(
                 f"hub answered HTTP {status} to {method}", reason=f"http_{status // 100}xx"

@@ -10,7 +10,13 @@ import httpx
 from pydantic import ValidationError
 
 from agent.errors import ScoreError
-from agent.transport import decode_answer, encode_json, read_capped, request_failures
+from agent.transport import (
+    RequestSlots,
+    decode_answer,
+    encode_json,
+    read_capped,
+    request_failures,
+)
 from dsf_compile.scoring_api import ScoreResult
 
 
@@ -62,6 +68,7 @@ async def request_scores(
     *,
     token: str | None,
     max_bytes: int,
+    slots: RequestSlots,
 ) -> ScoringOutcome:
     """POST ``series`` to ``endpoint`` and return the validated results."""
     headers = {"Content-Type": "application/json"}
@@ -73,7 +80,10 @@ async def request_scores(
         # Prometheus never returns NaN as a JSON number, but a compatible API might.
         raise ScoreError("series cannot be encoded as JSON", reason="invalid_input") from err
     with request_failures("Scoring API", ScoreError):
-        async with client.stream("POST", endpoint, content=body, headers=headers) as response:
+        async with (
+            slots.take(),
+            client.stream("POST", endpoint, content=body, headers=headers) as response,
+        ):
             if response.status_code != 200:
                 raise ScoreError(
                     f"Scoring API answered HTTP {response.status_code}",

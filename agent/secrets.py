@@ -12,9 +12,10 @@ import binascii
 import json
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from agent.errors import SecretMissingError
+from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import REDACTOR, Redactor
 from dsf_compile.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
 
@@ -79,7 +80,7 @@ class ApiSecretStore:
 
     def __init__(
         self,
-        core_api: Any,
+        core_api: ManagedClusterApi,
         namespace: str,
         *,
         ttl: float = 30.0,
@@ -135,7 +136,7 @@ class ApiSecretStore:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            response = self._api.read_namespaced_secret(
+            response: RawResponse = self._api.read_namespaced_secret(
                 name, self._namespace, _preload_content=False, _request_timeout=self._timeout
             )
         except ApiException as err:

@@ -3,6 +3,10 @@
 Three read-only GET endpoints do not justify a web framework; one request per connection
 keeps the parser trivial (Prometheus and the kubelet open a connection per scrape/probe
 or cope with ``Connection: close``).
+
+The server runs in its own thread with its own event loop (:class:`EndpointServer`):
+the liveness probe must be answered however busy the scoring loop is (thousands of
+scorers, a slow parse), or the kubelet restarts an agent that is merely loaded.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -84,3 +89,56 @@ async def start_server(
 def server_port(server: asyncio.Server) -> int:
     """The port a started server listens on."""
     return int(server.sockets[0].getsockname()[1])
+
+
+class EndpointServer:
+    """:func:`start_server` on a daemon thread with its own event loop."""
+
+    def __init__(
+        self, host: str, port: int, registry: CollectorRegistry, ready: Callable[[], bool]
+    ) -> None:
+        self._address = (host, port)
+        self._registry = registry
+        self._ready = ready
+        self._started = threading.Event()
+        self._error: OSError | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._serve, name="endpoints", daemon=True)
+        self.port = 0
+
+    def start(self) -> EndpointServer:
+        """Listen, then return; ``OSError`` when the address cannot be bound."""
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def close(self) -> None:
+        """Stop listening and end the thread."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # already stopped
+                loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=5)
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            host, port = self._address
+            server = loop.run_until_complete(start_server(host, port, self._registry, self._ready))
+        except OSError as err:
+            self._error = err
+            self._started.set()
+            loop.close()
+            return
+        self.port = server_port(server)
+        self._loop = loop
+        self._started.set()
+        try:
+            loop.run_forever()
+        finally:
+            server.close()
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(asyncio.wait_for(server.wait_closed(), 2))
+            loop.close()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -14,6 +15,13 @@ import orjson
 from agent.errors import AgentError, ResponseTooLargeError
 
 USER_AGENT = "dsf-agent/0.1"
+#: Connections of the shared pool.
+POOL_CONNECTIONS = 256
+#: Requests in flight at once, kept below the pool size. Thousands of scorers against a
+#: hanging API would otherwise all queue inside httpcore's pool, which rescans its whole
+#: queue on every change: the event loop spins at 100 % CPU, the health endpoints and
+#: SIGTERM go unanswered. Waiting on a semaphore costs nothing per waiter.
+MAX_IN_FLIGHT = 192
 
 
 def make_client(
@@ -27,13 +35,35 @@ def make_client(
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         limits=httpx.Limits(
-            max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0
+            max_connections=POOL_CONNECTIONS, max_keepalive_connections=64, keepalive_expiry=30.0
         ),
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT},
         transport=transport,
         trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
     )
+
+
+class RequestSlots:
+    """At most ``limit`` requests in flight, each bounded by a deadline for the whole exchange.
+
+    httpx's timeouts apply per phase (connect, each read): a server that drips a byte
+    every few seconds would hold a request, and a slot, for ever. The deadline covers
+    connecting, sending, and reading the whole body; waiting for a slot is not counted.
+    """
+
+    def __init__(self, deadline: float, limit: int = MAX_IN_FLIGHT) -> None:
+        if limit >= POOL_CONNECTIONS:
+            raise ValueError(f"limit must stay below the pool's {POOL_CONNECTIONS} connections")
+        self.deadline = deadline
+        self._semaphore = asyncio.Semaphore(limit)
+
+    @contextlib.asynccontextmanager
+    async def take(self) -> AsyncIterator[None]:
+        """Hold a slot for one request; ``TimeoutError`` when the deadline passes."""
+        async with self._semaphore:
+            async with asyncio.timeout(self.deadline):
+                yield
 
 
 async def read_capped(response: httpx.Response, limit: int) -> bytes:
@@ -91,6 +121,8 @@ def request_failures(service: str, error: type[AgentError]) -> Iterator[None]:
         yield
     except httpx.TimeoutException as err:
         raise error(f"{service} timed out ({type(err).__name__})", reason="timeout") from err
+    except TimeoutError as err:  # the whole-request deadline of RequestSlots
+        raise error(f"{service} did not answer in time", reason="timeout") from err
     except httpx.ConnectError as err:
         raise error(f"{service} unreachable ({err})", reason="unreachable") from err
     except httpx.HTTPError as err:  # reset, cut-off body, protocol violation

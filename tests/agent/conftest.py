@@ -194,8 +194,8 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         stop = asyncio.Event()
         listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
-        def on_listening(server: asyncio.Server) -> None:
-            listening.set_result(int(server.sockets[0].getsockname()[1]))
+        def on_listening(port: int) -> None:
+            listening.set_result(port)
 
         task = asyncio.create_task(
             run_agent(
