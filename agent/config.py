@@ -296,12 +296,12 @@ class ConfigMapSource:
 
     The list-then-watch loop is written here rather than taken from the client's
     ``watch.Watch().stream``: that helper retries a 410 only when no ``timeout_seconds``
-    is given (then a watch may hang on a dead connection forever), tracks the
+    is given (then a watch may hang on a dead connection for ever), tracks the
     ``resourceVersion`` only when it deserializes every event into model objects, and can
-    be interrupted from another thread (shutdown, SIGHUP) only through its private
-    ``_resp``. The loop below lists (the current object and its ``resourceVersion``),
-    watches from there with a bounded ``timeout_seconds``, and lists again when the watch
-    ends for any reason, 410 Gone included, so no change is missed.
+    be interrupted from another thread only through its private ``_resp``. The loop below
+    lists (the object and its ``resourceVersion``), watches from there with a bounded
+    ``timeout_seconds``, and lists again when the watch ends for any reason, 410 Gone
+    included, so no change is missed; events are parsed by :func:`load_json`, bounded.
     """
 
     def __init__(
@@ -321,8 +321,13 @@ class ConfigMapSource:
         self._timeout = timeout
         self._max_backoff = max_backoff
         self._stop = threading.Event()
-        self._relist = threading.Event()
         self._response: RawResponse | None = None
+        # What was last delivered, and how many offers were made: the watch thread and a
+        # reload thread both offer, under the lock.
+        self._lock = threading.Lock()
+        self._last: str | None = None
+        self._offers = 0
+        self._deliver: Callable[[ConfigEvent], None] = lambda event: None
 
     async def events(self) -> AsyncIterator[ConfigEvent]:
         """Yield the parsed configuration (or its error) now and whenever it changes."""
@@ -333,9 +338,8 @@ class ConfigMapSource:
             with contextlib.suppress(RuntimeError):  # the loop closed during shutdown
                 loop.call_soon_threadsafe(queue.put_nowait, event)
 
-        thread = threading.Thread(
-            target=self._run, args=(deliver,), name="configmap-watch", daemon=True
-        )
+        self._deliver = deliver
+        thread = threading.Thread(target=self._run, name="configmap-watch", daemon=True)
         thread.start()
         try:
             while True:
@@ -346,54 +350,71 @@ class ConfigMapSource:
     def stop(self) -> None:
         """Ask the watch thread to end (it also unblocks a watch in progress)."""
         self._stop.set()
-        self._interrupt()
-
-    def reload(self) -> None:
-        """List the ConfigMap again now and yield it even if unchanged (SIGHUP)."""
-        self._relist.set()
-        self._interrupt()
-
-    def _interrupt(self) -> None:
         response = self._response
         if response is not None:
+            # close() alone does not wake a thread blocked reading the socket; shutting
+            # the socket down does (urllib3 >= 2.3; older ones raise, and close is left).
+            with contextlib.suppress(Exception):
+                response.shutdown()
             with contextlib.suppress(Exception):
                 response.close()
 
-    def _run(self, deliver: Callable[[ConfigEvent], None]) -> None:
+    def reload(self) -> None:
+        """List the ConfigMap again now and yield it even if unchanged (SIGHUP).
+
+        The list runs on its own thread, beside the watch: a watch blocks until the API
+        sends something, and the reload must not wait for that.
+        """
+        threading.Thread(target=self._reread, name="configmap-reread", daemon=True).start()
+
+    def _reread(self) -> None:
+        with self._lock:
+            before = self._offers
+        try:
+            document = self._list_document()
+        except Exception as err:  # the watch loop retries on its own; report and give up
+            log.warning(
+                "configmap_reread_failed", extra=fields(error=f"{type(err).__name__}: {err}"[:300])
+            )
+            return
+        with self._lock:
+            # The watch offered something while we listed: it is at least as new as our
+            # list (or about to be delivered): offering ours now could go back in time.
+            if self._offers == before:
+                self._last = None
+                self._offer_locked(_first_item(document))
+
+    def _offer(self, obj: Any) -> None:
+        with self._lock:
+            self._offer_locked(obj)
+
+    def _offer_locked(self, obj: Any) -> None:
+        self._offers += 1
+        try:
+            event: ConfigEvent = parse_config_document(obj) if obj is not None else self._missing()
+            digest = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        except ConfigError as err:
+            event, digest = err, f"error:{err}"
+        if digest != self._last:  # a resync or a label change would otherwise restart nothing
+            self._last = digest
+            self._deliver(event)
+
+    def _run(self) -> None:
         backoff = 1.0
-        last: str | None = None
-
-        def offer(obj: Any) -> None:
-            nonlocal last
-            try:
-                event: ConfigEvent = (
-                    parse_config_document(obj) if obj is not None else self._missing()
-                )
-                digest = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
-            except ConfigError as err:
-                event, digest = err, f"error:{err}"
-            if digest != last:  # a resync or a label change would otherwise restart nothing noisily
-                last = digest
-                deliver(event)
-
         while not self._stop.is_set():
-            if self._relist.is_set():
-                self._relist.clear()
-                last = None
             try:
-                version = self._list(offer)
+                document = self._list_document()
+                self._offer(_first_item(document))
                 backoff = 1.0
-                self._watch(version, offer)
+                self._watch(_resource_version(document))
             except Exception as err:  # API unreachable, 410 Gone, bad stream: list again
                 if self._stop.is_set():
                     return
-                if self._relist.is_set():
-                    continue  # interrupted on purpose (SIGHUP): list again at once
                 if isinstance(err, ConfigError):  # the API's answer itself was unusable
-                    offer_error = f"error:{err}"
-                    if offer_error != last:
-                        last = offer_error
-                        deliver(err)
+                    with self._lock:
+                        if self._last != f"error:{err}":
+                            self._last = f"error:{err}"
+                            self._deliver(err)
                 log.warning(
                     "configmap_watch_error",
                     extra=fields(error=f"{type(err).__name__}: {err}"[:300], retry_seconds=backoff),
@@ -406,7 +427,7 @@ class ConfigMapSource:
             f"ConfigMap {self._namespace}/{self._name} not found", reason="not_found"
         )
 
-    def _list(self, offer: Callable[[Any], None]) -> str:
+    def _list_document(self) -> dict[str, Any]:
         response: RawResponse = self._api.list_namespaced_config_map(
             self._namespace,
             field_selector=f"metadata.name={self._name}",
@@ -416,12 +437,9 @@ class ConfigMapSource:
         document = load_json(response.data, "the ConfigMap list")
         if not isinstance(document, dict):
             raise ConfigError("the ConfigMap list is not an object", reason="invalid_document")
-        items = document.get("items") or []
-        offer(items[0] if isinstance(items, list) and items else None)
-        metadata = document.get("metadata")
-        return str(metadata.get("resourceVersion", "")) if isinstance(metadata, dict) else ""
+        return document
 
-    def _watch(self, version: str, offer: Callable[[Any], None]) -> None:
+    def _watch(self, version: str) -> None:
         from kubernetes.watch.watch import iter_resp_lines
 
         response: RawResponse = self._api.list_namespaced_config_map(
@@ -435,19 +453,28 @@ class ConfigMapSource:
         )
         self._response = response
         try:
-            if self._relist.is_set() or self._stop.is_set():
-                return  # asked while the watch was being opened
             for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
-                if self._stop.is_set() or self._relist.is_set():
+                if self._stop.is_set():
                     return
                 event = load_json(line, "a watch event")
                 kind = event.get("type") if isinstance(event, dict) else None
                 if kind in ("ADDED", "MODIFIED"):
-                    offer(event.get("object"))
+                    self._offer(event.get("object"))
                 elif kind == "DELETED":
-                    offer(None)
+                    self._offer(None)
                 elif kind == "ERROR":  # 410 Gone among others: the caller lists again
                     raise WatchEndedError(f"watch ended: {str(event.get('object'))[:200]}")
         finally:
             self._response = None
             response.release_conn()
+
+
+def _first_item(document: dict[str, Any]) -> Any:
+    """The ConfigMap of a list answer filtered by name, or ``None`` when there is none."""
+    items = document.get("items")
+    return items[0] if isinstance(items, list) and items else None
+
+
+def _resource_version(document: dict[str, Any]) -> str:
+    metadata = document.get("metadata")
+    return str(metadata.get("resourceVersion", "")) if isinstance(metadata, dict) else ""

@@ -25,8 +25,12 @@ class RawResponse(Protocol):
         """The whole body."""
         ...
 
+    def shutdown(self) -> None:
+        """Shut the socket down for reading: a reader blocked in another thread wakes up."""
+        ...
+
     def close(self) -> None:
-        """Close the connection (unblocks a reader in another thread)."""
+        """Close the response."""
         ...
 
     def release_conn(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -423,3 +424,46 @@ class FakeKube:
         self.state.events.append((self.state.version, "MODIFIED", copy.deepcopy(stored)))
         self.cond.notify_all()
         return Reply.json(stored)
+
+
+class HangingServer:
+    """Accepts every connection on loopback and never answers: a Scoring API that hangs."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=4096)
+        self._listener.settimeout(0.2)  # accept() wakes up to see stop()
+        self._stopping = threading.Event()
+        self._held: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._accept, name="hanging", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    @property
+    def accepted(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    def start(self) -> HangingServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(5)
+        self._listener.close()
+        with self._lock:
+            for connection in self._held:
+                connection.close()
+            self._held.clear()
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            with self._lock:
+                self._held.append(connection)

@@ -178,7 +178,12 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     running: list[RunningAgent] = []
 
     async def start(
-        settings: Settings | None = None, *, core: Any = None, hub: Any = None, **changes: Any
+        settings: Settings | None = None,
+        *,
+        core: Any = None,
+        hub: Any = None,
+        reload: asyncio.Event | None = None,
+        **changes: Any,
     ) -> RunningAgent:
         base = settings or Settings(
             cluster_name=CLUSTER,
@@ -199,7 +204,13 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
         task = asyncio.create_task(
             run_agent(
-                settings, stop, registry=registry, core=core, hub=hub, on_listening=on_listening
+                settings,
+                stop,
+                registry=registry,
+                core=core,
+                hub=hub,
+                on_listening=on_listening,
+                reload=reload,
             )
         )
         waiters: list[asyncio.Future[Any]] = [task, listening]

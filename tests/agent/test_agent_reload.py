@@ -1,11 +1,14 @@
 """The agent in-process with ``--config-file``: start, update, stop scorers as the file
-changes (in place, by rename, by kubelet-style symlink swap); last good configuration;
-readiness; a missing Secret disables only its scorer."""
+changes (in place, by rename, by kubelet-style symlink swap); last good configuration,
+also after hostile files and ConfigMaps (deep nesting, huge numbers); readiness; a
+missing Secret disables only its scorer; SIGHUP re-reads the configuration."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,13 +16,22 @@ from typing import Any
 import pytest
 
 from tests.agent.agent_fakes import (
+    FakeKube,
     FakeServer,
     Reply,
     average_scorer,
     prometheus_matrix,
     sample_series,
 )
-from tests.agent.conftest import RunningAgent, make_summary, wait_for, write_config
+from tests.agent.conftest import (
+    CLUSTER,
+    AgentProcess,
+    RunningAgent,
+    kube_apis,
+    make_summary,
+    wait_for,
+    write_config,
+)
 
 
 @pytest.fixture
@@ -234,3 +246,140 @@ async def test_interval_change_reschedules(
         lambda: successes(agent, "slow_score") >= 3,
         what="new interval used without waiting an hour",
     )
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HOSTILE_FILES = {
+    "deep_json_array": DEEP,
+    "huge_json_number": "[" + "7" * 6000 + "]",
+    "huge_yaml_int": "kind: ConfigMap\ndata:\n  summaries: " + "1" * 6000 + "\n",
+    "deep_data_summaries": json.dumps({"kind": "ConfigMap", "data": {"summaries": DEEP}}),
+}
+
+
+def failed_reloads(agent: RunningAgent) -> float:
+    return agent.value("dynamic_scoring_config_reloads_total", result="failure")
+
+
+def successful_reloads(agent: RunningAgent) -> float:
+    return agent.value("dynamic_scoring_config_reloads_total", result="success")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_FILES))
+async def test_hostile_file_is_rejected_and_the_last_good_one_kept(
+    hostile: str, start_agent: Any, tmp_path: Path, backends: tuple[FakeServer, FakeServer]
+) -> None:
+    config = tmp_path / "summaries.json"
+    write_config(config, [summary_for(backends, "a_score")])
+    agent = await start_agent()
+    await wait_for(lambda: successes(agent, "a_score") >= 1, what="first cycle")
+    before = failed_reloads(agent)
+
+    scratch = config.with_name("hostile.tmp")
+    scratch.write_text(HOSTILE_FILES[hostile])
+    scratch.replace(config)
+    await wait_for(lambda: failed_reloads(agent) == before + 1, what="rejection counted")
+    assert agent.value("dynamic_scoring_config_last_reload_successful") == 0
+    done = successes(agent, "a_score")
+    await wait_for(lambda: successes(agent, "a_score") >= done + 1, what="scorer keeps running")
+    assert agent.value("dynamic_scoring_scorers") == 1
+    assert not agent.task.done()
+    assert (await agent.get("/healthz")).status_code == 200
+
+    write_config(config, [summary_for(backends, "a_score"), summary_for(backends, "b_score")])
+    await wait_for(lambda: successes(agent, "b_score") >= 1, what="a good file is used again")
+
+
+@pytest.mark.asyncio
+async def test_hostile_configmap_is_rejected_and_the_last_good_one_kept(
+    start_agent: Any, kube: FakeKube, backends: tuple[FakeServer, FakeServer]
+) -> None:
+    namespace, name = "dynamic-scoring", "dynamic-scoring-config"
+    kube.set_configmap(
+        namespace, name, {"summaries": json.dumps([summary_for(backends, "a_score")])}
+    )
+    api_client, core, _ = kube_apis(kube)
+    try:
+        agent = await start_agent(core=core, config_file=None)
+        await wait_for(lambda: successes(agent, "a_score") >= 1, what="first cycle")
+        for count, hostile in enumerate([DEEP, "[" + "7" * 6000 + "]"], start=1):
+            kube.set_configmap(namespace, name, {"summaries": hostile})
+            await wait_for(lambda count=count: failed_reloads(agent) == count, what="rejection")
+            assert agent.value("dynamic_scoring_config_last_reload_successful") == 0
+            done = successes(agent, "a_score")
+            await wait_for(lambda done=done: successes(agent, "a_score") > done, what="kept")
+        assert not agent.task.done()
+        kube.set_configmap(
+            namespace,
+            name,
+            {"summaries": json.dumps([summary_for(backends, s) for s in ("a_score", "b_score")])},
+        )
+        await wait_for(lambda: successes(agent, "b_score") >= 1, what="a good ConfigMap again")
+    finally:
+        agent.stop.set()
+        await agent.task
+        api_client.close()
+
+
+@pytest.mark.asyncio
+async def test_reload_request_lists_the_configmap_again(
+    start_agent: Any, kube: FakeKube, backends: tuple[FakeServer, FakeServer]
+) -> None:
+    kube.set_configmap(
+        "dynamic-scoring",
+        "dynamic-scoring-config",
+        {"summaries": json.dumps([summary_for(backends, "a_score")])},
+    )
+    api_client, core, _ = kube_apis(kube)
+    reload = asyncio.Event()
+    try:
+        agent = await start_agent(core=core, config_file=None, reload=reload)
+        await wait_for(lambda: successful_reloads(agent) == 1, what="first load")
+        listed = len([r for r in kube.server.taken() if "watch" not in r.query])
+        reload.set()  # what SIGHUP does: the unchanged ConfigMap is read and applied again
+        await wait_for(lambda: successful_reloads(agent) == 2, what="reload")
+        assert len([r for r in kube.server.taken() if "watch" not in r.query]) > listed
+        reload.set()
+        await wait_for(lambda: successful_reloads(agent) == 3, what="second reload")
+        assert not agent.task.done()
+    finally:
+        agent.stop.set()
+        await agent.task
+        api_client.close()
+
+
+def test_sighup_rereads_the_file_and_keeps_running(
+    agent_process: Callable[..., AgentProcess],
+    tmp_path: Path,
+    backends: tuple[FakeServer, FakeServer],
+) -> None:
+    config = tmp_path / "summaries.json"
+    write_config(config, [summary_for(backends, "a_score")])
+    agent = agent_process(
+        "--cluster-name", CLUSTER, "--config-file", str(config), "--secrets-dir", str(tmp_path)
+    )
+
+    def reloads() -> float:
+        for line in agent.metrics().splitlines():
+            if line.startswith('dynamic_scoring_config_reloads_total{result="success"}'):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    wait_until(lambda: reloads() == 1, "first load")
+    for expected in (2, 3):
+        agent.process.send_signal(signal.SIGHUP)
+        wait_until(lambda expected=expected: reloads() == expected, "re-read after SIGHUP")
+        assert agent.process.poll() is None
+    assert "config_reload_requested" in agent.log()
+    assert agent.terminate() == 0
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)

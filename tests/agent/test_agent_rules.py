@@ -323,6 +323,12 @@ def test_duplicate_and_colliding_score_names_keep_the_first() -> None:
     assert parsed.rejected_score_names == {"cpu-score"}
 
 
+# Each level doubles the previous one: 2**30 nodes once expanded.
+ALIAS_BOMB = "l0: &l0 [x, x]\n" + "".join(
+    f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}]\n" for i in range(1, 31)
+)
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -334,9 +340,32 @@ def test_duplicate_and_colliding_score_names_keep_the_first() -> None:
         ("kind: ConfigMap\ndata:\n  summaries: '[{'\n", "invalid_json"),
         ("kind: ConfigMap\ndata:\n  summaries: '{}'\n", "invalid_document"),
         ("kind: ConfigMap\ndata:\n  summaries: 5\n", "invalid_document"),
+        # Hostile or broken files: bounded before anything recurses or converts.
+        pytest.param("[" * 100_000 + "]" * 100_000, "too_deep", id="deep_json"),
+        pytest.param("[" * 65 + "]" * 65, "too_deep", id="json_one_level_too_deep"),
+        pytest.param("a: " + "[" * 100_000, "too_deep", id="deep_yaml"),
+        pytest.param("[" + "7" * 6000 + "]", "invalid_yaml", id="huge_json_number"),
+        pytest.param(
+            "kind: ConfigMap\ndata:\n  summaries: " + "1" * 6000 + "\n",
+            "invalid_yaml",
+            id="huge_yaml_int",
+        ),
+        pytest.param(
+            json.dumps({"data": {"summaries": "[" * 100_000 + "]" * 100_000}}),
+            "too_deep",
+            id="deep_data_summaries",
+        ),
+        pytest.param(
+            "kind: ConfigMap\ndata:\n  summaries: '[" + "7" * 6000 + "]'\n",
+            "invalid_json",
+            id="huge_number_in_data_summaries",
+        ),
+        pytest.param(ALIAS_BOMB, "invalid_yaml", id="alias_bomb"),
+        pytest.param("a: 1\n---\nb: 2\n", "invalid_document", id="two_documents"),
+        pytest.param(b"\xff\xfe[", "invalid_yaml", id="not_utf8"),
     ],
 )
-def test_broken_documents_raise_config_error(text: str, reason: str) -> None:
+def test_broken_documents_raise_config_error(text: str | bytes, reason: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config_text(text)
     assert caught.value.reason == reason
