@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.errors import AgentError
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 # The agent calls the official client with ``_preload_content=False`` and parses the body
 # itself; these Protocols name the few methods it uses, so that the emulated API of the
@@ -122,7 +125,7 @@ class HubApi(Protocol):
         ...
 
 
-def managed_cluster_client() -> Any:
+def managed_cluster_client() -> ApiClient:
     """An ``ApiClient`` for this cluster: in-cluster credentials, else ``KUBECONFIG``."""
     from kubernetes import client, config
 
@@ -136,7 +139,8 @@ def managed_cluster_client() -> Any:
             ) from None
         return client.ApiClient(configuration)
     try:
-        return config.new_client_from_config(persist_config=False)  # type: ignore[no-untyped-call]
+        api_client: ApiClient = config.new_client_from_config(persist_config=False)  # type: ignore[no-untyped-call]
+        return api_client
     except (config.ConfigException, OSError) as err:
         raise AgentError(
             f"no in-cluster credentials and no usable kubeconfig (KUBECONFIG): {err}",
@@ -144,19 +148,22 @@ def managed_cluster_client() -> Any:
         ) from None
 
 
-def hub_client(kubeconfig: Path) -> Any:
+def hub_client(kubeconfig: Path) -> ApiClient:
     """An ``ApiClient`` for the hub from its kubeconfig file."""
     from kubernetes import config
 
     try:
-        return config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)  # type: ignore[no-untyped-call]
+        api_client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig), persist_config=False
+        )
+        return api_client
     except (config.ConfigException, OSError) as err:
         raise AgentError(
             f"hub kubeconfig {kubeconfig} unusable: {err}", reason="kube_config"
         ) from None
 
 
-def core_api(api_client: Any) -> ManagedClusterApi:
+def core_api(api_client: ApiClient) -> ManagedClusterApi:
     """``CoreV1Api`` on ``api_client`` (ConfigMap and Secrets)."""
     from kubernetes import client
 
@@ -164,7 +171,7 @@ def core_api(api_client: Any) -> ManagedClusterApi:
     return api
 
 
-def custom_objects_api(api_client: Any) -> HubApi:
+def custom_objects_api(api_client: ApiClient) -> HubApi:
     """``CustomObjectsApi`` on ``api_client`` (AddOnPlacementScores)."""
     from kubernetes import client
 

@@ -40,6 +40,7 @@ class Reply:
     # Announce more bytes than are sent, then close: a response cut in the middle.
     truncate: bool = False
     chunks: list[bytes] | None = None  # stream with chunked encoding instead of Content-Length
+    drip: float = 0.0  # pause before each chunk: a server that answers, but slowly
 
     @classmethod
     def json(cls, document: Any, status: int = 200) -> Reply:
@@ -102,6 +103,8 @@ class FakeServer:
                 if reply.chunks is not None:
                     self.wfile.write(f"{head}Transfer-Encoding: chunked\r\n\r\n".encode())
                     for chunk in reply.chunks:
+                        time.sleep(reply.drip)
+                        self.wfile.flush()
                         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.write(b"0\r\n\r\n")
                     return

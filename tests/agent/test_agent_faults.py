@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.transport import MAX_IN_FLIGHT
+from agent.errors import ScoreError
+from agent.score import request_scores
+from agent.transport import MAX_IN_FLIGHT, RequestSlots, make_client
 from tests.agent.agent_fakes import (
     FakeKube,
     FakeServer,
@@ -352,3 +354,36 @@ def test_health_and_sigterm_stay_prompt_with_2000_scorers_on_a_hanging_api(
         assert took < grace / 3, f"SIGTERM took {took:.1f} s of a {grace} s grace period"
     finally:
         hanging.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_dripping_answer_is_cut_at_the_whole_request_deadline(
+    serve: Callable[..., FakeServer],
+) -> None:
+    # Every chunk comes well within the per-read timeout (5 s), the whole answer does not
+    # within the request deadline (1 s): without the deadline it would hold a slot 4 s.
+    body = b'{"results": [' + b" " * 100 + b"]}"
+    chunks = [body[i : i + 12] for i in range(0, len(body), 12)]
+    dripping = serve(lambda request: Reply(chunks=chunks, drip=0.4))
+    async with make_client(5.0) as client:
+        with pytest.raises(ScoreError) as caught:
+            await request_scores(
+                client,
+                f"{dripping.url}/scoring",
+                [],
+                token=None,
+                max_bytes=1 << 20,
+                slots=RequestSlots(1.0),
+            )
+    assert caught.value.reason == "timeout"
+    # The same answer within a deadline that allows it is used.
+    async with make_client(5.0) as client:
+        outcome = await request_scores(
+            client,
+            f"{dripping.url}/scoring",
+            [],
+            token=None,
+            max_bytes=1 << 20,
+            slots=RequestSlots(30.0),
+        )
+    assert outcome.results == []
