@@ -78,7 +78,7 @@ async def fetch_series(
     for query in split_queries(summary.sourceQuery):
         with request_failures("Prometheus", FetchError):
             async with (
-                slots.take(),
+                slots.take(summary.sourceEndpoint),
                 client.stream(
                     "GET",
                     summary.sourceEndpoint,

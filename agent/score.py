@@ -81,7 +81,7 @@ async def request_scores(
         raise ScoreError("series cannot be encoded as JSON", reason="invalid_input") from err
     with request_failures("Scoring API", ScoreError):
         async with (
-            slots.take(),
+            slots.take(endpoint),
             client.stream("POST", endpoint, content=body, headers=headers) as response,
         ):
             if response.status_code != 200:

@@ -8,6 +8,7 @@ import gc
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -22,6 +23,9 @@ POOL_CONNECTIONS = 256
 #: queue on every change: the event loop spins at 100 % CPU, the health endpoints and
 #: SIGTERM go unanswered. Waiting on a semaphore costs nothing per waiter.
 MAX_IN_FLIGHT = 192
+#: Requests in flight to one host (``host:port``): a hanging API with hundreds of scorers
+#: must leave slots to the others, which would otherwise wait behind it.
+MAX_IN_FLIGHT_PER_HOST = 64
 
 
 def make_client(
@@ -45,23 +49,30 @@ def make_client(
 
 
 class RequestSlots:
-    """At most ``limit`` requests in flight, each bounded by a deadline for the whole exchange.
+    """At most ``limit`` requests in flight (``per_host`` to one host), each bounded by a
+    deadline for the whole exchange.
 
     httpx's timeouts apply per phase (connect, each read): a server that drips a byte
     every few seconds would hold a request, and a slot, for ever. The deadline covers
     connecting, sending, and reading the whole body; waiting for a slot is not counted.
     """
 
-    def __init__(self, deadline: float, limit: int = MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self, deadline: float, limit: int = MAX_IN_FLIGHT, per_host: int = MAX_IN_FLIGHT_PER_HOST
+    ) -> None:
         if limit >= POOL_CONNECTIONS:
             raise ValueError(f"limit must stay below the pool's {POOL_CONNECTIONS} connections")
         self.deadline = deadline
         self._semaphore = asyncio.Semaphore(limit)
+        self._per_host = per_host
+        self._hosts: dict[str, asyncio.Semaphore] = {}
 
     @contextlib.asynccontextmanager
-    async def take(self) -> AsyncIterator[None]:
-        """Hold a slot for one request; ``TimeoutError`` when the deadline passes."""
-        async with self._semaphore:
+    async def take(self, url: str) -> AsyncIterator[None]:
+        """Hold a slot for one request to ``url``; ``TimeoutError`` when the deadline passes."""
+        host = urlsplit(url).netloc.lower()
+        per_host = self._hosts.setdefault(host, asyncio.Semaphore(self._per_host))
+        async with per_host, self._semaphore:
             async with asyncio.timeout(self.deadline):
                 yield
 
