@@ -10,6 +10,7 @@ import json
 import os
 import signal
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +262,14 @@ def failed_reloads(agent: RunningAgent) -> float:
     return agent.value("dynamic_scoring_config_reloads_total", result="failure")
 
 
+def rejections_reach(agent: RunningAgent, count: int) -> bool:
+    return failed_reloads(agent) == count
+
+
+def successes_pass(agent: RunningAgent, done: float) -> bool:
+    return successes(agent, "a_score") > done
+
+
 def successful_reloads(agent: RunningAgent) -> float:
     return agent.value("dynamic_scoring_config_reloads_total", result="success")
 
@@ -305,10 +314,9 @@ async def test_hostile_configmap_is_rejected_and_the_last_good_one_kept(
         await wait_for(lambda: successes(agent, "a_score") >= 1, what="first cycle")
         for count, hostile in enumerate([DEEP, "[" + "7" * 6000 + "]"], start=1):
             kube.set_configmap(namespace, name, {"summaries": hostile})
-            await wait_for(lambda count=count: failed_reloads(agent) == count, what="rejection")
+            await wait_for(partial(rejections_reach, agent, count), what="rejection")
             assert agent.value("dynamic_scoring_config_last_reload_successful") == 0
-            done = successes(agent, "a_score")
-            await wait_for(lambda done=done: successes(agent, "a_score") > done, what="kept")
+            await wait_for(partial(successes_pass, agent, successes(agent, "a_score")), what="kept")
         assert not agent.task.done()
         kube.set_configmap(
             namespace,
@@ -367,10 +375,12 @@ def test_sighup_rereads_the_file_and_keeps_running(
         return 0.0
 
     wait_until(lambda: reloads() == 1, "first load")
-    for expected in (2, 3):
-        agent.process.send_signal(signal.SIGHUP)
-        wait_until(lambda expected=expected: reloads() == expected, "re-read after SIGHUP")
-        assert agent.process.poll() is None
+    agent.process.send_signal(signal.SIGHUP)
+    wait_until(lambda: reloads() == 2, "re-read after SIGHUP")
+    assert agent.process.poll() is None
+    agent.process.send_signal(signal.SIGHUP)
+    wait_until(lambda: reloads() == 3, "re-read after a second SIGHUP")
+    assert agent.process.poll() is None
     assert "config_reload_requested" in agent.log()
     assert agent.terminate() == 0
 
