@@ -46,7 +46,7 @@ _SECRET_PARAM = re.compile(rf"(?i)([?&;]{_SECRET_NAME}=)([^&;#\s'\")]*?)(?=:?(?:
 _SCHEME_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)([^/?#\s@'\"]*@)")
 _BARE_USERINFO = re.compile(r"(^|[\s'\"])([^/?#\s@:'\"(]+:[^/?#\s@'\"]*@)")
 _CONTROL_OK = frozenset("\t\n\r")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
