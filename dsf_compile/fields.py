@@ -9,6 +9,7 @@ OpenAPI schemas of the rendered CRDs are generated from those models
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -239,3 +240,46 @@ class Lenient(BaseModel):
     """Base of documents written by others (a scorer's ``/config``): extra fields ignored."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+
+# ------------------------------------------------- OCM's own field types
+
+# A qualified label or taint key, as the CRDs write it.
+_QUALIFIED_KEY_RE = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+
+def matches(pattern: re.Pattern[str], what: str) -> Any:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):  # not match(): "$" lets a trailing line break through
+            raise ValueError(f"must be {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+QualifiedKey = Annotated[
+    str,
+    Field(max_length=316),
+    matches(_QUALIFIED_KEY_RE, "a qualified key like 'gpu' or 'example.com/gpu'"),
+]
+
+
+def _parse_time(value: object) -> object:
+    # YAML reads an unquoted timestamp as a datetime, JSON leaves it a string.
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not an RFC 3339 time like 2026-01-01T00:00:00Z"
+            ) from None
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError("must carry a time zone (RFC 3339, like 2026-01-01T00:00:00Z)")
+    return value
+
+
+#: An RFC 3339 time with its zone (``2026-01-01T00:00:00Z``).
+Time = Annotated[datetime, BeforeValidator(_parse_time)]

@@ -11,7 +11,19 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.fields import Annotations, DnsLabel, Frozen, Items, LabelKey, Labels, LabelValue
+from dsf_compile.fields import (
+    Annotations,
+    DnsLabel,
+    Frozen,
+    Items,
+    LabelKey,
+    Labels,
+    LabelValue,
+    Lenient,
+    QualifiedKey,
+    Time,
+)
+from dsf_compile.inputs.quantity import QuantityText
 
 
 class LabelSelectorRequirement(Frozen):
@@ -74,6 +86,36 @@ class DynamicScoringConfig(Frozen):
 # -------------------------------------------------------------------- inventory
 
 
+class ClusterTaint(Lenient):
+    """A taint of ``ManagedCluster.spec.taints``."""
+
+    key: QualifiedKey
+    value: Annotated[str, Field(max_length=1024)] = ""
+    effect: Literal["NoSelect", "PreferNoSelect", "NoSelectIfNew"]
+    timeAdded: Time | None = None
+
+
+class ClusterClaim(Lenient):
+    """A claim of ``ManagedCluster.status.clusterClaims``."""
+
+    name: Annotated[str, Field(max_length=253)] = ""
+    value: Annotated[str, Field(max_length=1024)] = ""
+
+
+class ManagedClusterSpec(Lenient):
+    """The part of ``ManagedCluster.spec`` the scheduler reads."""
+
+    taints: Items[ClusterTaint] = ()
+
+
+class ManagedClusterStatus(Lenient):
+    """The part of ``ManagedCluster.status`` the scheduler reads."""
+
+    clusterClaims: Items[ClusterClaim] = ()
+    allocatable: dict[str, QuantityText] = Field(default_factory=dict)
+    capacity: dict[str, QuantityText] = Field(default_factory=dict)
+
+
 class ClusterMeta(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
 
@@ -84,8 +126,9 @@ class ClusterMeta(BaseModel):
 class ManagedCluster(BaseModel):
     """An inventory entry, as ``kubectl get managedclusters -o yaml`` prints it.
 
-    Only ``metadata.name`` and ``metadata.labels`` are used; ``spec``, ``status`` and
-    server-set metadata are accepted and ignored.
+    The compiler uses ``metadata.name`` and ``metadata.labels`` (the cluster-set label
+    among them); the scheduler also reads ``spec.taints``, ``status.clusterClaims``,
+    ``status.allocatable`` and ``status.capacity``. Server-set fields are ignored.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
@@ -93,3 +136,5 @@ class ManagedCluster(BaseModel):
     apiVersion: Literal["cluster.open-cluster-management.io/v1"]
     kind: Literal["ManagedCluster"]
     metadata: ClusterMeta
+    spec: ManagedClusterSpec = ManagedClusterSpec()
+    status: ManagedClusterStatus = ManagedClusterStatus()

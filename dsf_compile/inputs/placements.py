@@ -11,10 +11,9 @@ reading models accept what ``kubectl get … -o yaml`` prints, including ``List`
 from __future__ import annotations
 
 import re
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from dsf_compile.fields import (
     Annotations,
@@ -25,10 +24,12 @@ from dsf_compile.fields import (
     Items,
     Labels,
     Lenient,
+    QualifiedKey,
     StrMap,
+    Time,
+    matches,
 )
 from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
-from dsf_compile.inputs.quantity import QuantityText
 
 CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The label OCM puts on a PlacementDecision to name its Placement.
@@ -44,48 +45,9 @@ BUILTIN_PRIORITIZERS = (
     "ResourceAllocatableMemory",
 )
 
-# A qualified label or taint key, as the CRDs write it.
-_QUALIFIED_KEY_RE = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
-)
 _GROUP_NAME_RE = re.compile(r"^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$")
 _PER_GROUP_RE = re.compile(r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$")
 _RATE_LIMIT_RE = re.compile(r"^[0-9]+[hms]$")
-
-
-def _matches(pattern: re.Pattern[str], what: str) -> Any:
-    def check(value: str) -> str:
-        if not pattern.fullmatch(value):  # not match(): "$" lets a trailing line break through
-            raise ValueError(f"must be {what}")
-        return value
-
-    return AfterValidator(check)
-
-
-QualifiedKey = Annotated[
-    str,
-    Field(max_length=316),
-    _matches(_QUALIFIED_KEY_RE, "a qualified key like 'gpu' or 'example.com/gpu'"),
-]
-
-
-def _parse_time(value: object) -> object:
-    # YAML reads an unquoted timestamp as a datetime, JSON leaves it a string.
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(
-                f"{value!r} is not an RFC 3339 time like 2026-01-01T00:00:00Z"
-            ) from None
-    if isinstance(value, datetime) and value.tzinfo is None:
-        raise ValueError("must carry a time zone (RFC 3339, like 2026-01-01T00:00:00Z)")
-    return value
-
-
-#: An RFC 3339 time with its zone (``2026-01-01T00:00:00Z``).
-Time = Annotated[datetime, BeforeValidator(_parse_time)]
 
 
 class NamespacedMeta(Frozen):
@@ -200,7 +162,7 @@ class GroupClusterSelector(Frozen):
 
 class DecisionGroup(Frozen):
     groupName: Annotated[
-        str, _matches(_GROUP_NAME_RE, "a name of 2 to 63 letters, digits, '-', '_' or '.'")
+        str, matches(_GROUP_NAME_RE, "a name of 2 to 63 letters, digits, '-', '_' or '.'")
     ]
     groupClusterSelector: GroupClusterSelector
 
@@ -214,7 +176,7 @@ class GroupStrategy(Frozen):
     clustersPerDecisionGroup: Annotated[
         str,
         BeforeValidator(_per_group_text),
-        _matches(_PER_GROUP_RE, "a positive count or a percentage from 1% to 100%"),
+        matches(_PER_GROUP_RE, "a positive count or a percentage from 1% to 100%"),
     ] = "100%"
     decisionGroups: Items[DecisionGroup] = ()
 
@@ -232,7 +194,7 @@ class PlacementSpec(Frozen):
     spreadPolicy: SpreadPolicy | None = None
     decisionStrategy: DecisionStrategy | None = None
     sortBy: Literal["ClusterName", "Score"] = "ClusterName"
-    scoreRateLimit: Annotated[str, _matches(_RATE_LIMIT_RE, "a duration like 30s, 1m or 2h")] = "1m"
+    scoreRateLimit: Annotated[str, matches(_RATE_LIMIT_RE, "a duration like 30s, 1m or 2h")] = "1m"
 
 
 class Placement(Frozen):
@@ -313,39 +275,6 @@ class ManifestWorkReplicaSet(PassThrough):
     kind: Literal["ManifestWorkReplicaSet"]
     metadata: NamespacedMeta
     spec: ManifestWorkReplicaSetSpec
-
-
-# ------------------------------------------------------------- inventory additions
-
-
-class ClusterTaint(Lenient):
-    """A taint of ``ManagedCluster.spec.taints``."""
-
-    key: QualifiedKey
-    value: Annotated[str, Field(max_length=1024)] = ""
-    effect: Literal["NoSelect", "PreferNoSelect", "NoSelectIfNew"]
-    timeAdded: Time | None = None
-
-
-class ClusterClaim(Lenient):
-    """A claim of ``ManagedCluster.status.clusterClaims``."""
-
-    name: Annotated[str, Field(max_length=253)] = ""
-    value: Annotated[str, Field(max_length=1024)] = ""
-
-
-class ManagedClusterSpec(Lenient):
-    """The part of ``ManagedCluster.spec`` the scheduler reads."""
-
-    taints: Items[ClusterTaint] = ()
-
-
-class ManagedClusterStatus(Lenient):
-    """The part of ``ManagedCluster.status`` the scheduler reads."""
-
-    clusterClaims: Items[ClusterClaim] = ()
-    allocatable: dict[str, QuantityText] = Field(default_factory=dict)
-    capacity: dict[str, QuantityText] = Field(default_factory=dict)
 
 
 # ----------------------------------------------- scores and decisions, as read back

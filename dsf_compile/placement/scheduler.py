@@ -17,15 +17,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
-from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_compile.inputs.inventory import (
+    ClusterTaint,
+    LabelSelector,
+    LabelSelectorRequirement,
+    ManagedClusterSpec,
+    ManagedClusterStatus,
+)
 from dsf_compile.inputs.placements import (
     CLUSTERSET_LABEL,
     SCHEDULING_DISABLED_ANNOTATION,
     AddOnPlacementScore,
-    ClusterTaint,
     ManagedClusterSetBinding,
-    ManagedClusterSpec,
-    ManagedClusterStatus,
     Placement,
     PlacementDecision,
     ScoreCoordinate,

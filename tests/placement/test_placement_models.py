@@ -9,12 +9,11 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from dsf_compile.inputs.inventory import ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
     AddOnPlacementScoreList,
     ManagedClusterSetBinding,
-    ManagedClusterSpec,
-    ManagedClusterStatus,
     ManifestWorkReplicaSet,
     Placement,
     PlacementBinding,

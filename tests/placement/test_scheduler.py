@@ -11,12 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
-    ClusterTaint,
     ManagedClusterSetBinding,
-    ManagedClusterSpec,
-    ManagedClusterStatus,
     Placement,
     PlacementDecision,
 )
