@@ -9,17 +9,21 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
 from dsf_compile.inputs.validate import Inputs, validate_documents, validate_settings
+from dsf_compile.placement.checks import check_placements, score_catalog
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
 from dsf_compile.sync.lock import (
+    LOCKFILE,
     LockEntry,
+    Lockfile,
     check_lockfile_target,
     read_lockfile,
     write_lockfile,
@@ -41,7 +45,7 @@ def load_inputs(root: Path) -> Inputs:
     settings, found = validate_settings(settings_document)
     problems += found
     documents = []
-    for folder in ("scorers", "clusters"):
+    for folder in ("scorers", "clusters", "placements"):
         files, found = list_input_files(root, folder)
         problems += found
         for relative in files:
@@ -56,12 +60,19 @@ def load_inputs(root: Path) -> Inputs:
 
 
 def validate_fleet(root: Path) -> Inputs:
-    """``validate``: the inputs, and the resolution of every scorer the lockfile is not needed for."""
+    """``validate``: the inputs, the resolution of every scorer the lockfile is not needed
+    for, and the Placements against the scores the fleet publishes (as far as the
+    lockfile, when it is readable, tells)."""
     inputs = load_inputs(root)
     problems = check_spec_only_scorers(inputs)
-    if problems:
-        raise InputError([*problems, *inputs.warnings])
-    return inputs
+    lock: Lockfile | None = None
+    if os.path.lexists(root / LOCKFILE):
+        lock, lock_problems = read_lockfile(root)
+        lock = None if lock_problems else lock
+    errors, warnings = check_placements(inputs, score_catalog(inputs, lock), _now())
+    if problems or errors:
+        raise InputError([*problems, *errors, *inputs.warnings, *warnings])
+    return replace(inputs, warnings=(*inputs.warnings, *warnings))
 
 
 def plan_fleet(root: Path) -> Plan:
@@ -70,7 +81,15 @@ def plan_fleet(root: Path) -> Plan:
     lock, problems = read_lockfile(root)
     if problems:
         raise InputError(problems)
-    return resolve_fleet(inputs, lock)
+    errors, warnings = check_placements(inputs, score_catalog(inputs, lock), _now())
+    if errors:
+        raise InputError([*errors, *inputs.warnings, *warnings])
+    plan = resolve_fleet(inputs, lock)
+    return replace(plan, warnings=(*plan.warnings, *warnings))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ reading models accept what ``kubectl get … -o yaml`` prints, including ``List`
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -343,3 +343,21 @@ class PlacementDecisionList(Lenient):
     apiVersion: str
     kind: Literal["List", "PlacementDecisionList"]
     items: Items[PlacementDecision] = ()
+
+
+# ------------------------------------------------------------------ the folder
+
+#: The objects of ``placements/`` that are rendered for the hub.
+PlacementObject: TypeAlias = (
+    Placement | ManagedClusterSetBinding | Policy | PlacementBinding | ManifestWorkReplicaSet
+)
+#: The kinds ``placements/`` holds and renders, by kind.
+PLACEMENT_KINDS: dict[str, type[PlacementObject]] = {
+    "Placement": Placement,
+    "ManagedClusterSetBinding": ManagedClusterSetBinding,
+    "Policy": Policy,
+    "PlacementBinding": PlacementBinding,
+    "ManifestWorkReplicaSet": ManifestWorkReplicaSet,
+}
+#: dsf's own input of ``optimize``: read from ``placements/``, never rendered.
+OPTIMIZATION_KIND = "PlacementOptimization"

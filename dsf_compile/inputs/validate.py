@@ -10,7 +10,7 @@ import datetime
 import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -18,10 +18,18 @@ from pydantic import BaseModel, ValidationError
 from dsf_compile.contract import CONFIG_NAME
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs import inventory as inventory_models
+from dsf_compile.inputs import placements as placement_models
 from dsf_compile.inputs import scorer as scorer_models
 from dsf_compile.inputs import settings as settings_models
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
+from dsf_compile.inputs.placements import (
+    OPTIMIZATION_KIND,
+    PLACEMENT_KINDS,
+    ManagedClusterSetBinding,
+    Placement,
+    PlacementObject,
+)
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings, parse_resolve_entry
@@ -54,6 +62,23 @@ class Inputs:
     config: Located[DynamicScoringConfig] | None
     clusters: tuple[Located[ManagedCluster], ...]
     warnings: tuple[Problem, ...] = ()
+    #: The objects of ``placements/`` (Placements, bindings and the pass-through kinds),
+    #: sorted by kind, namespace and name.
+    placement_objects: tuple[Located[PlacementObject], ...] = ()
+    #: ``PlacementOptimization`` documents, read by ``optimize`` and never rendered.
+    optimizations: tuple[Document, ...] = ()
+
+    @property
+    def placements(self) -> tuple[Located[Placement], ...]:
+        return tuple(o for o in self.placement_objects if isinstance(o.model, Placement))  # type: ignore[misc]
+
+    @property
+    def bindings(self) -> tuple[Located[ManagedClusterSetBinding], ...]:
+        return tuple(
+            o  # type: ignore[misc]
+            for o in self.placement_objects
+            if isinstance(o.model, ManagedClusterSetBinding)
+        )
 
     @property
     def masks(self) -> tuple[Mask, ...]:
@@ -72,7 +97,7 @@ class Inputs:
 _ALL_FIELDS = sorted(
     {
         name
-        for module in (scorer_models, inventory_models, settings_models)
+        for module in (scorer_models, inventory_models, settings_models, placement_models)
         for model in vars(module).values()
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
         for name in model.model_fields
@@ -234,6 +259,8 @@ class _Collected:
     configs: list[Located[DynamicScoringConfig]]
     clusters: list[Located[ManagedCluster]]
     problems: list[Problem]
+    placement_objects: list[Located[PlacementObject]] = field(default_factory=list)
+    optimizations: list[Document] = field(default_factory=list)
     #: False when a document in clusters/ could not be read as a cluster: a mask that
     #: matches none of the clusters read may match the missing one.
     inventory_complete: bool = True
@@ -262,6 +289,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
             continue
         out.problems.extend(precheck(document))
         kind = _kind_of(document, data)
+        if document.path.startswith("placements/"):
+            _collect_placement_object(document, data, kind, out)
+            continue
         if in_scorers:
             if kind != "DynamicScorer":
                 out.problems.append(
@@ -336,7 +366,60 @@ def _collect(documents: Iterable[Document]) -> _Collected:
     return out
 
 
+def _collect_placement_object(
+    document: Document, data: dict[str, Any], kind: str | None, out: _Collected
+) -> None:
+    if kind == OPTIMIZATION_KIND:
+        out.optimizations.append(document)
+        return
+    model_type = PLACEMENT_KINDS.get(kind or "")
+    if model_type is None:
+        known = sorted([*PLACEMENT_KINDS, OPTIMIZATION_KIND])
+        close = difflib.get_close_matches(str(kind), known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.problems.append(
+            document.problem(
+                ("kind",),
+                f"{kind!r} is not read from placements/{hint}: it holds {', '.join(known)}",
+            )
+        )
+        return
+    model, problems = _validate(model_type, document, data)
+    out.problems.extend(problems)
+    if model is not None:
+        out.placement_objects.append(Located(model, document))
+
+
 # ----------------------------------------------------------------- semantics
+
+
+def check_placement_objects(objects: Sequence[Located[PlacementObject]]) -> list[Problem]:
+    """What holds within ``placements/`` alone: unique objects, bindings named after their set."""
+    problems: list[Problem] = []
+    seen: dict[tuple[str, str, str], Located[PlacementObject]] = {}
+    for located in objects:
+        model = located.model
+        key = (model.kind, model.metadata.namespace, model.metadata.name)
+        if key in seen:
+            problems.append(
+                located.problem(
+                    ("metadata", "name"),
+                    f"a second {model.kind} {key[1]}/{key[2]} (names are unique per kind and namespace)",
+                )
+            )
+        seen.setdefault(key, located)
+        if (
+            isinstance(model, ManagedClusterSetBinding)
+            and model.metadata.name != model.spec.clusterSet
+        ):
+            problems.append(
+                located.problem(
+                    ("spec", "clusterSet"),
+                    f"must equal metadata.name {model.metadata.name!r}: OCM admits a "
+                    "ManagedClusterSetBinding only when it is named after its cluster set",
+                )
+            )
+    return problems
 
 
 def _check_unique_names(items: Sequence[Located[Any]], what: str) -> list[Problem]:
@@ -424,6 +507,7 @@ def validate_documents(
     problems += _check_unique_names(collected.scorers, "scorer")
     problems += _check_scorer_namespaces(collected.scorers, settings)
     problems += _check_unique_names(collected.clusters, "cluster")
+    problems += check_placement_objects(collected.placement_objects)
     config = None
     for extra in collected.configs[1:]:
         first = collected.configs[0].document
@@ -446,7 +530,21 @@ def validate_documents(
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))
     clusters = tuple(sorted(collected.clusters, key=lambda c: c.model.metadata.name))
-    return Inputs(settings, scorers, config, clusters, tuple(problems))
+    placement_objects = tuple(sorted(collected.placement_objects, key=_object_key))
+    return Inputs(
+        settings,
+        scorers,
+        config,
+        clusters,
+        tuple(problems),
+        placement_objects,
+        tuple(collected.optimizations),
+    )
+
+
+def _object_key(located: Located[PlacementObject]) -> tuple[str, str, str]:
+    meta = located.model.metadata
+    return (located.model.kind, meta.namespace, meta.name)
 
 
 def validate_settings(document: Document | None) -> tuple[Settings, list[Problem]]:

@@ -1,0 +1,243 @@
+"""Placements against the fleet's scores (``placements.md``, compile-time checks).
+
+Pure. The errors say that a Placement ranks by something no scorer publishes (OCM would
+silently score every cluster 0 for it); the warnings say that it will not select what
+its author probably expects (an Inactive scorer, a masked score, no cluster set bound,
+no cluster selected). Both are located at the Placement's field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from fnmatch import fnmatchcase
+
+from dsf_compile.contract import PLACEHOLDER_RE, sanitize_score_name
+from dsf_compile.errors import Problem
+from dsf_compile.inputs.load import Pointer
+from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, Placement
+from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
+from dsf_compile.placement.scheduler import Cluster, cluster_from_inventory, schedule
+from dsf_compile.resolve.summaries import resolve_scorer
+from dsf_compile.sync.lock import Lockfile
+
+#: How many cluster names a warning lists.
+_NAMED = 5
+
+
+@dataclass(frozen=True)
+class PublishedScore:
+    """An AddOnPlacementScore the fleet publishes: its object name and where it comes from."""
+
+    resource_name: str
+    score_name: str
+    scorer: str
+    dimension_format: str
+    health: str | None
+
+
+@dataclass(frozen=True)
+class ScoreCatalog:
+    """Every published AddOnPlacementScore by name; ``complete`` when every name is known.
+
+    A Full scorer whose score name only its ``/config`` knows, without a lock entry,
+    leaves the catalog incomplete: an unknown name might be that one, so it is not an
+    error then.
+    """
+
+    scores: Mapping[str, PublishedScore]
+    complete: bool
+
+
+def score_catalog(inputs: Inputs, lock: Lockfile | None) -> ScoreCatalog:
+    """The AddOnPlacementScores the scorers of ``inputs`` publish, as far as Git and the lockfile tell."""
+    scores: dict[str, PublishedScore] = {}
+    complete = True
+    for located in inputs.scorers:
+        spec = located.model.spec
+        if spec.scoreDestination != "AddOnPlacementScore":
+            continue
+        name = located.model.metadata.name
+        entry = lock.scorers.get(name) if lock is not None else None
+        config = entry.config if entry is not None and spec.configSyncMode == "Full" else None
+        resolved, _ = resolve_scorer(located, config)
+        score_name = resolved.score_name if resolved is not None else None
+        if score_name is None and spec.scoring and spec.scoring.params:
+            score_name = spec.scoring.params.name
+        if not score_name:
+            complete = False
+            continue
+        resource = sanitize_score_name(score_name)
+        health = entry.health if entry is not None else None
+        scores[resource] = PublishedScore(
+            resource, score_name, name, spec.scoreDimensionFormat, health
+        )
+    return ScoreCatalog(scores, complete)
+
+
+def inventory_clusters(inputs: Inputs) -> tuple[Cluster, ...]:
+    """The inventory as the scheduler sees it."""
+    return tuple(
+        cluster_from_inventory(
+            c.model.metadata.name, c.model.metadata.labels, c.model.spec, c.model.status
+        )
+        for c in inputs.clusters
+    )
+
+
+def dimension_pattern(dimension_format: str) -> re.Pattern[str]:
+    """The item names a ``scoreDimensionFormat`` can produce: each ``${…}`` any string."""
+    parts = PLACEHOLDER_RE.split(dimension_format)
+    # split() alternates literal text and placeholder names
+    return re.compile(
+        "".join(re.escape(part) if index % 2 == 0 else ".*" for index, part in enumerate(parts)),
+        re.DOTALL,
+    )
+
+
+def check_placements(
+    inputs: Inputs, catalog: ScoreCatalog, at: datetime
+) -> tuple[list[Problem], list[Problem]]:
+    """``(errors, warnings)`` of every Placement of ``inputs`` against the published scores."""
+    errors: list[Problem] = []
+    warnings: list[Problem] = []
+    clusters = inventory_clusters(inputs)
+    bindings = [b.model for b in inputs.bindings]
+    bound = {b.metadata.namespace for b in bindings}
+    for located in inputs.placements:
+        found_errors, used = _check_coordinates(located, catalog)
+        errors += found_errors
+        placement = located.model
+        if placement.metadata.namespace not in bound:
+            warnings.append(
+                located.problem(
+                    ("metadata", "namespace"),
+                    f"no ManagedClusterSetBinding in placements/ binds a cluster set to namespace "
+                    f"{placement.metadata.namespace!r}: on a hub without one it selects no cluster",
+                    "warning",
+                )
+            )
+            continue
+        result = schedule(placement, clusters, bindings, None, (), at)
+        if not result.simulated:
+            continue
+        selectable = result.ranking
+        if not selectable:
+            warnings.append(
+                located.problem(("spec",), "selects no cluster of the inventory", "warning")
+            )
+            continue
+        for pointer, published in used:
+            if published.health == "Inactive":
+                warnings.append(
+                    located.problem(
+                        pointer,
+                        f"scorer {published.scorer!r} is Inactive in dsf.lock.json: "
+                        "this score is not being published",
+                        "warning",
+                    )
+                )
+            masked = _masked_on(inputs, published.score_name, selectable)
+            if masked:
+                shown = ", ".join(masked[:_NAMED]) + (
+                    f" and {len(masked) - _NAMED} more" if len(masked) > _NAMED else ""
+                )
+                warnings.append(
+                    located.problem(
+                        pointer,
+                        f"score {published.score_name!r} is masked on {len(masked)} of the "
+                        f"{len(selectable)} clusters this Placement can select ({shown}): "
+                        "they score 0 for it",
+                        "warning",
+                    )
+                )
+    return errors, warnings
+
+
+def _check_coordinates(
+    located: Located[Placement], catalog: ScoreCatalog
+) -> tuple[list[Problem], list[tuple[Pointer, PublishedScore]]]:
+    errors: list[Problem] = []
+    used: list[tuple[Pointer, PublishedScore]] = []
+    configurations = located.model.spec.prioritizerPolicy.configurations
+    for index, configuration in enumerate(configurations):
+        coordinate = configuration.scoreCoordinate
+        base: Pointer = ("spec", "prioritizerPolicy", "configurations", index, "scoreCoordinate")
+        if coordinate.type == "BuiltIn":
+            builtin = coordinate.builtIn or ""
+            if builtin not in BUILTIN_PRIORITIZERS:
+                errors.append(
+                    located.problem(
+                        (*base, "builtIn"),
+                        f"{builtin!r} is not a built-in prioritizer{_did_you_mean(builtin, BUILTIN_PRIORITIZERS)}; "
+                        f"OCM knows {', '.join(BUILTIN_PRIORITIZERS)}",
+                    )
+                )
+            continue
+        addon = coordinate.addOn
+        if addon is None:  # refused by the model already
+            continue
+        published = catalog.scores.get(addon.resourceName)
+        if published is None:
+            if catalog.complete:
+                errors.append(
+                    located.problem(
+                        (*base, "addOn", "resourceName"),
+                        _unknown_score(addon.resourceName, catalog),
+                    )
+                )
+            continue
+        if not dimension_pattern(published.dimension_format).fullmatch(addon.scoreName):
+            errors.append(
+                located.problem(
+                    (*base, "addOn", "scoreName"),
+                    f"scorer {published.scorer!r} never produces an item {addon.scoreName!r}: "
+                    f"its scoreDimensionFormat {published.dimension_format!r} gives items like "
+                    f"{_example_item(published.dimension_format)!r}",
+                )
+            )
+            continue
+        used.append(((*base, "addOn", "resourceName"), published))
+    return errors, used
+
+
+def _unknown_score(resource_name: str, catalog: ScoreCatalog) -> str:
+    message = (
+        f"no scorer publishes an AddOnPlacementScore named {resource_name!r} "
+        "(OCM would score every cluster 0 for it)"
+    )
+    sanitized = sanitize_score_name(resource_name)
+    if sanitized != resource_name and sanitized in catalog.scores:
+        return (
+            f"{message}; AddOnPlacementScore names are sanitized score names: "
+            f"score {catalog.scores[sanitized].score_name!r} is published as {sanitized!r}"
+        )
+    hint = _did_you_mean(resource_name, sorted(catalog.scores))
+    if hint:
+        return message + hint
+    known = ", ".join(sorted(catalog.scores)) or "none"
+    return f"{message}; published: {known}"
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _example_item(dimension_format: str) -> str:
+    return PLACEHOLDER_RE.sub(lambda m: f"<{m.group(1)}>", dimension_format)
+
+
+def _masked_on(inputs: Inputs, score_name: str, clusters: Sequence[str]) -> list[str]:
+    by_name = {c.model.metadata.name: c.model for c in inputs.clusters}
+    return [
+        name
+        for name in clusters
+        if any(
+            fnmatchcase(score_name, mask.scoreName) and mask_matches_cluster(mask, by_name[name])
+            for mask in inputs.masks
+        )
+    ]
