@@ -12,6 +12,8 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
@@ -19,6 +21,7 @@ from dsf_compile.errors import DsfError, InputError, Problem, UsageError
 from dsf_compile.untrusted import safe_message
 
 if TYPE_CHECKING:
+    from dsf_compile.placement.sources import HubState
     from dsf_compile.sync.lock import LockEntry
 
 EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
@@ -60,7 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    commands.add_parser("validate", help="load and check the inputs; no network")
+    validate = commands.add_parser("validate", help="load and check the inputs; no network")
+    validate.add_argument(
+        "--strict", action="store_true", help="warnings are errors (exit 1 when there are any)"
+    )
 
     sync = commands.add_parser(
         "sync", help="fetch each scorer's /config or /healthz into dsf.lock.json"
@@ -81,9 +87,25 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if rendered/ is stale"
     )
+    _add_state_options(render, hub=False)
 
     diff = commands.add_parser("diff", help="what render would change, object by object")
     diff.add_argument("--format", dest="diff_format", choices=("text", "markdown"), default="text")
+    _add_state_options(diff, hub=False)
+
+    explain = commands.add_parser(
+        "explain", help="which clusters each Placement picks, and why (OCM's scheduler, offline)"
+    )
+    explain.add_argument(
+        "placements", nargs="*", metavar="NAMESPACE/NAME", help="these Placements (default: all)"
+    )
+    explain.add_argument(
+        "--format",
+        dest="explain_format",
+        choices=("text", "markdown", "json"),
+        default="text",
+    )
+    _add_state_options(explain, hub=True)
 
     check = commands.add_parser("scorer-check", help="conformance test of a live Scoring API")
     check.add_argument("url", help="the scorer's base URL or its /config URL")
@@ -104,6 +126,57 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="write nothing; exit 1 if schemas/ is stale"
     )
     return parser
+
+
+def _add_state_options(parser: argparse.ArgumentParser, *, hub: bool) -> None:
+    """``--scores``/``--decisions``/``--at`` (and ``--hub-kubeconfig``): the hub state to replay."""
+    parser.add_argument(
+        "--scores", metavar="PATH", help="AddOnPlacementScores: a YAML/JSON file or folder"
+    )
+    parser.add_argument(
+        "--decisions", metavar="PATH", help="PlacementDecisions: a YAML/JSON file or folder"
+    )
+    if hub:
+        parser.add_argument(
+            "--hub-kubeconfig",
+            metavar="PATH",
+            help="read scores, decisions and bindings from a hub (list only)",
+        )
+    parser.add_argument(
+        "--at",
+        type=_moment,
+        default=None,
+        metavar="RFC3339",
+        help="judge validUntil and toleration times at this moment (default: now)",
+    )
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an RFC 3339 time like 2026-11-22T10:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} needs a time zone, like 2026-11-22T10:00:00Z")
+    return moment
+
+
+def _hub_state(args: argparse.Namespace) -> HubState | None:
+    """The state named by the options, or None when neither scores nor a hub were given."""
+    from dsf_compile.placement.sources import HubState, read_decisions, read_hub, read_scores
+
+    kubeconfig = getattr(args, "hub_kubeconfig", None)
+    if kubeconfig and (args.scores or args.decisions):
+        raise UsageError("--hub-kubeconfig reads scores and decisions: drop --scores/--decisions")
+    if kubeconfig:
+        return read_hub(kubeconfig)
+    if args.scores is None and args.decisions is None:
+        return None
+    scores = read_scores(args.scores) if args.scores else None
+    decisions = read_decisions(args.decisions) if args.decisions else ()
+    return HubState(scores, decisions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,6 +220,10 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
         return EXIT_FAILURE
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) -> None:
     """Print ``problems`` sorted, one line each; credentials and control characters never reach the terminal."""
     for problem in sorted(problems):
@@ -163,6 +240,8 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         from dsf_compile.pipeline import validate_fleet
 
         inputs = validate_fleet(root)
+        if args.strict and inputs.warnings:
+            raise InputError([replace(w, severity="error") for w in inputs.warnings])
         print_problems(inputs.warnings, err, github)
         print(
             f"dsf-compile: {len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid",
@@ -205,10 +284,18 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         from dsf_compile.pipeline import render_fleet
         from dsf_compile.render.write import format_changes
 
+        style = args.diff_format if command == "diff" else "text"
+        hub_state = _hub_state(args)
         result = render_fleet(root, check=True)
         print_problems(result.warnings, err, github)
         changes = result.changes
-        out.write(format_changes(changes, args.diff_format if command == "diff" else "text"))
+        out.write(format_changes(changes, style))
+        if hub_state is not None:
+            from dsf_compile.pipeline import decision_changes
+            from dsf_compile.placement.explain import format_decision_changes
+
+            moved = decision_changes(root, hub_state, args.at or _now())
+            out.write(format_decision_changes(moved, style))
         if changes.empty:
             print("dsf-compile: rendered/ is up to date", file=err)
             return EXIT_OK
@@ -217,6 +304,21 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             file=err,
         )
         return EXIT_INVALID
+    if command == "explain":
+        from dsf_compile.pipeline import explain_fleet
+        from dsf_compile.placement import explain
+        from dsf_compile.placement.sources import HubState
+
+        at = args.at or _now()
+        hub_state = _hub_state(args) or HubState(None, ())
+        results = explain_fleet(root, args.placements, hub_state, at)
+        formatter = {
+            "text": explain.format_text,
+            "markdown": explain.format_markdown,
+            "json": explain.format_json,
+        }[args.explain_format]
+        out.write(formatter(results, at))
+        return EXIT_OK
     if command == "scorer-check":
         from dsf_compile.sync.scorer_check import run_scorer_check
 

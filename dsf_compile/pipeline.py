@@ -13,11 +13,21 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsf_compile.errors import InputError, Problem
+from dsf_compile.errors import InputError, Problem, UsageError
 from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
-from dsf_compile.inputs.validate import Inputs, validate_documents, validate_settings
-from dsf_compile.placement.checks import check_placements, score_catalog
+from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+from dsf_compile.inputs.validate import (
+    Inputs,
+    validate_documents,
+    validate_model,
+    validate_settings,
+)
+from dsf_compile.placement.checks import check_placements, inventory_clusters, score_catalog
+from dsf_compile.placement.explain import DecisionChange
+from dsf_compile.placement.scheduler import PlacementResult, schedule
+from dsf_compile.placement.sources import HubState
 from dsf_compile.render.manifests import render_manifests
+from dsf_compile.render.placements import PLACEMENTS_FOLDER
 from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
 from dsf_compile.sync.lock import (
@@ -180,3 +190,84 @@ def sync_fleet(
     ]
     active = sum(1 for e in lock.scorers.values() if e.health == "Active")
     return SyncResult(inactive, active, changed, tuple(warnings))
+
+
+def explain_fleet(
+    root: Path, names: Sequence[str], state: HubState, at: datetime
+) -> list[PlacementResult]:
+    """``explain``: OCM's scheduler replayed for the named Placements (all when none)."""
+    inputs = load_inputs(root)
+    wanted = set(names)
+    placements = [p for p in inputs.placements if not wanted or _object_name(p.model) in wanted]
+    missing = sorted(wanted - {_object_name(p.model) for p in placements})
+    if missing:
+        raise UsageError(f"no Placement {', '.join(missing)} in placements/ (NAMESPACE/NAME)")
+    clusters = inventory_clusters(inputs)
+    bindings = [b.model for b in inputs.bindings] + list(state.bindings)
+    return [
+        schedule(p.model, clusters, bindings, state.scores, state.decisions, at) for p in placements
+    ]
+
+
+def _object_name(placement: Placement) -> str:
+    return f"{placement.metadata.namespace}/{placement.metadata.name}"
+
+
+def decision_changes(root: Path, state: HubState, at: datetime) -> list[DecisionChange]:
+    """Replay the scheduler on the Placements of ``rendered/`` and of ``placements/``, same state.
+
+    Placements added or removed by the change count too (no decisions on the missing side).
+    """
+    inputs = load_inputs(root)
+    clusters = inventory_clusters(inputs)
+    old_placements, old_bindings = read_rendered_placements(root)
+    new = {
+        _object_name(p.model): schedule(
+            p.model,
+            clusters,
+            [b.model for b in inputs.bindings] + list(state.bindings),
+            state.scores,
+            state.decisions,
+            at,
+        ).decisions
+        for p in inputs.placements
+    }
+    old = {
+        _object_name(p): schedule(
+            p, clusters, [*old_bindings, *state.bindings], state.scores, state.decisions, at
+        ).decisions
+        for p in old_placements
+    }
+    return [
+        DecisionChange(name, old.get(name, ()), new.get(name, ()))
+        for name in sorted(set(old) | set(new))
+        if old.get(name, ()) != new.get(name, ())
+    ]
+
+
+def read_rendered_placements(
+    root: Path,
+) -> tuple[list[Placement], list[ManagedClusterSetBinding]]:
+    """The Placements and bindings as committed in ``rendered/hub/placements/``."""
+    files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")
+    placements: list[Placement] = []
+    bindings: list[ManagedClusterSetBinding] = []
+    for relative in files:
+        if relative.endswith("/kustomization.yaml"):
+            continue
+        documents, found = read_yaml_file(root, relative)
+        problems += found
+        for document in documents:
+            kind = document.data.get("kind") if isinstance(document.data, dict) else None
+            if kind == "Placement":
+                placement, found = validate_model(Placement, document, document.data)
+                placements += [placement] if placement is not None else []
+            elif kind == "ManagedClusterSetBinding":
+                binding, found = validate_model(ManagedClusterSetBinding, document, document.data)
+                bindings += [binding] if binding is not None else []
+            else:
+                continue
+            problems += found
+    if problems:
+        raise InputError(problems)
+    return placements, bindings

@@ -162,7 +162,7 @@ def _message(error: Any, plain_text: str | None = None) -> str:
     return str(error["msg"])
 
 
-def _validate(
+def validate_model(
     model: type[M], document: Document, data: Any, base: Pointer = ()
 ) -> tuple[M | None, list[Problem]]:
     try:
@@ -300,7 +300,7 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                     )
                 )
                 continue
-            model, problems = _validate(DynamicScorer, document, data)
+            model, problems = validate_model(DynamicScorer, document, data)
             out.problems.extend(problems)
             if model is not None:
                 out.scorers.append(Located(model, document))
@@ -319,12 +319,12 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                     )
                 )
                 continue
-            config, problems = _validate(DynamicScoringConfig, document, data)
+            config, problems = validate_model(DynamicScoringConfig, document, data)
             out.problems.extend(problems)
             if config is not None:
                 out.configs.append(Located(config, document))
         elif kind == "ManagedCluster":
-            cluster, problems = _validate(ManagedCluster, document, data)
+            cluster, problems = validate_model(ManagedCluster, document, data)
             out.problems.extend(problems)
             if cluster is not None:
                 out.clusters.append(Located(cluster, document))
@@ -349,7 +349,7 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                     out.inventory_complete = False
                     continue
                 item = {"kind": "ManagedCluster", **item}
-                cluster, problems = _validate(ManagedCluster, document, item, ("items", index))
+                cluster, problems = validate_model(ManagedCluster, document, item, ("items", index))
                 out.problems.extend(problems)
                 if cluster is not None:
                     out.clusters.append(Located(cluster, document, ("items", index)))
@@ -384,7 +384,7 @@ def _collect_placement_object(
             )
         )
         return
-    model, problems = _validate(model_type, document, data)
+    model, problems = validate_model(model_type, document, data)
     out.problems.extend(problems)
     if model is not None:
         out.placement_objects.append(Located(model, document))
@@ -554,7 +554,7 @@ def validate_settings(document: Document | None) -> tuple[Settings, list[Problem
     problems = precheck(document)
     if document.data is None:
         return Settings(), problems
-    settings, more = _validate(Settings, document, document.data)
+    settings, more = validate_model(Settings, document, document.data)
     more += _check_resolve(document)
     return (settings or Settings()), problems + more
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -137,3 +138,30 @@ def _names(names: Sequence[str]) -> str:
 def _md(text: str) -> str:
     # A table cell ends at "|"; "*", "_" and "`" in names would turn into formatting.
     return "".join(f"\\{c}" if c in "|*_`[]<>\\" else c for c in text)
+
+
+@dataclass(frozen=True)
+class DecisionChange:
+    """A Placement whose decisions differ between the committed ``rendered/`` and the inputs."""
+
+    placement: str
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+def format_decision_changes(changes: Sequence[DecisionChange], style: str) -> str:
+    """``placement NS/NAME: a, b -> b, c`` lines, or a Markdown table for a pull request."""
+    if style == "markdown":
+        if not changes:
+            return "\n### Placement decisions\n\nNo Placement changes its decisions.\n"
+        rows = "".join(
+            f"| {_md(c.placement)} | {_md(_names(c.before))} | {_md(_names(c.after))} |\n"
+            for c in changes
+        )
+        return (
+            "\n### Placement decisions\n\n| placement | before | after |\n| --- | --- | --- |\n"
+            + rows
+        )
+    return "".join(
+        f"placement {c.placement}: {_names(c.before)} -> {_names(c.after)}\n" for c in changes
+    )

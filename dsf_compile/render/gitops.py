@@ -29,6 +29,8 @@ WAVE_CRDS = "0"
 WAVE_HUB = "1"
 #: ManifestWorks and AddOnDeploymentConfigs: what a cluster's addon reads.
 WAVE_CLUSTER_CONFIG = "2"
+#: Placements and what goes with them: after the scorers whose scores they rank by.
+WAVE_PLACEMENTS = "2"
 #: ManagedClusterAddOns, after the AddOnDeploymentConfig they reference exists.
 WAVE_CLUSTER_INSTALL = "3"
 

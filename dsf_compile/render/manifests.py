@@ -8,6 +8,7 @@ Pure. Layout (one object per file, a ``kustomization.yaml`` in every folder):
 - ``hub/addon/…``                            the agent's addon (:mod:`dsf_compile.render.addon`)
 - ``clusters/<cluster>/manifestwork.yaml``   the ManifestWork carrying the summary ConfigMap
 - ``clusters/<cluster>/…``                   the cluster's ManagedClusterAddOn (and overrides)
+- ``hub/placements/<namespace>/…``           the objects of ``placements/`` (:mod:`dsf_compile.render.placements`)
 - ``fleet/``, ``bootstrap/``                 GitOps wiring (:mod:`dsf_compile.render.gitops`)
 """
 
@@ -37,6 +38,7 @@ from dsf_compile.render.gitops import (
     render_kustomizations,
 )
 from dsf_compile.render.labels import MANAGED_BY
+from dsf_compile.render.placements import render_placements
 from dsf_compile.resolve.summaries import Plan
 
 MANIFESTWORK_NAME = "dynamic-scoring-config-manifestwork"
@@ -52,6 +54,7 @@ def render_manifests(plan: Plan) -> dict[str, str]:
     files.update(_render_hub(plan))
     files.update(render_cluster_works(plan))
     files.update(render_addon(plan))
+    files.update(render_placements(plan.inputs))
     files.update(render_kustomizations(files))
     files.update(render_bootstrap(plan.inputs.settings))
     return dict(sorted(files.items()))

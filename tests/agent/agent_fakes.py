@@ -313,6 +313,9 @@ class FakeKube:
             rest = parts[3:]
         else:
             return _status(404, "NotFound", "unknown path")
+        if len(rest) == 1 and request.method == "GET":  # a list across namespaces
+            with self.cond:
+                return self._list_all(rest[0])
         if len(rest) < 3 or rest[0] != "namespaces":
             return _status(404, "NotFound", "unknown path")
         namespace, kind = rest[1], rest[2]
@@ -339,6 +342,17 @@ class FakeKube:
         if selector.startswith("metadata.name="):
             return bool(obj["metadata"]["name"] == selector.split("=", 1)[1])
         return True
+
+    def _list_all(self, kind: str) -> Reply:
+        items = [obj for (k, _, _), obj in sorted(self.state.objects.items()) if k == kind]
+        return Reply.json(
+            {
+                "kind": "List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": str(self.state.version)},
+                "items": items,
+            }
+        )
 
     def _list(self, request: Request, kind: str, namespace: str) -> Reply:
         items = [

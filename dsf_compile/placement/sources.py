@@ -1,0 +1,154 @@
+"""Where ``explain`` gets the hub's state: snapshot files, or a hub read through its API.
+
+``--scores PATH`` / ``--decisions PATH`` name a file or a folder of YAML/JSON holding
+AddOnPlacementScores (PlacementDecisions) or ``List``s of them, as ``kubectl get … -A -o
+yaml`` prints them, read through the project's safe loader with located errors.
+``--hub-kubeconfig`` reads the same, and the hub's ManagedClusterSetBindings, with list
+calls only (the official ``kubernetes`` client): dsf never writes to a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from dsf_compile.errors import DsfError, InputError, Problem
+from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
+from dsf_compile.inputs.placements import (
+    AddOnPlacementScore,
+    ManagedClusterSetBinding,
+    PlacementDecision,
+)
+from dsf_compile.inputs.validate import validate_model
+
+M = TypeVar("M", bound=BaseModel)
+
+CLUSTER_GROUP = "cluster.open-cluster-management.io"
+#: The hub resources read, with the version OCM serves them at.
+_HUB_RESOURCES = {
+    "AddOnPlacementScore": ("v1alpha1", "addonplacementscores"),
+    "PlacementDecision": ("v1beta1", "placementdecisions"),
+    "ManagedClusterSetBinding": ("v1beta2", "managedclustersetbindings"),
+}
+
+
+@dataclass(frozen=True)
+class HubState:
+    """What the scheduler needs from a hub (or from snapshots of one)."""
+
+    scores: tuple[AddOnPlacementScore, ...] | None
+    decisions: tuple[PlacementDecision, ...]
+    bindings: tuple[ManagedClusterSetBinding, ...] = ()
+
+
+def read_scores(path: str) -> tuple[AddOnPlacementScore, ...]:
+    """Every AddOnPlacementScore of a snapshot file or folder; InputError on problems."""
+    return tuple(_read_objects(path, AddOnPlacementScore))
+
+
+def read_decisions(path: str) -> tuple[PlacementDecision, ...]:
+    """Every PlacementDecision of a snapshot file or folder; InputError on problems."""
+    return tuple(_read_objects(path, PlacementDecision))
+
+
+def _read_objects(path: str, model: type[M]) -> list[M]:
+    kind = model.__name__
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    target = Path(path)
+    if target.is_dir() and not target.is_symlink():
+        files, found = list_input_files(target.parent, target.name)
+        problems += found
+        for relative in files:
+            docs, found = read_yaml_file(target.parent, relative)
+            documents += docs
+            problems += found
+    else:
+        documents, problems = read_yaml_file(Path.cwd(), path)
+    objects: list[M] = []
+    for document in documents:
+        data = document.data
+        if isinstance(data, dict) and data.get("kind") in ("List", f"{kind}List"):
+            items = data.get("items")
+            if not isinstance(items, list):
+                problems.append(document.problem(("items",), f"must be a list of {kind}"))
+                continue
+            entries: list[tuple[tuple[str | int, ...], Any]] = [
+                (("items", index), item) for index, item in enumerate(items)
+            ]
+        else:
+            entries = [((), data)]
+        for pointer, item in entries:
+            found_kind = item.get("kind") if isinstance(item, dict) else None
+            if found_kind != kind:
+                problems.append(
+                    document.problem((*pointer, "kind"), f"must be {kind} (or a List of them)")
+                )
+                continue
+            obj, found = validate_model(model, document, item, pointer)
+            problems += found
+            if obj is not None:
+                objects.append(obj)
+    if problems:
+        raise InputError(problems)
+    return objects
+
+
+# ------------------------------------------------------------------------- hub
+
+
+class HubReadError(DsfError):
+    """The hub could not be read (kubeconfig, connection, permissions)."""
+
+
+def read_hub(kubeconfig: str, *, api_factory: Callable[[str], Any] | None = None) -> HubState:
+    """Scores, decisions and bindings from a live hub, with list calls only."""
+    api = (api_factory or _custom_objects_api)(kubeconfig)
+    return HubState(
+        scores=tuple(_list(api, AddOnPlacementScore)),
+        decisions=tuple(_list(api, PlacementDecision)),
+        bindings=tuple(_list(api, ManagedClusterSetBinding)),
+    )
+
+
+def _custom_objects_api(kubeconfig: str) -> Any:
+    from kubernetes import client, config  # only this command needs it
+
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except Exception as err:  # the client raises several unrelated types here
+        raise HubReadError(f"--hub-kubeconfig {kubeconfig}: {err}") from err
+    return client.CustomObjectsApi(api_client)
+
+
+def _list(api: Any, model: type[M]) -> list[M]:
+    kind = model.__name__
+    version, plural = _HUB_RESOURCES[kind]
+    try:
+        answer = api.list_cluster_custom_object(CLUSTER_GROUP, version, plural)
+    except Exception as err:  # ApiException, urllib3 errors: one line, exit 2
+        reason = getattr(err, "reason", None) or type(err).__name__
+        raise HubReadError(f"cannot list {plural} on the hub: {reason}") from err
+    objects = []
+    for item in answer.get("items", []):
+        item.setdefault("apiVersion", f"{CLUSTER_GROUP}/{version}")
+        item.setdefault("kind", kind)
+        if model is ManagedClusterSetBinding:
+            # our model of it is strict (it validates what users write); keep what is read
+            meta = item.get("metadata", {})
+            item = {
+                "apiVersion": item["apiVersion"],
+                "kind": kind,
+                "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+                "spec": {"clusterSet": item.get("spec", {}).get("clusterSet")},
+            }
+        try:
+            objects.append(model.model_validate(item))
+        except ValueError as err:
+            name = item.get("metadata", {}).get("name", "?")
+            raise HubReadError(f"the hub's {kind} {name} is not readable: {err}") from err
+    return objects

@@ -1,0 +1,39 @@
+"""``placements/`` → ``rendered/hub/placements/<namespace>/<kind>-<name>.yaml``.
+
+Pure. The objects are rendered as their authors wrote them (fields left out stay left
+out, enumerations in their canonical case), with the Argo CD sync wave that applies
+them after the scorers' objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsf_compile.inputs.validate import Inputs
+from dsf_compile.render.emit import dump_yaml
+from dsf_compile.render.gitops import WAVE_PLACEMENTS, gitops_annotations
+
+PLACEMENTS_FOLDER = "hub/placements"
+
+
+def placement_path(kind: str, namespace: str, name: str) -> str:
+    """Where an object of ``placements/`` is rendered."""
+    return f"{PLACEMENTS_FOLDER}/{namespace}/{kind.lower()}-{name}.yaml"
+
+
+def render_placements(inputs: Inputs) -> dict[str, str]:
+    """Path → YAML text of every object of ``placements/``."""
+    files = {}
+    for located in inputs.placement_objects:
+        model = located.model
+        obj: dict[str, Any] = model.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+        metadata = obj["metadata"]
+        metadata["annotations"] = dict(
+            sorted(
+                {**metadata.get("annotations", {}), **gitops_annotations(WAVE_PLACEMENTS)}.items()
+            )
+        )
+        files[placement_path(model.kind, model.metadata.namespace, model.metadata.name)] = (
+            dump_yaml(obj)
+        )
+    return files
