@@ -7,7 +7,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
-FLEET_FILES = ("scorers", "clusters", "dsf.yaml", "dsf.lock.json")
+FLEET_FILES = ("scorers", "clusters", "placements", "snapshots", "dsf.yaml", "dsf.lock.json")
 
 
 def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
