@@ -224,7 +224,10 @@ OCM_KINDS = {
     "ManifestWorkReplicaSet",
 }
 #: Governance kinds: no CRD in the shared folder; checked by the model of their documented fields.
-POLICY_KINDS = {"Policy": Policy, "PlacementBinding": PlacementBinding}
+POLICY_KINDS: dict[str, type[Policy | PlacementBinding]] = {
+    "Policy": Policy,
+    "PlacementBinding": PlacementBinding,
+}
 OWN_KINDS = {"DynamicScorer", "DynamicScoringConfig"}
 #: No schema is available offline; their shape is checked by hand below.
 BOOTSTRAP_KINDS = {"Application", "GitRepository", "Kustomization"}
