@@ -1,0 +1,327 @@
+"""Placements through the CLI: located errors and warnings, rendering, explain, decisions in a diff."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dsf_compile.cli import run
+from tests.fleet_repo import copy_fleet
+
+AT = "2026-11-22T10:00:00Z"
+GPU_INFERENCE = "placements/gpu-inference.yaml"
+GREEN_BATCH = "placements/green-batch.yaml"
+
+
+def cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--root", str(root), *argv], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def digest(folder: Path) -> str:
+    sha = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        sha.update(str(path.relative_to(folder)).encode())
+        if path.is_file():
+            sha.update(path.read_bytes())
+    return sha.hexdigest()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    return copy_fleet(tmp_path / "fleet")
+
+
+def edit(root: Path, relative: str, old: str, new: str) -> None:
+    path = root / relative
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (relative, old)
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    (root / relative).write_text(text, encoding="utf-8")
+
+
+# ------------------------------------------------------------------ errors
+
+Change = Callable[[Path], None]
+
+ERROR_CASES: list[tuple[str, Change, str, str, str]] = [
+    (
+        "typo-in-resource-name",
+        lambda r: edit(r, GPU_INFERENCE, "example-performance-score", "example-perfomance-score"),
+        f"{GPU_INFERENCE}:23:",
+        "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.resourceName",
+        "did you mean 'example-performance-score'?",
+    ),
+    (
+        "unsanitized-score-name",
+        lambda r: edit(r, GPU_INFERENCE, "example-performance-score", "example_performance_score"),
+        f"{GPU_INFERENCE}:23:",
+        "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.resourceName",
+        "AddOnPlacementScore names are sanitized score names: score 'example_performance_score' "
+        "is published as 'example-performance-score'",
+    ),
+    (
+        "item-the-format-never-produces",
+        lambda r: edit(r, GPU_INFERENCE, "scoreName: app01;3g.48gb", "scoreName: cluster"),
+        f"{GPU_INFERENCE}:24:",
+        "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.scoreName",
+        "never produces an item 'cluster': its scoreDimensionFormat '${app};${device}' gives "
+        "items like '<app>;<device>'",
+    ),
+    (
+        "unknown-built-in",
+        lambda r: edit(r, GREEN_BATCH, "builtIn: ResourceAllocatableCPU", "builtIn: Balanse"),
+        f"{GREEN_BATCH}:26:",
+        "spec.prioritizerPolicy.configurations[1].scoreCoordinate.builtIn",
+        "'Balanse' is not a built-in prioritizer (did you mean 'Balance'?)",
+    ),
+    (
+        "binding-not-named-after-its-set",
+        lambda r: edit(r, "placements/bindings.yaml", "clusterSet: global", "clusterSet: gpus"),
+        "placements/bindings.yaml:9:",
+        "spec.clusterSet",
+        "must equal metadata.name 'global'",
+    ),
+    (
+        "weight-out-of-range",
+        lambda r: edit(r, GREEN_BATCH, "weight: 2", "weight: 11"),
+        f"{GREEN_BATCH}:23:",
+        "spec.prioritizerPolicy.configurations[0].weight",
+        "10",
+    ),
+    (
+        "unknown-field-with-a-suggestion",
+        lambda r: edit(r, GREEN_BATCH, "numberOfClusters: 1", "numberOfCluster: 1"),
+        f"{GREEN_BATCH}:9:",
+        "spec.numberOfCluster",
+        "numberOfClusters",
+    ),
+    (
+        "placement-without-namespace",
+        lambda r: edit(r, GREEN_BATCH, "  namespace: default\n", ""),
+        f"{GREEN_BATCH}:",
+        "metadata.namespace",
+        "",
+    ),
+    (
+        "duplicate-placement",
+        lambda r: write(r, "placements/again.yaml", (r / GREEN_BATCH).read_text()),
+        "placements/",
+        "metadata.name",
+        "a second Placement default/green-batch",
+    ),
+    (
+        "kind-not-read-from-placements",
+        lambda r: write(
+            r,
+            "placements/other.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n",
+        ),
+        "placements/other.yaml:2:",
+        "kind",
+        "'ConfigMap' is not read from placements/",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "field", "message"),
+    [case[1:] for case in ERROR_CASES],
+    ids=[case[0] for case in ERROR_CASES],
+)
+def test_a_bad_placement_is_a_located_error_and_nothing_is_written(
+    fleet: Path, change: Change, where: str, field: str, message: str
+) -> None:
+    change(fleet)
+    before = digest(fleet / "rendered")
+    for command in (["validate"], ["render"]):
+        code, _, err = cli(fleet, *command)
+        assert code == 1, err
+        assert "Traceback" not in err
+        lines = [line for line in err.splitlines() if ": error: " in line]
+        assert any(
+            line.startswith(where) and f": error: {field}:" in line and message in line
+            for line in lines
+        ), err
+    assert digest(fleet / "rendered") == before
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def test_a_masked_score_is_a_warning_and_strict_makes_it_an_error(fleet: Path) -> None:
+    # without the gpu predicate the Placement can select edge01, where example_* is masked
+    edit(
+        fleet,
+        GPU_INFERENCE,
+        '  predicates:\n    - requiredClusterSelector:\n        labelSelector:\n          matchLabels:\n            gpu: "true"\n',
+        "",
+    )
+    code, _, err = cli(fleet, "validate")
+    assert code == 0, err
+    (warning,) = [line for line in err.splitlines() if ": warning: " in line]
+    assert warning.startswith(f"{GPU_INFERENCE}:")
+    assert (
+        "score 'example_performance_score' is masked on 1 of the 3 clusters this Placement "
+        "can select (edge01): they score 0 for it"
+    ) in warning
+    code, _, err = cli(fleet, "--format", "github", "validate")
+    assert code == 0 and f"::warning file={GPU_INFERENCE},line=" in err
+    code, _, err = cli(fleet, "validate", "--strict")
+    assert code == 1
+    assert ": error: " in err and "masked on 1 of the 3 clusters" in err
+
+
+def test_an_unbound_namespace_and_an_empty_selection_are_warnings(fleet: Path) -> None:
+    edit(fleet, GREEN_BATCH, "namespace: default", "namespace: batch")
+    edit(fleet, GPU_INFERENCE, 'gpu: "true"', 'gpu: "maybe"')
+    code, _, err = cli(fleet, "validate")
+    assert code == 0, err
+    warnings = sorted(line for line in err.splitlines() if ": warning: " in line)
+    assert len(warnings) == 2, err
+    assert "selects no cluster of the inventory" in warnings[0]
+    assert (
+        "no ManagedClusterSetBinding in placements/ binds a cluster set to namespace 'batch'"
+        in (warnings[1])
+    )
+
+
+def test_an_inactive_scorer_behind_a_placement_is_a_warning(fleet: Path) -> None:
+    lock = json.loads((fleet / "dsf.lock.json").read_text())
+    entry = lock["scorers"]["example-performance-scorer"]
+    entry["health"], entry["reason"] = "Inactive", "GET http://x/config: HTTP 500"
+    (fleet / "dsf.lock.json").write_text(json.dumps(lock, indent=2) + "\n")
+    code, _, err = cli(fleet, "validate")
+    assert code == 0, err
+    assert "scorer 'example-performance-scorer' is Inactive in dsf.lock.json" in err
+
+
+# --------------------------------------------------------------- rendering
+
+
+def test_placements_are_rendered_per_namespace_with_their_wave(fleet: Path) -> None:
+    folder = fleet / "rendered/hub/placements/default"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "kustomization.yaml",
+        "managedclustersetbinding-global.yaml",
+        "placement-gpu-inference.yaml",
+        "placement-green-batch.yaml",
+    ]
+    text = (folder / "placement-gpu-inference.yaml").read_text()
+    assert "argocd.argoproj.io/sync-wave: '2'" in text
+    assert "sortBy" not in text  # defaults the author left out stay out
+    edit(fleet, GREEN_BATCH, "weight: 2", "weight: 3")
+    code, out, _ = cli(fleet, "diff")
+    assert code == 1
+    assert "rendered/hub/placements/default/placement-green-batch.yaml" in out
+
+
+# ----------------------------------------------------------------- explain
+
+
+def test_explain_ranks_the_example_fleet_from_the_snapshot(fleet: Path) -> None:
+    scores = str(fleet / "snapshots")
+    code, out, err = cli(fleet, "explain", "--scores", scores, "--at", AT, "--format", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["at"] == AT
+    by_name = {p["name"]: p for p in document["placements"]}
+    gpu = by_name["gpu-inference"]
+    assert gpu["filtered"] == {"clusterSets": [], "predicates": ["edge01"], "taints": []}
+    assert gpu["prioritizers"] == [
+        {
+            "name": "AddOn/example-performance-score/app01;3g.48gb",
+            "weight": 1,
+            "scores": {"worker01": 70, "worker02": 85},
+        }
+    ]
+    assert (gpu["totals"], gpu["decisions"]) == ({"worker01": 70, "worker02": 85}, ["worker02"])
+    green = by_name["green-batch"]
+    # 2 × 60 + Balance 100 + ResourceAllocatableCPU 100 + Steady 0 against 2 × 40 + 100 − 100
+    assert (green["totals"], green["decisions"]) == (
+        {"worker01": 320, "worker02": 80},
+        ["worker01"],
+    )
+    code, text, _ = cli(fleet, "explain", "default/gpu-inference", "--scores", scores, "--at", AT)
+    assert code == 0 and "decisions: worker02" in text and "green-batch" not in text
+    code, markdown, _ = cli(
+        fleet, "explain", "--scores", scores, "--at", AT, "--format", "markdown"
+    )
+    assert code == 0 and "| worker02 |" in markdown
+
+
+def test_explain_without_scores_says_every_addon_score_is_zero(fleet: Path) -> None:
+    code, out, _ = cli(fleet, "explain", "--at", AT, "--format", "json")
+    assert code == 0
+    gpu = next(p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference")
+    assert gpu["totals"] == {"worker01": 0, "worker02": 0}
+    assert gpu["decisions"] == ["worker01"]  # a tie goes to the first name
+    assert any("score" in warning.lower() for warning in gpu["warnings"])
+
+
+def test_expired_scores_count_zero(fleet: Path) -> None:
+    code, out, _ = cli(
+        fleet, "explain", "--scores", str(fleet / "snapshots"), "--at", "2026-11-23T00:00:00Z"
+    )
+    assert code == 0
+    assert "expired" in out.lower() or "validuntil" in out.lower()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["explain", "default/nope"], "no Placement default/nope in placements/"),
+        (["explain", "--at", "yesterday"], "is not an RFC 3339 time"),
+        (["explain", "--at", "2026-11-22T10:00:00"], "needs a time zone"),
+    ],
+)
+def test_explain_usage_errors(fleet: Path, argv: list[str], message: str) -> None:
+    code, _, err = cli(fleet, *argv)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_bad_scores_snapshot_is_a_located_error(fleet: Path) -> None:
+    write(
+        fleet,
+        "bad-scores.yaml",
+        "apiVersion: cluster.open-cluster-management.io/v1alpha1\nkind: AddOnPlacementScore\n"
+        "metadata: {name: s, namespace: worker01}\nstatus:\n  scores:\n    - {name: a, value: 500}\n",
+    )
+    code, _, err = cli(fleet, "explain", "--scores", str(fleet / "bad-scores.yaml"))
+    assert code == 1
+    assert "bad-scores.yaml:6:" in err and "status.scores[0].value" in err
+
+
+# ---------------------------------------------------- decisions in a review
+
+
+def test_a_change_that_moves_a_workload_is_shown_in_the_pull_request(fleet: Path) -> None:
+    """As a new user: a typo, the suggestion, the fix, explain, a change, the moved decision."""
+    edit(fleet, GPU_INFERENCE, "example-performance-score", "example-perf-score")
+    code, _, err = cli(fleet, "validate")
+    assert code == 1 and "did you mean 'example-performance-score'?" in err
+    edit(fleet, GPU_INFERENCE, "example-perf-score", "example-performance-score")
+    assert cli(fleet, "validate")[0] == 0
+    scores = str(fleet / "snapshots")
+    assert "decisions: worker02" in cli(fleet, "explain", "--scores", scores, "--at", AT)[1]
+    edit(fleet, GPU_INFERENCE, "scoreName: app01;3g.48gb", "scoreName: app01;2g.24gb")
+    code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
+    assert code == 1
+    assert out.splitlines()[-1] == "placement default/gpu-inference: worker02 -> worker01"
+    code, out, _ = cli(fleet, "diff", "--format", "markdown", "--scores", scores, "--at", AT)
+    assert "| default/gpu-inference | worker02 | worker01 |" in out
+    code, out, _ = cli(fleet, "render", "--check", "--scores", scores, "--at", AT)
+    assert code == 1 and "placement default/gpu-inference: worker02 -> worker01" in out
+    assert cli(fleet, "render")[0] == 0
+    code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
+    assert code == 0 and "placement " not in out
