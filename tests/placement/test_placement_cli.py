@@ -325,3 +325,61 @@ def test_a_change_that_moves_a_workload_is_shown_in_the_pull_request(fleet: Path
     assert cli(fleet, "render")[0] == 0
     code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
     assert code == 0 and "placement " not in out
+
+
+# -------------------------------------------------------------------- a hub
+
+
+def test_explain_reads_a_hub_with_the_scores_the_agent_wrote(fleet: Path, tmp_path: Path) -> None:
+    """The agent's own publisher writes AddOnPlacementScores; explain reads them (list only)."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from agent.dimensions import ScoreItem
+    from agent.kube import custom_objects_api, hub_client
+    from agent.publish import HubPublisher, placement_score_status
+    from tests.agent.agent_fakes import FakeKube
+
+    hub = FakeKube().start()
+    try:
+        kubeconfig = tmp_path / "hub.kubeconfig"
+        kubeconfig.write_text(hub.kubeconfig())
+        api = custom_objects_api(hub_client(kubeconfig))
+        now = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+        for cluster, value in (("worker01", 30), ("worker02", 60)):
+            status = placement_score_status(
+                [ScoreItem("app01;3g.48gb", value)], now=now, interval=3600
+            )
+            asyncio.run(HubPublisher(api, cluster).publish("example-performance-score", status))
+        requests_before = len(hub.server.taken())
+        code, out, err = cli(
+            fleet,
+            "explain",
+            "default/gpu-inference",
+            "--hub-kubeconfig",
+            str(kubeconfig),
+            "--at",
+            AT,
+            "--format",
+            "json",
+        )
+        assert code == 0, err
+        (gpu,) = json.loads(out)["placements"]
+        assert gpu["totals"] == {"worker01": 30, "worker02": 60}
+        assert gpu["decisions"] == ["worker02"]
+        read = hub.server.taken()[requests_before:]
+        assert read and all(r.method == "GET" for r in read)  # list calls only
+    finally:
+        hub.stop()
+
+
+def test_an_unreachable_hub_is_one_line(fleet: Path, tmp_path: Path) -> None:
+    from tests.agent.agent_fakes import FakeKube
+
+    hub = FakeKube().start()
+    kubeconfig = tmp_path / "hub.kubeconfig"
+    kubeconfig.write_text(hub.kubeconfig())
+    hub.stop()
+    code, _, err = cli(fleet, "explain", "--hub-kubeconfig", str(kubeconfig), "--at", AT)
+    assert code == 2 and "cannot list addonplacementscores on the hub" in err
+    assert "Traceback" not in err
