@@ -271,7 +271,7 @@ def test_explain_without_scores_says_every_addon_score_is_zero(fleet: Path) -> N
 
 def test_expired_scores_count_zero(fleet: Path) -> None:
     code, out, _ = cli(
-        fleet, "explain", "--scores", str(fleet / "snapshots"), "--at", "2026-11-23T00:00:00Z"
+        fleet, "explain", "--scores", str(fleet / "snapshots"), "--at", "2026-11-25T00:00:00Z"
     )
     assert code == 0
     assert "expired" in out.lower() or "validuntil" in out.lower()
