@@ -383,3 +383,14 @@ def test_an_unreachable_hub_is_one_line(fleet: Path, tmp_path: Path) -> None:
     code, _, err = cli(fleet, "explain", "--hub-kubeconfig", str(kubeconfig), "--at", AT)
     assert code == 2 and "cannot list addonplacementscores on the hub" in err
     assert "Traceback" not in err
+
+
+def test_the_readme_shows_what_explain_prints() -> None:
+    from tests.fleet_repo import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    command = f"$ dsf-compile explain --scores snapshots/ --at {AT}\n"
+    shown = readme.split(command, 1)[1].split("```", 1)[0]
+    code, out, err = cli(REPO_ROOT, "explain", "--scores", str(REPO_ROOT / "snapshots"), "--at", AT)
+    assert code == 0, err
+    assert shown == out
