@@ -30,8 +30,9 @@ from agent.metrics import AgentMetrics
 from agent.publish import HubPublisher
 from agent.secrets import ApiSecretStore, DirSecretStore, SecretStore
 from agent.server import EndpointServer
-from agent.settings import CONFIG_MAP_NAME, Settings, parse_settings
+from agent.settings import Settings, parse_settings
 from agent.transport import make_client
+from dsf_compile.contract import CONFIG_MAP_NAME
 
 log = logging.getLogger("dsf.agent")
 

@@ -24,8 +24,7 @@ from pydantic import ValidationError
 from agent.errors import ConfigError
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
-from agent.settings import CONFIG_MAP_KEY
-from dsf_compile.contract import Summary
+from dsf_compile.contract import CONFIG_MAP_KEY, Summary
 from dsf_compile.contract import sanitize_score_name as sanitize_name
 from dsf_compile.fields import check_http_url
 from dsf_compile.inputs.load import MAX_DEPTH, parse_yaml

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import cast
 
 from agent.aggregate import AGGREGATIONS, Aggregation
+from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
 
-CONFIG_NAMESPACE = "dynamic-scoring"
-CONFIG_MAP_NAME = "dynamic-scoring-config"
-CONFIG_MAP_KEY = "summaries"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -31,7 +29,7 @@ class Settings:
     metrics_port: int = 8080
     log_level: str = "info"
     log_format: str = "text"
-    namespace: str = CONFIG_NAMESPACE
+    namespace: str = DEFAULT_AGENT_NAMESPACE
     aggregations: Mapping[str, Aggregation] = field(default_factory=dict)
     request_timeout: float = 30.0
     max_response_bytes: int = 64 * 1024 * 1024
@@ -135,8 +133,8 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--namespace",
-        default=_env(environ, "DSF_NAMESPACE") or CONFIG_NAMESPACE,
-        help=f"namespace of the ConfigMap and Secrets (default {CONFIG_NAMESPACE}) [DSF_NAMESPACE]",
+        default=_env(environ, "DSF_NAMESPACE") or DEFAULT_AGENT_NAMESPACE,
+        help=f"namespace of the ConfigMap and Secrets (default {DEFAULT_AGENT_NAMESPACE}) [DSF_NAMESPACE]",
     )
     parser.add_argument(
         "--aggregate",

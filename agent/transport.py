@@ -14,6 +14,8 @@ import httpx
 import orjson
 
 from agent.errors import AgentError, ResponseTooLargeError
+from dsf_compile.http_body import BodyTooLargeError
+from dsf_compile.http_body import read_capped as read_body
 
 USER_AGENT = "dsf-agent/0.1"
 #: Connections of the shared pool.
@@ -79,17 +81,10 @@ class RequestSlots:
 
 async def read_capped(response: httpx.Response, limit: int) -> bytes:
     """The body of a streamed ``response``, failing as soon as it exceeds ``limit`` bytes."""
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ResponseTooLargeError(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise ResponseTooLargeError(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await read_body(response, limit)
+    except BodyTooLargeError:
+        raise ResponseTooLargeError(limit) from None
 
 
 def decode_json(body: bytes) -> Any:

@@ -31,6 +31,7 @@ import httpx
 from pydantic import ValidationError
 
 from dsf_compile.errors import SyncError, UsageError
+from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
 from dsf_compile.inputs.settings import Address, SyncSettings, parse_resolve_entry
 from dsf_compile.scoring_api import ScorerConfig
@@ -342,27 +343,14 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
 
 
 async def _read_capped(response: httpx.Response, shown: str, limit: int) -> bytes:
-    too_large = f"GET {shown}: response larger than {limit} bytes"
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _FetchFailedError(too_large)
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         # We ask for identity; decoding would let a small compressed body blow past the cap.
         raise _FetchFailedError(f"GET {shown}: unsupported Content-Encoding {encoding!r}")
-    if response.is_stream_consumed:
-        # Only in-memory responses (an injected mock transport) arrive already read.
-        if len(response.content) > limit:
-            raise _FetchFailedError(too_large)
-        return response.content
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_raw():
-        size += len(chunk)
-        if size > limit:
-            raise _FetchFailedError(too_large)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await read_capped(response, limit, decoded=False)
+    except BodyTooLargeError:
+        raise _FetchFailedError(f"GET {shown}: response larger than {limit} bytes") from None
 
 
 def _parse_config(body: bytes, shown: str) -> ScorerConfig:
