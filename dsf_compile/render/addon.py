@@ -146,6 +146,14 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
             f"--metrics-bind=0.0.0.0:{METRICS_PORT}",
             f"--log-level={agent.logLevel}",
         ],
+        # The agent reads its ConfigMap and Secrets in the namespace it runs in, wherever
+        # dsf.yaml (agentNamespace) or an AddOnDeploymentConfig puts it.
+        "env": [
+            {
+                "name": "DSF_NAMESPACE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+            }
+        ],
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {
