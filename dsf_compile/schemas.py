@@ -22,6 +22,8 @@ from dsf_compile.files import (
     read_regular_file,
 )
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
+from dsf_compile.inputs.optimization import PlacementOptimization
+from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.scoring_api import ScorerConfig, ScoringRequest, ScoringResponse
@@ -34,6 +36,9 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "dynamicscorer": DynamicScorer,
     "dynamicscoringconfig": DynamicScoringConfig,
     "managedcluster": ManagedCluster,
+    "placement": Placement,
+    "managedclustersetbinding": ManagedClusterSetBinding,
+    "placementoptimization": PlacementOptimization,
     "dsf-settings": Settings,
     "dsf-lock": Lockfile,
     "scorer-config": ScorerConfig,

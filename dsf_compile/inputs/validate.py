@@ -18,11 +18,13 @@ from pydantic import BaseModel, ValidationError
 from dsf_compile.contract import CONFIG_NAME
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs import inventory as inventory_models
+from dsf_compile.inputs import optimization as optimization_models
 from dsf_compile.inputs import placements as placement_models
 from dsf_compile.inputs import scorer as scorer_models
 from dsf_compile.inputs import settings as settings_models
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
+from dsf_compile.inputs.optimization import PlacementOptimization
 from dsf_compile.inputs.placements import (
     OPTIMIZATION_KIND,
     PLACEMENT_KINDS,
@@ -65,8 +67,8 @@ class Inputs:
     #: The objects of ``placements/`` (Placements, bindings and the pass-through kinds),
     #: sorted by kind, namespace and name.
     placement_objects: tuple[Located[PlacementObject], ...] = ()
-    #: ``PlacementOptimization`` documents, read by ``optimize`` and never rendered.
-    optimizations: tuple[Document, ...] = ()
+    #: ``PlacementOptimization``s, read by ``optimize`` and never rendered.
+    optimizations: tuple[Located[PlacementOptimization], ...] = ()
 
     @property
     def placements(self) -> tuple[Located[Placement], ...]:
@@ -97,7 +99,13 @@ class Inputs:
 _ALL_FIELDS = sorted(
     {
         name
-        for module in (scorer_models, inventory_models, settings_models, placement_models)
+        for module in (
+            scorer_models,
+            inventory_models,
+            settings_models,
+            placement_models,
+            optimization_models,
+        )
         for model in vars(module).values()
         if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
         for name in model.model_fields
@@ -260,7 +268,7 @@ class _Collected:
     clusters: list[Located[ManagedCluster]]
     problems: list[Problem]
     placement_objects: list[Located[PlacementObject]] = field(default_factory=list)
-    optimizations: list[Document] = field(default_factory=list)
+    optimizations: list[Located[PlacementOptimization]] = field(default_factory=list)
     #: False when a document in clusters/ could not be read as a cluster: a mask that
     #: matches none of the clusters read may match the missing one.
     inventory_complete: bool = True
@@ -370,7 +378,10 @@ def _collect_placement_object(
     document: Document, data: dict[str, Any], kind: str | None, out: _Collected
 ) -> None:
     if kind == OPTIMIZATION_KIND:
-        out.optimizations.append(document)
+        optimization, problems = validate_model(PlacementOptimization, document, data)
+        out.problems.extend(problems)
+        if optimization is not None:
+            out.optimizations.append(Located(optimization, document))
         return
     model_type = PLACEMENT_KINDS.get(kind or "")
     if model_type is None:
@@ -531,6 +542,7 @@ def validate_documents(
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))
     clusters = tuple(sorted(collected.clusters, key=lambda c: c.model.metadata.name))
     placement_objects = tuple(sorted(collected.placement_objects, key=_object_key))
+    optimizations = tuple(sorted(collected.optimizations, key=_object_key))
     return Inputs(
         settings,
         scorers,
@@ -538,11 +550,13 @@ def validate_documents(
         clusters,
         tuple(problems),
         placement_objects,
-        tuple(collected.optimizations),
+        optimizations,
     )
 
 
-def _object_key(located: Located[PlacementObject]) -> tuple[str, str, str]:
+def _object_key(
+    located: Located[PlacementObject] | Located[PlacementOptimization],
+) -> tuple[str, str, str]:
     meta = located.model.metadata
     return (located.model.kind, meta.namespace, meta.name)
 

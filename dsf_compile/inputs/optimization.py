@@ -1,0 +1,59 @@
+"""``PlacementOptimization``: what ``optimize`` chooses configurations and clusters for.
+
+dsf's own input (``placements.md``), read from ``placements/`` and never rendered: the
+score to optimize, the clusters with the Policies (configurations) each may take, and
+the workloads (ManifestWorkReplicaSets) to place.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from dsf_compile.contract import DimensionFormat
+from dsf_compile.fields import DnsLabel, DnsSubdomain, Frozen, Items
+from dsf_compile.inputs.placements import NamespacedMeta
+
+#: The label every object ``optimize`` writes carries (``placements.md``).
+GENERATED_BY_LABEL = "dynamic-scoring.open-cluster-management.io/generated-by"
+#: The claim a compliant cluster reports when ``requireCompliance`` is set (upstream's convention).
+COMPLIANCE_CLAIM = "policy-watcher-claim"
+#: Supply and demand labels (upstream's sample conventions).
+SUPPLY_KIND, SUPPLY_AMOUNT, SUPPLY_DEVICE = (
+    "resource-supply-kind",
+    "resource-supply-amount",
+    "resource-supply-device",
+)
+DEMAND_APP, DEMAND_KIND, DEMAND_AMOUNT = ("app", "resource-request-kind", "resource-request-amount")
+
+
+class Preference(Frozen):
+    addOnPlacementScore: DnsSubdomain = Field(
+        description="The AddOnPlacementScore (sanitized score name) to optimize."
+    )
+    scoreDimensionFormat: DimensionFormat = Field(
+        description="How its items are named; must hold ${app} and ${device}."
+    )
+
+
+class OptimizedCluster(Frozen):
+    name: DnsLabel
+    availablePolicies: Annotated[Items[DnsSubdomain], Field(min_length=1)]
+
+
+class PlacementOptimizationSpec(Frozen):
+    objective: Literal["Maximize", "Minimize"] = "Maximize"
+    preference: Preference
+    clusters: Annotated[Items[OptimizedCluster], Field(min_length=1)]
+    targetWorkloads: Annotated[Items[DnsSubdomain], Field(min_length=1)]
+    requireCompliance: bool = False
+
+
+class PlacementOptimization(Frozen):
+    """``placements/``: one optimization of configurations (Policies) and placements."""
+
+    apiVersion: Literal["dynamic-scoring.open-cluster-management.io/v1alpha1"]
+    kind: Literal["PlacementOptimization"]
+    metadata: NamespacedMeta
+    spec: PlacementOptimizationSpec
