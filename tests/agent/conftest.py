@@ -274,6 +274,36 @@ def agent_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def launch_agent(log_path: Path, *args: str, env: dict[str, str] | None = None) -> AgentProcess:
+    """Start ``python -m agent`` with ``args`` on a free loopback port, logging to ``log_path``."""
+    port = free_port()
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agent", "--metrics-bind", f"127.0.0.1:{port}", *args],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env if env is not None else agent_env(),
+            cwd=log_path.parent,
+        )
+    return AgentProcess(process, port, log_path)
+
+
+def wait_until_healthy(handle: AgentProcess, timeout: float = 20.0) -> None:
+    """Wait until the agent's ``/healthz`` answers 200; fail the test if it exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if handle.process.poll() is not None:
+            pytest.fail(f"agent exited with {handle.process.returncode}:\n{handle.log()}")
+        try:
+            if handle.status("/healthz") == 200:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"agent not healthy:\n{handle.log()}")
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def agent_process(tmp_path: Path) -> Iterator[Callable[..., AgentProcess]]:
     """Start ``python -m agent`` with arguments; stopped with SIGTERM at the end."""
@@ -282,31 +312,10 @@ def agent_process(tmp_path: Path) -> Iterator[Callable[..., AgentProcess]]:
     def start(
         *args: str, env: dict[str, str] | None = None, wait_healthy: bool = True
     ) -> AgentProcess:
-        port = free_port()
-        log_path = tmp_path / f"agent-{len(started)}.log"
-        with log_path.open("wb") as log_file:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "agent", "--metrics-bind", f"127.0.0.1:{port}", *args],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env if env is not None else agent_env(),
-                cwd=tmp_path,
-            )
-        handle = AgentProcess(process, port, log_path)
+        handle = launch_agent(tmp_path / f"agent-{len(started)}.log", *args, env=env)
         started.append(handle)
         if wait_healthy:
-            deadline = time.monotonic() + 20
-            while True:
-                if process.poll() is not None:
-                    pytest.fail(f"agent exited with {process.returncode}:\n{handle.log()}")
-                try:
-                    if handle.status("/healthz") == 200:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"agent not healthy:\n{handle.log()}")
-                time.sleep(0.1)
+            wait_until_healthy(handle)
         return handle
 
     yield start
@@ -354,21 +363,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(5)
 
 
-@pytest.fixture(scope="session")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Real Prometheus on 127.0.0.1 with fixed backfilled data; yields its base URL."""
+@contextlib.contextmanager
+def backfilled_prometheus(root: Path, openmetrics: str) -> Iterator[str]:
+    """Real Prometheus on 127.0.0.1 whose TSDB is ``openmetrics`` backfilled with promtool
+    into ``root``; yields its base URL and stops it on exit."""
     for tool in ("prometheus", "promtool"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} not installed (Debian package prometheus)")
-    root = tmp_path_factory.mktemp("prometheus")
-    lines = [f"# TYPE {METRIC} gauge"]
-    for timestamp in _sample_times():
-        for (node, namespace, pod), value in SERIES_VALUES.items():
-            lines.append(
-                f'{METRIC}{{node="{node}",namespace="{namespace}",pod="{pod}"}} {value} {timestamp}'
-            )
-    lines.append("# EOF")
-    (root / "data.om").write_text("\n".join(lines) + "\n")
+    (root / "data.om").write_text(openmetrics)
     subprocess.run(
         [
             "promtool",
@@ -400,6 +402,22 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         _stop(process)
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Real Prometheus on 127.0.0.1 with fixed backfilled data; yields its base URL."""
+    lines = [f"# TYPE {METRIC} gauge"]
+    for timestamp in _sample_times():
+        for (node, namespace, pod), value in SERIES_VALUES.items():
+            lines.append(
+                f'{METRIC}{{node="{node}",namespace="{namespace}",pod="{pod}"}} {value} {timestamp}'
+            )
+    lines.append("# EOF")
+    with backfilled_prometheus(
+        tmp_path_factory.mktemp("prometheus"), "\n".join(lines) + "\n"
+    ) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
