@@ -47,7 +47,7 @@ class FleetProxy:
     address (``"host:port" -> "127.0.0.1:port"``); any other name gets 502.
 
     ``mapping`` may be replaced while the proxy runs; ``seen`` lists the ``(method, url)``
-    of every request forwarded.
+    of every request received.
     """
 
     def __init__(self, mapping: Mapping[str, str] | None = None) -> None:
@@ -109,10 +109,14 @@ class FleetProxy:
         """``http://127.0.0.1:PORT``, the value for ``HTTP_PROXY``."""
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def hosts_seen(self) -> set[str]:
-        """The ``host:port`` of every request forwarded so far."""
+    def urls(self) -> list[str]:
+        """The URL of every request received so far, in order."""
         with self._lock:
-            return {urlsplit(url).netloc for _, url in self.seen}
+            return [url for _, url in self.seen]
+
+    def hosts_seen(self) -> set[str]:
+        """The ``host:port`` of every request received so far."""
+        return {urlsplit(url).netloc for url in self.urls()}
 
     def __enter__(self) -> FleetProxy:
         self._thread.start()

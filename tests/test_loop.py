@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -50,6 +50,7 @@ from tests.agent.conftest import (
     AgentProcess,
     agent_env,
     backfilled_prometheus,
+    free_port,
     launch_agent,
     wait_until_healthy,
 )
@@ -271,6 +272,16 @@ def seconds_left(valid_until: str) -> float:
     return (moment - datetime.now(UTC)).total_seconds()
 
 
+def prometheus_queries(proxy: FleetProxy) -> set[str]:
+    """The PromQL queries the agent sent to the in-cluster Prometheus."""
+    return {
+        query
+        for url in proxy.urls()
+        if urlsplit(url).netloc == PROMETHEUS_SERVICE
+        for query in parse_qs(urlsplit(url).query).get("query", [])
+    }
+
+
 def fleet_mapping(mapping: dict[str, str], prometheus: str) -> dict[str, str]:
     return {**mapping, PROMETHEUS_SERVICE: urlsplit(prometheus).netloc}
 
@@ -409,15 +420,14 @@ def test_the_whole_loop(
         assert {PROMETHEUS_SERVICE, SAMPLE_SERVICE} <= proxy.hosts_seen()
         # Only worker02's namespace on the hub, and the scores are trusted for 3 intervals.
         assert {key[1] for key in hub.state.objects} == {CLUSTER}
-        assert 60 < seconds_left(valid_until(hub, "sample-my-score")) <= 90
+        assert 30 < seconds_left(valid_until(hub, "sample-my-score")) <= 90
 
         # 6. Change sample-scorer in Git, sync it, re-render, and hand the new ConfigMap over.
         (repo / "scorers/sample-scorer.yaml").write_text(PINNED_SAMPLE_SCORER)
         compile_cli("--root", str(repo), "sync", "sample-scorer", *resolve_flags(mapping))
         rendered = compile_cli("--root", str(repo), "render")
-        assert "0 added, 4 changed, 0 removed" in rendered, (
-            rendered
-        )  # 1 DynamicScorer, 3 ManifestWorks
+        # the DynamicScorer on the hub and the ManifestWork of each of the 3 clusters
+        assert "0 added, 4 changed, 0 removed" in rendered, rendered
         changed = rendered_configmap(repo, CLUSTER)
         summary = summaries_of(changed)["sample_my_score"]
         assert summary["scoringInterval"] == 5 and 'namespace="web"' in summary["sourceQuery"]
@@ -425,7 +435,9 @@ def test_the_whole_loop(
 
         new_items = [{"name": "n1;web-1", "value": 12}, {"name": "n2;web-2", "value": 100}]
         wait_for_items(hub, "sample-my-score", new_items, agent)
-        # The new interval: the scores written now are trusted for 3 × 5 s, not 3 × 30 s.
+        # The agent sent the new query, and the scores written now are trusted for
+        # 3 × 5 s, not 3 × 30 s: the new interval.
+        assert summary["sourceQuery"] in prometheus_queries(proxy)
         assert seconds_left(valid_until(hub, "sample-my-score")) <= 16
         # The db-1 series fell out of the query: its series is deleted, the others stay.
         published = scores(agent)
@@ -447,12 +459,6 @@ def test_explain_reads_the_scores_the_agent_wrote() -> None:
 # ------------------------------------------------- upstream's own sample scorer
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def upstream_sample_scorer(tmp_path: Path) -> Iterator[str]:
     """Upstream's sample scorer (``tests.upstream_sample_scorer``) under uvicorn on 127.0.0.1;
@@ -460,7 +466,6 @@ def upstream_sample_scorer(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("fastapi", reason="fastapi is a test extra: pip install -e '.[test]'")
     pytest.importorskip("uvicorn", reason="uvicorn is a test extra: pip install -e '.[test]'")
     port = free_port()
-    env = {**agent_env()}
     with (tmp_path / "uvicorn.log").open("wb") as log:
         process = subprocess.Popen(
             [
@@ -476,7 +481,7 @@ def upstream_sample_scorer(tmp_path: Path) -> Iterator[str]:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=agent_env(),
             cwd=REPO_ROOT,
         )
     try:
