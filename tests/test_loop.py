@@ -16,7 +16,8 @@
    serve them.
 4. The ``dynamic_score`` series on ``/metrics`` and the AddOnPlacementScores on the hub
    are checked, values and items, including the masked score being absent.
-5. ``dsf-compile explain --hub-kubeconfig`` against the same hub (not merged yet: skipped).
+5. ``dsf-compile explain --hub-kubeconfig`` against the same hub: the example Placements'
+   scores are the ones the agent wrote, and their decisions follow.
 6. A scorer is changed in Git, synced, re-rendered and fed to the running agent; the
    change takes effect and the stale series and items disappear.
 7. The same loop with upstream's sample scorer (a FastAPI app under uvicorn, written from
@@ -154,6 +155,14 @@ def compile_cli(*args: str) -> str:
     code = run(list(args), out, err)
     assert code == 0, f"dsf-compile {' '.join(args)} exited {code}\n{err.getvalue()}"
     return err.getvalue()
+
+
+def compile_cli_out(*args: str) -> str:
+    """Run ``dsf-compile ARGS``; fail the test unless it exits 0; return stdout."""
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(args), out, err)
+    assert code == 0, f"dsf-compile {' '.join(args)} exited {code}\n{err.getvalue()}"
+    return out.getvalue()
 
 
 def rendered_configmap(repo: Path, cluster: str) -> dict[str, Any]:
@@ -422,6 +431,44 @@ def test_the_whole_loop(
         assert {key[1] for key in hub.state.objects} == {CLUSTER}
         assert 30 < seconds_left(valid_until(hub, "sample-my-score")) <= 90
 
+        # 5. explain reads the scores the agent wrote from the same hub (list calls only).
+        explained = json.loads(
+            compile_cli_out(
+                "--root",
+                str(repo),
+                "explain",
+                "default/gpu-inference",
+                "default/green-batch",
+                "--hub-kubeconfig",
+                str(tmp_path / "hub.kubeconfig"),
+                "--format",
+                "json",
+            )
+        )
+        gpu, green = explained["placements"]
+        assert (gpu["name"], green["name"]) == ("gpu-inference", "green-batch")
+        assert gpu["filtered"]["predicates"] == ["edge01"]  # gpu: "false"
+        # worker02's app01;3g.48gb item is 70; worker01 has no agent here, so no score.
+        assert gpu["prioritizers"] == [
+            {
+                "name": "AddOn/example-performance-score/app01;3g.48gb",
+                "weight": 1,
+                "scores": {"worker01": 0, "worker02": 70},
+            }
+        ]
+        assert gpu["decisions"] == ["worker02"]  # 0 each without the agent: worker01 by name
+        assert any("worker01" in warning for warning in gpu["warnings"])
+        # green-batch weighs worker02's power item (60, ×2) against free CPU, where
+        # worker01 (28 of 32 cores) beats worker02 (12 of 32): 200 against 120.
+        (power,) = [p for p in green["prioritizers"] if p["name"].startswith("AddOn/")]
+        assert power == {
+            "name": "AddOn/example-powerconsumption-score/app02;2g.24gb",
+            "weight": 2,
+            "scores": {"worker01": 0, "worker02": 60},
+        }
+        assert green["totals"] == {"worker01": 200, "worker02": 120}
+        assert green["decisions"] == ["worker01"]
+
         # 6. Change sample-scorer in Git, sync it, re-render, and hand the new ConfigMap over.
         (repo / "scorers/sample-scorer.yaml").write_text(PINNED_SAMPLE_SCORER)
         compile_cli("--root", str(repo), "sync", "sample-scorer", *resolve_flags(mapping))
@@ -449,11 +496,6 @@ def test_the_whole_loop(
         assert agent.terminate() == 0
     for secret in ("MANAGED-TOKEN", "HUB-TOKEN"):
         assert secret not in agent.log()
-
-
-@pytest.mark.skip(reason="explain not merged yet")
-def test_explain_reads_the_scores_the_agent_wrote() -> None:
-    """Step 5: ``dsf-compile explain --hub-kubeconfig`` against the hub of the loop."""
 
 
 # ------------------------------------------------- upstream's own sample scorer
