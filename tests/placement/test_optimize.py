@@ -1,0 +1,176 @@
+"""The optimizer's model: upstream's scenario, and the optimum against brute force."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsf_compile.placement.optimize import (
+    Configuration,
+    OptimizationError,
+    Workload,
+    item_pattern,
+    solve,
+)
+
+pytest.importorskip("scipy.optimize")
+
+# The static scorer's tables (samples/static_scorer.py): higher is better for both.
+PERFORMANCE = {
+    ("app01", "all"): 90, ("app01", "3g.48gb"): 70, ("app01", "2g.24gb"): 40,
+    ("app02", "all"): 80, ("app02", "3g.48gb"): 60, ("app02", "2g.24gb"): 50,
+}  # fmt: skip
+POWER = {
+    ("app01", "all"): -60, ("app01", "3g.48gb"): 20, ("app01", "2g.24gb"): 70,
+    ("app02", "all"): -40, ("app02", "3g.48gb"): 10, ("app02", "2g.24gb"): 60,
+}  # fmt: skip
+
+
+def mig_policies(cluster: str) -> list[Configuration]:
+    """Three GPU layouts per cluster: MIG off (one whole GPU), 3g (two slices), 2g (three)."""
+    return [
+        Configuration(f"policy-disable-mig-{cluster}", "all", "nvidia.com/gpu", Fraction(1)),
+        Configuration(f"policy-enable-mig-3g-{cluster}", "3g.48gb", "nvidia.com/mig", Fraction(2)),
+        Configuration(f"policy-enable-mig-2g-{cluster}", "2g.24gb", "nvidia.com/mig", Fraction(3)),
+    ]
+
+
+WORKLOADS = [
+    Workload("mwrs-app01", "app01", "nvidia.com/mig", Fraction(1)),
+    Workload("mwrs-app02", "app02", "nvidia.com/mig", Fraction(1)),
+]
+CLUSTERS = {c: mig_policies(c) for c in ("worker01", "worker02")}
+
+
+def table(per_app: dict[tuple[str, str], int]) -> dict[tuple[str, str, str], int]:
+    return {(app, c, device): v for (app, device), v in per_app.items() for c in CLUSTERS}
+
+
+def test_performance_picks_the_3g_profile_and_power_the_2g_one() -> None:
+    fast = solve(WORKLOADS, CLUSTERS, table(PERFORMANCE), maximize=True)
+    assert fast.objective == 70 + 60
+    assert {p.rsplit("-", 1)[0] for p in fast.configurations.values()} == {"policy-enable-mig-3g"}
+    green = solve(WORKLOADS, CLUSTERS, table(POWER), maximize=True)
+    assert green.objective == 70 + 60
+    assert {p.rsplit("-", 1)[0] for p in green.configurations.values()} == {"policy-enable-mig-2g"}
+
+
+def test_the_same_inputs_give_the_same_plan_among_equal_optima() -> None:
+    plans = {repr(solve(WORKLOADS, CLUSTERS, table(PERFORMANCE), maximize=True)) for _ in range(5)}
+    assert len(plans) == 1
+    (plan,) = plans
+    # both workloads fit on the first cluster's 3g layout: the earliest names win the tie
+    assert "'mwrs-app01': 'worker01'" in plan
+
+
+def test_a_missing_score_names_what_is_missing() -> None:
+    scores = table(PERFORMANCE)
+    del scores["app02", "worker02", "2g.24gb"]
+    with pytest.raises(OptimizationError, match=r"\(app02, worker02, 2g.24gb\)"):
+        solve(WORKLOADS, CLUSTERS, scores, maximize=True)
+
+
+def test_an_infeasible_model_is_an_error() -> None:
+    greedy = [Workload(f"w{i}", "app01", "nvidia.com/mig", Fraction(3)) for i in range(3)]
+    scores = {("app01", c, d): 1 for c in CLUSTERS for d in ("all", "3g.48gb", "2g.24gb")}
+    with pytest.raises(OptimizationError, match="no plan fits"):
+        solve(greedy, CLUSTERS, scores, maximize=True)
+
+
+@pytest.mark.parametrize(
+    ("dimension_format", "item", "expected"),
+    [
+        ("${app};${device}", "app01;3g.48gb", ("app01", "3g.48gb")),
+        ("${device}/${app}/${node}", "all/web/n1", ("web", "all")),
+    ],
+)
+def test_items_are_read_back_through_the_dimension_format(
+    dimension_format: str, item: str, expected: tuple[str, str]
+) -> None:
+    found = item_pattern(dimension_format).fullmatch(item)
+    assert found is not None and (found["app"], found["device"]) == expected
+
+
+# ----------------------------------------------------------- against brute force
+
+
+def brute_force(workloads, clusters, scores, maximize):
+    best = None
+    names = sorted(clusters)
+    for layout in itertools.product(*[[None, *clusters[c]] for c in names]):
+        chosen = dict(zip(names, layout, strict=True))
+        for hosts in itertools.product(names, repeat=len(workloads)):
+            total, used, ok = 0, {c: Fraction(0) for c in names}, True
+            for workload, host in zip(workloads, hosts, strict=True):
+                config = chosen[host]
+                if config is None or config.kind != workload.kind:
+                    ok = False
+                    break
+                used[host] += workload.amount
+                total += scores[workload.app, host, config.device]
+            fits = ok and all(chosen[c] is None or used[c] <= chosen[c].amount for c in names)
+            if fits and (best is None or (total > best if maximize else total < best)):
+                best = total
+    return best
+
+
+@st.composite
+def instances(draw):
+    apps = ["a", "b", "c"]
+    devices = ["d1", "d2", "d3"]
+    kinds = ["k1", "k2"]
+    cluster_names = [f"c{i}" for i in range(draw(st.integers(1, 3)))]
+    clusters = {
+        c: [
+            Configuration(
+                f"{c}-p{j}",
+                draw(st.sampled_from(devices)),
+                draw(st.sampled_from(kinds)),
+                Fraction(draw(st.integers(0, 3))),
+            )
+            for j in range(draw(st.integers(1, 3)))
+        ]
+        for c in cluster_names
+    }
+    workloads = [
+        Workload(
+            f"w{i}",
+            draw(st.sampled_from(apps)),
+            draw(st.sampled_from(kinds)),
+            Fraction(draw(st.integers(1, 2))),
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
+    scores = {
+        (app, c, d): draw(st.integers(-100, 100))
+        for app in apps
+        for c in cluster_names
+        for d in devices
+    }
+    return workloads, clusters, scores, draw(st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances())
+def test_the_optimum_equals_brute_force_and_the_plan_is_feasible(instance) -> None:
+    workloads, clusters, scores, maximize = instance
+    expected = brute_force(workloads, clusters, scores, maximize)
+    if expected is None:
+        with pytest.raises(OptimizationError):
+            solve(workloads, clusters, scores, maximize=maximize)
+        return
+    plan = solve(workloads, clusters, scores, maximize=maximize)
+    assert plan.objective == expected
+    assert set(plan.placements) == {w.name for w in workloads}
+    by_policy = {p.policy: p for c in clusters for p in clusters[c]}
+    load: dict[str, Fraction] = {}
+    for workload in workloads:
+        host = plan.placements[workload.name]
+        config = by_policy[plan.configurations[host]]
+        assert config.kind == workload.kind
+        load[host] = load.get(host, Fraction(0)) + workload.amount
+    assert all(load[c] <= by_policy[plan.configurations[c]].amount for c in load)
