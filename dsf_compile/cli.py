@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", dest="diff_format", choices=("text", "markdown"), default="text")
     _add_state_options(diff, hub=False)
 
+    optimize = commands.add_parser(
+        "optimize",
+        help="choose configurations and placements together; writes placements/optimized/",
+    )
+    _add_state_options(optimize, hub=True)
+
     explain = commands.add_parser(
         "explain", help="which clusters each Placement picks, and why (OCM's scheduler, offline)"
     )
@@ -220,6 +226,12 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
         return EXIT_FAILURE
 
 
+def _no_scores() -> HubState:
+    from dsf_compile.placement.sources import HubState
+
+    return HubState(None, ())
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -304,6 +316,13 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             file=err,
         )
         return EXIT_INVALID
+    if command == "optimize":
+        from dsf_compile.pipeline import optimize_fleet
+
+        for plan in optimize_fleet(root, _hub_state(args) or _no_scores(), args.at or _now()):
+            state_word = "written" if plan.changed else "unchanged"
+            print(f"dsf-compile: {plan.path} {state_word} (objective {plan.objective})", file=err)
+        return EXIT_OK
     if command == "explain":
         from dsf_compile.pipeline import explain_fleet
         from dsf_compile.placement import explain

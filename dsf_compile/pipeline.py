@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dsf_compile.errors import InputError, Problem, UsageError
-from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
+from dsf_compile.files import atomic_write, read_regular_file
+from dsf_compile.inputs.load import MAX_FILE_BYTES, Document, list_input_files, read_yaml_file
 from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.validate import (
     Inputs,
@@ -24,6 +25,7 @@ from dsf_compile.inputs.validate import (
 )
 from dsf_compile.placement.checks import check_placements, inventory_clusters, score_catalog
 from dsf_compile.placement.explain import DecisionChange
+from dsf_compile.placement.proposal import check_optimizations, propose
 from dsf_compile.placement.scheduler import PlacementResult, schedule
 from dsf_compile.placement.sources import HubState
 from dsf_compile.render.manifests import render_manifests
@@ -79,7 +81,9 @@ def validate_fleet(root: Path) -> Inputs:
     if os.path.lexists(root / LOCKFILE):
         lock, lock_problems = read_lockfile(root)
         lock = None if lock_problems else lock
-    errors, warnings = check_placements(inputs, score_catalog(inputs, lock), _now())
+    catalog = score_catalog(inputs, lock)
+    errors, warnings = check_placements(inputs, catalog, _now())
+    errors += check_optimizations(inputs, catalog)
     if problems or errors:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
     return replace(inputs, warnings=(*inputs.warnings, *warnings))
@@ -91,7 +95,9 @@ def plan_fleet(root: Path) -> Plan:
     lock, problems = read_lockfile(root)
     if problems:
         raise InputError(problems)
-    errors, warnings = check_placements(inputs, score_catalog(inputs, lock), _now())
+    catalog = score_catalog(inputs, lock)
+    errors, warnings = check_placements(inputs, catalog, _now())
+    errors += check_optimizations(inputs, catalog)
     if errors:
         raise InputError([*errors, *inputs.warnings, *warnings])
     plan = resolve_fleet(inputs, lock)
@@ -271,3 +277,35 @@ def read_rendered_placements(
     if problems:
         raise InputError(problems)
     return placements, bindings
+
+
+@dataclass(frozen=True)
+class Optimized:
+    """One PlacementOptimization's plan, as written (or unchanged)."""
+
+    path: str
+    objective: int
+    changed: bool
+
+
+def optimize_fleet(root: Path, state: HubState, at: datetime) -> list[Optimized]:
+    """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``."""
+    inputs = validate_fleet(root)
+    if not inputs.optimizations:
+        raise UsageError("no PlacementOptimization in placements/")
+    if state.scores is None:
+        raise UsageError("optimize needs the scores: --scores PATH or --hub-kubeconfig PATH")
+    written = []
+    for located in inputs.optimizations:
+        relative, text, objective = propose(inputs, located, state.scores, at)
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = text.encode("utf-8")
+        try:
+            unchanged = read_regular_file(target, max_bytes=MAX_FILE_BYTES) == data
+        except FileNotFoundError:
+            unchanged = False
+        if not unchanged:
+            atomic_write(target, data)
+        written.append(Optimized(relative, objective, not unchanged))
+    return written

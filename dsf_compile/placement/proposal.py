@@ -1,0 +1,315 @@
+"""A PlacementOptimization → the objects that carry out its optimal plan.
+
+Pure. :func:`check_optimizations` finds what makes an optimization unusable (a Policy or
+workload not in ``placements/``, supply or demand labels missing or not numbers, a
+cluster not in the inventory, a score no scorer publishes), each at its field;
+:func:`propose` reads the scores back through the dimension format, solves the model
+(:mod:`dsf_compile.placement.optimize`) and returns the file ``optimize`` writes to
+``placements/optimized/<namespace>-<name>.yaml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs.optimization import (
+    COMPLIANCE_CLAIM,
+    DEMAND_AMOUNT,
+    DEMAND_APP,
+    DEMAND_KIND,
+    GENERATED_BY_LABEL,
+    SUPPLY_AMOUNT,
+    SUPPLY_DEVICE,
+    SUPPLY_KIND,
+    PlacementOptimization,
+)
+from dsf_compile.inputs.placements import (
+    AddOnPlacementScore,
+    ManifestWorkReplicaSet,
+    Policy,
+)
+from dsf_compile.inputs.quantity import QuantityError, quantity_value
+from dsf_compile.inputs.validate import Inputs, Located
+from dsf_compile.placement.checks import ScoreCatalog
+from dsf_compile.placement.optimize import (
+    Configuration,
+    OptimizationError,
+    Workload,
+    item_pattern,
+    solve,
+)
+from dsf_compile.render.emit import dump_yaml
+
+OPTIMIZED_FOLDER = "placements/optimized"
+PLACEMENT_API = "cluster.open-cluster-management.io/v1beta1"
+POLICY_API = "policy.open-cluster-management.io/v1"
+
+
+def optimized_path(optimization: PlacementOptimization) -> str:
+    """Where ``optimize`` writes the plan of ``optimization``."""
+    meta = optimization.metadata
+    return f"{OPTIMIZED_FOLDER}/{meta.namespace}-{meta.name}.yaml"
+
+
+# --------------------------------------------------------------------- checks
+
+
+def check_optimizations(inputs: Inputs, catalog: ScoreCatalog) -> list[Problem]:
+    """Every PlacementOptimization of ``inputs`` against ``placements/``, the inventory and the scores."""
+    problems: list[Problem] = []
+    clusters = {c.model.metadata.name for c in inputs.clusters}
+    for located in inputs.optimizations:
+        spec = located.model.spec
+        namespace = located.model.metadata.namespace
+        preference = spec.preference
+        format_fields = {"app", "device"} - set(
+            item_pattern(preference.scoreDimensionFormat).groupindex
+        )
+        if format_fields:
+            problems.append(
+                located.problem(
+                    ("spec", "preference", "scoreDimensionFormat"),
+                    f"must name ${{app}} and ${{device}} (missing: {', '.join(sorted(format_fields))})",
+                )
+            )
+        if catalog.complete and preference.addOnPlacementScore not in catalog.scores:
+            problems.append(
+                located.problem(
+                    ("spec", "preference", "addOnPlacementScore"),
+                    f"no scorer publishes an AddOnPlacementScore named "
+                    f"{preference.addOnPlacementScore!r}; published: "
+                    f"{', '.join(sorted(catalog.scores)) or 'none'}",
+                )
+            )
+        for index, cluster in enumerate(spec.clusters):
+            if cluster.name not in clusters:
+                problems.append(
+                    located.problem(
+                        ("spec", "clusters", index, "name"),
+                        f"cluster {cluster.name!r} is not in the inventory (clusters/)",
+                    )
+                )
+            for position, name in enumerate(cluster.availablePolicies):
+                pointer = ("spec", "clusters", index, "availablePolicies", position)
+                policy = _find(inputs, Policy, namespace, name)
+                if policy is None:
+                    problems.append(
+                        located.problem(pointer, f"no Policy {namespace}/{name} in placements/")
+                    )
+                else:
+                    problems += _label_problems(
+                        policy, (SUPPLY_KIND, SUPPLY_AMOUNT, SUPPLY_DEVICE), SUPPLY_AMOUNT
+                    )
+        for index, name in enumerate(spec.targetWorkloads):
+            workload = _find(inputs, ManifestWorkReplicaSet, namespace, name)
+            if workload is None:
+                problems.append(
+                    located.problem(
+                        ("spec", "targetWorkloads", index),
+                        f"no ManifestWorkReplicaSet {namespace}/{name} in placements/",
+                    )
+                )
+            else:
+                problems += _label_problems(
+                    workload, (DEMAND_APP, DEMAND_KIND, DEMAND_AMOUNT), DEMAND_AMOUNT
+                )
+    return sorted(set(problems))
+
+
+def _find(inputs: Inputs, kind: type[Any], namespace: str, name: str) -> Located[Any] | None:
+    for located in inputs.placement_objects:
+        meta = located.model.metadata
+        if isinstance(located.model, kind) and (meta.namespace, meta.name) == (namespace, name):
+            return located
+    return None
+
+
+def _label_problems(located: Located[Any], required: Sequence[str], number: str) -> list[Problem]:
+    labels = located.model.metadata.labels or {}
+    problems = [
+        located.problem(("metadata", "labels"), f"needs the label {key} for optimize")
+        for key in required
+        if key not in labels
+    ]
+    if number in labels:
+        try:
+            amount = quantity_value(labels[number])
+        except QuantityError as err:
+            problems.append(located.problem(("metadata", "labels", number), str(err)))
+        else:
+            if amount < 0:
+                problems.append(
+                    located.problem(("metadata", "labels", number), "must not be negative")
+                )
+    return problems
+
+
+# ------------------------------------------------------------------- proposal
+
+
+def propose(
+    inputs: Inputs,
+    located: Located[PlacementOptimization],
+    scores: Sequence[AddOnPlacementScore],
+    at: datetime,
+) -> tuple[str, str, int]:
+    """``(path, YAML text, objective)`` of the optimal plan; InputError when there is none."""
+    optimization = located.model
+    spec = optimization.spec
+    namespace = optimization.metadata.namespace
+    policies: dict[str, Policy] = {}
+    clusters: dict[str, list[Configuration]] = {}
+    for cluster in spec.clusters:
+        for name in cluster.availablePolicies:
+            found = _find(inputs, Policy, namespace, name)
+            assert found is not None  # check_optimizations ran first
+            policy: Policy = found.model
+            labels = policy.metadata.labels or {}
+            policies[name] = policy
+            clusters.setdefault(cluster.name, []).append(
+                Configuration(
+                    name,
+                    labels[SUPPLY_DEVICE],
+                    labels[SUPPLY_KIND],
+                    quantity_value(labels[SUPPLY_AMOUNT]),
+                )
+            )
+    workloads: list[Workload] = []
+    references: dict[str, ManifestWorkReplicaSet] = {}
+    for name in spec.targetWorkloads:
+        found = _find(inputs, ManifestWorkReplicaSet, namespace, name)
+        assert found is not None
+        workload: ManifestWorkReplicaSet = found.model
+        labels = workload.metadata.labels or {}
+        references[name] = workload
+        workloads.append(
+            Workload(
+                name,
+                labels[DEMAND_APP],
+                labels[DEMAND_KIND],
+                Fraction(quantity_value(labels[DEMAND_AMOUNT])),
+            )
+        )
+    table = score_table(
+        scores,
+        spec.preference.addOnPlacementScore,
+        spec.preference.scoreDimensionFormat,
+        set(clusters),
+        at,
+    )
+    try:
+        plan = solve(workloads, clusters, table, maximize=spec.objective == "Maximize")
+    except OptimizationError as err:
+        raise InputError([located.problem(("spec",), str(err))]) from None
+    objects = _plan_objects(
+        optimization, plan.configurations, plan.placements, policies, references
+    )
+    text = "".join(("---\n" if i else "") + dump_yaml(obj) for i, obj in enumerate(objects))
+    header = (
+        f"# Written by dsf-compile optimize from PlacementOptimization {namespace}/"
+        f"{optimization.metadata.name} ({spec.objective} {spec.preference.addOnPlacementScore}: "
+        f"{plan.objective}). Review it like code; run optimize again to refresh it.\n"
+    )
+    return optimized_path(optimization), header + text, plan.objective
+
+
+def score_table(
+    scores: Sequence[AddOnPlacementScore],
+    resource_name: str,
+    dimension_format: str,
+    clusters: set[str],
+    at: datetime,
+) -> dict[tuple[str, str, str], int]:
+    """``(app, cluster, device)`` → score, read back from the items through the dimension format."""
+    pattern = item_pattern(dimension_format)
+    table: dict[tuple[str, str, str], int] = {}
+    for score in scores:
+        cluster = score.metadata.namespace
+        if score.metadata.name != resource_name or cluster not in clusters:
+            continue
+        until = score.status.validUntil
+        if until is not None and at > until:
+            continue  # expired: as good as missing
+        for item in score.status.scores:
+            found = pattern.fullmatch(item.name)
+            if found is not None:
+                table[found["app"], cluster, found["device"]] = item.value
+    return table
+
+
+def _plan_objects(
+    optimization: PlacementOptimization,
+    configurations: Mapping[str, str],
+    placements: Mapping[str, str],
+    policies: dict[str, Policy],
+    workloads: dict[str, ManifestWorkReplicaSet],
+) -> list[dict[str, Any]]:
+    name = optimization.metadata.name
+    labels = {GENERATED_BY_LABEL: "optimize"}
+    objects: list[dict[str, Any]] = []
+    for cluster, policy_name in sorted(configurations.items()):
+        policy = policies[policy_name]
+        placement_name = f"{name}-{policy_name}"
+        objects.append(
+            _placement(placement_name, policy.metadata.namespace, cluster, labels, compliant=False)
+        )
+        objects.append(
+            {
+                "apiVersion": POLICY_API,
+                "kind": "PlacementBinding",
+                "metadata": {
+                    "name": placement_name,
+                    "namespace": policy.metadata.namespace,
+                    "labels": dict(labels),
+                },
+                "placementRef": {
+                    "name": placement_name,
+                    "kind": "Placement",
+                    "apiGroup": "cluster.open-cluster-management.io",
+                },
+                "subjects": [
+                    {
+                        "name": policy_name,
+                        "kind": "Policy",
+                        "apiGroup": "policy.open-cluster-management.io",
+                    }
+                ],
+            }
+        )
+    for workload_name, cluster in sorted(placements.items()):
+        workload = workloads[workload_name]
+        objects.append(
+            _placement(
+                workload.spec.placementRefs[0].name,
+                workload.metadata.namespace,
+                cluster,
+                labels,
+                compliant=optimization.spec.requireCompliance,
+            )
+        )
+    return objects
+
+
+def _placement(
+    name: str, namespace: str, cluster: str, labels: dict[str, str], *, compliant: bool
+) -> dict[str, Any]:
+    selector: dict[str, Any] = {"labelSelector": {"matchLabels": {"name": cluster}}}
+    if compliant:
+        selector["claimSelector"] = {
+            "matchExpressions": [
+                {"key": COMPLIANCE_CLAIM, "operator": "In", "values": ["compliant"]}
+            ]
+        }
+    return {
+        "apiVersion": PLACEMENT_API,
+        "kind": "Placement",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "numberOfClusters": 1,
+            "predicates": [{"requiredClusterSelector": selector}],
+        },
+    }
