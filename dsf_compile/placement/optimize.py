@@ -31,12 +31,17 @@ from fractions import Fraction
 from typing import Any
 
 from dsf_compile.contract import PLACEHOLDER_RE
+from dsf_compile.errors import DsfError
 
 SOLVER_HINT = "optimize needs the solver extra: pip install 'dsf[optimize]'"
 
 
 class OptimizationError(Exception):
-    """The model cannot be solved (infeasible, a score missing, no solver)."""
+    """The model cannot be solved (infeasible, a score missing)."""
+
+
+class SolverMissingError(DsfError):
+    """The optional solver extra is not installed."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,9 @@ def solve(
     try:
         import numpy as np
         from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_array
     except ImportError as err:  # the solver is an optional extra
-        raise OptimizationError(SOLVER_HINT) from err
+        raise SolverMissingError(SOLVER_HINT) from err
 
     names = sorted(w.name for w in workloads)
     by_name = {w.name: w for w in workloads}
@@ -167,10 +173,14 @@ def solve(
         objective[k] = -(score + bonus) if maximize else score - bonus
         if by_name[a].kind != p.kind:
             upper_bounds[k] = 0.0  # this configuration does not supply what the workload needs
-    matrix = np.zeros((len(rows), count))
+    # sparse: a row touches at most a few variables, a dense matrix would be rows × count
+    row_index, column_index, values = [], [], []
     for index, coefficients in enumerate(rows):
         for k, value in coefficients.items():
-            matrix[index, k] = value
+            row_index.append(index)
+            column_index.append(k)
+            values.append(value)
+    matrix = coo_array((values, (row_index, column_index)), shape=(len(rows), count)).tocsr()
     result: Any = milp(
         objective,
         integrality=np.ones(count),

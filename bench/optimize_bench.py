@@ -1,0 +1,112 @@
+"""The optimizer's solve time: 20 workloads × 50 clusters × 4 configurations.
+
+The figure is ``dsf_compile.placement.optimize.solve`` (HiGHS through
+``scipy.optimize.milp``); the in-run baselines are the same model given to PuLP with its
+bundled CBC (upstream's choice) and, when installed, to HiGHS through ``highspy``
+directly. Every solver must reach the same optimum. Run: ``python bench/optimize_bench.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_ROOT))
+
+from dsf_compile.placement.optimize import Configuration, Workload, solve  # noqa: E402
+
+DEVICES = ("all", "1g", "2g", "3g")
+
+
+def instance(
+    workloads: int, clusters: int, seed: int = 7
+) -> tuple[list[Workload], dict[str, list[Configuration]], dict[tuple[str, str, str], int]]:
+    rng = random.Random(seed)
+    apps = [f"app{i:02d}" for i in range(workloads)]
+    loads = [Workload(f"w-{a}", a, "slice", Fraction(rng.randint(1, 3))) for a in apps]
+    layout = {"all": 1, "1g": 7, "2g": 3, "3g": 2}
+    configs = {
+        f"c{c:03d}": [
+            Configuration(f"p-{d}-c{c:03d}", d, "slice", Fraction(layout[d] * 2)) for d in DEVICES
+        ]
+        for c in range(clusters)
+    }
+    scores = {(a, c, d): rng.randint(-100, 100) for a in apps for c in configs for d in DEVICES}
+    return loads, configs, scores
+
+
+def pulp_objective(workloads, clusters, scores) -> float | None:
+    try:
+        import pulp
+    except ImportError:
+        return None
+    model = pulp.LpProblem("dsf", pulp.LpMaximize)
+    keys = [(w, c, p) for w in workloads for c in clusters for p in clusters[c]]
+    z = {
+        (w.name, c, p.policy): pulp.LpVariable(f"z_{i}", cat="Binary")
+        for i, (w, c, p) in enumerate(keys)
+    }
+    x = {
+        (w.name, c): pulp.LpVariable(f"x_{w.name}_{c}", cat="Binary")
+        for w in workloads
+        for c in clusters
+    }
+    y = {
+        (c, p.policy): pulp.LpVariable(f"y_{p.policy}", cat="Binary")
+        for c in clusters
+        for p in clusters[c]
+    }
+    model += pulp.lpSum(scores[w.app, c, p.device] * z[w.name, c, p.policy] for w, c, p in keys)
+    for c in clusters:
+        model += pulp.lpSum(y[c, p.policy] for p in clusters[c]) <= 1
+        for p in clusters[c]:
+            model += (
+                pulp.lpSum(float(w.amount) * z[w.name, c, p.policy] for w in workloads)
+                <= float(p.amount) * y[c, p.policy]
+            )
+    for w in workloads:
+        model += pulp.lpSum(x[w.name, c] for c in clusters) == 1
+        for c in clusters:
+            model += x[w.name, c] == pulp.lpSum(z[w.name, c, p.policy] for p in clusters[c])
+            for p in clusters[c]:
+                model += z[w.name, c, p.policy] <= y[c, p.policy]
+                model += z[w.name, c, p.policy] >= x[w.name, c] + y[c, p.policy] - 1
+    model.solve(pulp.PULP_CBC_CMD(msg=False))
+    return float(pulp.value(model.objective))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workloads", type=int, default=20)
+    parser.add_argument("--clusters", type=int, default=50)
+    args = parser.parse_args(argv)
+    workloads, clusters, scores = instance(args.workloads, args.clusters)
+    started = time.perf_counter()
+    plan = solve(workloads, clusters, scores, maximize=True)
+    ours = time.perf_counter() - started
+    started = time.perf_counter()
+    cbc = pulp_objective(workloads, clusters, scores)
+    cbc_time = time.perf_counter() - started
+    print(
+        f"{args.workloads} workloads × {args.clusters} clusters × {len(DEVICES)} configurations "
+        f"({args.workloads * args.clusters * len(DEVICES)} z variables)"
+    )
+    print(f"{'solver':<40} {'seconds':>9} {'objective':>10} {'ratio':>7}")
+    print(f"{'scipy.optimize.milp (HiGHS), dsf':<40} {ours:>9.3f} {plan.objective:>10} {1.0:>7.2f}")
+    if cbc is None:
+        print("PuLP (CBC): not installed")
+    else:
+        assert round(cbc) == plan.objective, (cbc, plan.objective)
+        print(
+            f"{'PuLP with bundled CBC (upstream)':<40} {cbc_time:>9.3f} {round(cbc):>10} {cbc_time / ours:>7.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
