@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
 from dsf_compile.fields import (
     DnsLabel,
     Frozen,
@@ -230,7 +231,7 @@ class Settings(Frozen):
     """``dsf.yaml``: every key has a default."""
 
     hubNamespace: DnsLabel = "open-cluster-management"
-    agentNamespace: DnsLabel = "dynamic-scoring"
+    agentNamespace: DnsLabel = DEFAULT_AGENT_NAMESPACE
     addonName: DnsLabel = "dynamic-scoring-framework"
     agent: AgentSettings = AgentSettings()
     repository: RepositorySettings = RepositorySettings()

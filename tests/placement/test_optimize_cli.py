@@ -140,3 +140,29 @@ def test_a_missing_score_names_the_app_cluster_and_device(fleet: Path, tmp_path:
 def test_optimize_needs_scores(fleet: Path) -> None:
     code, _, err = cli(fleet, "optimize")
     assert code == 2 and "--scores PATH or --hub-kubeconfig PATH" in err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('    resource-supply-amount: "2"\n', "", "needs the label resource-supply-amount"),
+        (
+            '    resource-supply-amount: "2"\n',
+            '    resource-supply-amount: "two"\n',
+            "'two' is not a quantity",
+        ),
+    ],
+)
+def test_supply_labels_missing_or_not_numbers_are_located(
+    fleet: Path, old: str, new: str, message: str
+) -> None:
+    path = fleet / "placements/gpu-apps/policies.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    code, err = optimize(fleet)
+    assert code == 1
+    assert any(
+        line.startswith("placements/gpu-apps/policies.yaml:") and message in line
+        for line in err.splitlines()
+    ), err
