@@ -281,6 +281,15 @@ def _kind_of(document: Document, data: Any) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def _located(
+    model: type[M], document: Document, data: Any, problems: list[Problem], base: Pointer = ()
+) -> Located[M] | None:
+    """``data`` validated as ``model``, located in ``document``; its problems go to ``problems``."""
+    validated, found = validate_model(model, document, data, base)
+    problems.extend(found)
+    return None if validated is None else Located(validated, document, base)
+
+
 def _collect(documents: Iterable[Document]) -> _Collected:
     out = _Collected([], [], [], [])
     for document in documents:
@@ -308,10 +317,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                     )
                 )
                 continue
-            model, problems = validate_model(DynamicScorer, document, data)
-            out.problems.extend(problems)
-            if model is not None:
-                out.scorers.append(Located(model, document))
+            scorer = _located(DynamicScorer, document, data, out.problems)
+            if scorer is not None:
+                out.scorers.append(scorer)
             continue
         if kind == "DynamicScoringConfig":
             name = (
@@ -327,15 +335,13 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                     )
                 )
                 continue
-            config, problems = validate_model(DynamicScoringConfig, document, data)
-            out.problems.extend(problems)
+            config = _located(DynamicScoringConfig, document, data, out.problems)
             if config is not None:
-                out.configs.append(Located(config, document))
+                out.configs.append(config)
         elif kind == "ManagedCluster":
-            cluster, problems = validate_model(ManagedCluster, document, data)
-            out.problems.extend(problems)
+            cluster = _located(ManagedCluster, document, data, out.problems)
             if cluster is not None:
-                out.clusters.append(Located(cluster, document))
+                out.clusters.append(cluster)
             else:
                 out.inventory_complete = False
         elif kind in ("List", "ManagedClusterList"):
@@ -357,10 +363,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
                     out.inventory_complete = False
                     continue
                 item = {"kind": "ManagedCluster", **item}
-                cluster, problems = validate_model(ManagedCluster, document, item, ("items", index))
-                out.problems.extend(problems)
+                cluster = _located(ManagedCluster, document, item, out.problems, ("items", index))
                 if cluster is not None:
-                    out.clusters.append(Located(cluster, document, ("items", index)))
+                    out.clusters.append(cluster)
                 else:
                     out.inventory_complete = False
         else:
@@ -378,10 +383,9 @@ def _collect_placement_object(
     document: Document, data: dict[str, Any], kind: str | None, out: _Collected
 ) -> None:
     if kind == OPTIMIZATION_KIND:
-        optimization, problems = validate_model(PlacementOptimization, document, data)
-        out.problems.extend(problems)
+        optimization = _located(PlacementOptimization, document, data, out.problems)
         if optimization is not None:
-            out.optimizations.append(Located(optimization, document))
+            out.optimizations.append(optimization)
         return
     model_type = PLACEMENT_KINDS.get(kind or "")
     if model_type is None:
@@ -395,10 +399,9 @@ def _collect_placement_object(
             )
         )
         return
-    model, problems = validate_model(model_type, document, data)
-    out.problems.extend(problems)
-    if model is not None:
-        out.placement_objects.append(Located(model, document))
+    located = _located(model_type, document, data, out.problems)
+    if located is not None:
+        out.placement_objects.append(located)
 
 
 # ----------------------------------------------------------------- semantics
