@@ -125,12 +125,27 @@ class HubApi(Protocol):
         ...
 
 
+def _quiet_configuration() -> Any:
+    """A client configuration without urllib3's own retries.
+
+    urllib3 retries a failed connection three times and logs a warning each time, for
+    every request of every scorer: during an outage those lines bury the agent's own,
+    deduplicated ones. The agent already retries where it matters (conflicts on publish)
+    and counts every failure per cycle, so the client fails at once and the cycle speaks.
+    """
+    from kubernetes import client
+
+    configuration = client.Configuration()
+    configuration.retries = 0
+    return configuration
+
+
 def managed_cluster_client() -> ApiClient:
     """An ``ApiClient`` for this cluster: in-cluster credentials, else ``KUBECONFIG``."""
     from kubernetes import client, config
 
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        configuration = client.Configuration()
+        configuration = _quiet_configuration()
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException as err:
@@ -139,7 +154,9 @@ def managed_cluster_client() -> ApiClient:
             ) from None
         return client.ApiClient(configuration)
     try:
-        api_client: ApiClient = config.new_client_from_config(persist_config=False)  # type: ignore[no-untyped-call]
+        api_client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            persist_config=False, client_configuration=_quiet_configuration()
+        )
         return api_client
     except (config.ConfigException, OSError) as err:
         raise AgentError(
@@ -154,7 +171,9 @@ def hub_client(kubeconfig: Path) -> ApiClient:
 
     try:
         api_client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig), persist_config=False
+            config_file=str(kubeconfig),
+            persist_config=False,
+            client_configuration=_quiet_configuration(),
         )
         return api_client
     except (config.ConfigException, OSError) as err:

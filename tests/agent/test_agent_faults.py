@@ -410,3 +410,41 @@ async def test_a_dripping_answer_is_cut_at_the_whole_request_deadline(
             slots=RequestSlots(30.0),
         )
     assert outcome.results == []
+
+
+@pytest.mark.asyncio
+async def test_a_hub_outage_logs_no_library_retries(
+    start_agent: Any,
+    tmp_path: Path,
+    serve: Callable[..., FakeServer],
+    kube: FakeKube,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The agent's own client (as built for production) fails at once; the cycle speaks."""
+    from agent.kube import custom_objects_api, hub_client
+
+    prometheus, scorer = serve(good_prometheus), serve(average_scorer)
+    summary = make_summary(
+        sourceEndpoint=f"{prometheus.url}/api/v1/query_range",
+        scoringEndpoint=f"{scorer.url}/scoring",
+    )
+    write_config(tmp_path / "summaries.json", [summary])
+    (tmp_path / "hub.kubeconfig").write_text(kube.kubeconfig())
+    api_client = hub_client(tmp_path / "hub.kubeconfig")
+    try:
+        agent = await start_agent(hub=custom_objects_api(api_client), request_timeout=2.0)
+        await wait_for(lambda: successes(agent, "sample_my_score") >= 1, what="first publish")
+        caplog.clear()
+        with caplog.at_level("DEBUG"):
+            kube.down = True
+            await wait_for(
+                lambda: failures(agent, "sample_my_score", "publish", "unreachable") >= 2,
+                what="unreachable hub counted",
+            )
+            kube.down = False
+        retries = [r for r in caplog.records if "Retrying" in r.getMessage()]
+        assert retries == []
+    finally:
+        agent.stop.set()
+        await agent.task
+        api_client.close()
