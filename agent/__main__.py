@@ -84,7 +84,9 @@ async def run_agent(
         if hub is not None
         else None
     )
-    async with make_client(settings.request_timeout, transport=transport) as client:
+    async with make_client(
+        settings.request_timeout, transport=transport, connect_to=settings.connect_to
+    ) as client:
         ctx = CycleContext(
             settings=settings, client=client, secrets=secrets, metrics=metrics, hub=publisher
         )

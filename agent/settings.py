@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import cast
 
 from agent.aggregate import AGGREGATIONS, Aggregation
+from dsf_compile.connect_to import parse_connect_to
 from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
+from dsf_compile.errors import DsfError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -36,6 +38,8 @@ class Settings:
     max_scoring_response_bytes: int = 16 * 1024 * 1024
     config_poll_seconds: float = 1.0
     hub_conflict_retries: int = 5
+    #: ``(host, port)`` as the summaries name it → the address to connect to (``--resolve``).
+    connect_to: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 
     def aggregation_for(self, score_name: str) -> Aggregation:
         """How duplicate dimensions of ``score_name`` are folded (upstream: ``last``)."""
@@ -165,6 +169,14 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         default=_env(environ, "DSF_MAX_SCORING_RESPONSE_BYTES") or str(16 * 1024 * 1024),
         help="largest Scoring API response accepted (default 16 MiB) [DSF_MAX_SCORING_RESPONSE_BYTES]",
     )
+    parser.add_argument(
+        "--resolve",
+        action="append",
+        default=(_env(environ, "DSF_RESOLVE") or "").replace(",", " ").split(),
+        metavar="HOST:PORT:ADDR[:PORT]",
+        help="connect to ADDR[:PORT] for HOST:PORT while keeping URLs, Host headers and TLS "
+        "names, like dsf-compile sync --resolve; repeatable [DSF_RESOLVE, comma-separated]",
+    )
     return parser
 
 
@@ -180,6 +192,10 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     if not _DNS_LABEL.match(args.namespace):
         parser.error(f"--namespace {args.namespace!r} must be a DNS label")
     host, port = args.metrics_bind
+    try:
+        connect_to = parse_connect_to(args.resolve)
+    except DsfError as err:
+        parser.error(str(err))
     return Settings(
         cluster_name=args.cluster_name,
         config_file=args.config_file,
@@ -194,4 +210,5 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         request_timeout=args.request_timeout,
         max_response_bytes=args.max_response_bytes,
         max_scoring_response_bytes=args.max_scoring_response_bytes,
+        connect_to=connect_to,
     )

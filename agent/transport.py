@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import gc
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,6 +14,7 @@ import httpx
 import orjson
 
 from agent.errors import AgentError, ResponseTooLargeError
+from dsf_compile.connect_to import ConnectToTransport
 from dsf_compile.http_body import BodyTooLargeError
 from dsf_compile.http_body import read_capped as read_body
 
@@ -31,18 +32,35 @@ MAX_IN_FLIGHT_PER_HOST = 64
 
 
 def make_client(
-    timeout: float, *, transport: httpx.AsyncBaseTransport | None = None
+    timeout: float,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    connect_to: Mapping[tuple[str, int], tuple[str, int]] | None = None,
 ) -> httpx.AsyncClient:
     """An ``AsyncClient`` with pooling and an explicit timeout for every phase of a request.
 
     Redirects are not followed: a Prometheus or Scoring API that redirects is misconfigured,
-    and following one could send a bearer token to another host.
+    and following one could send a bearer token to another host. ``connect_to`` (the
+    agent's ``--resolve``) connects elsewhere for some ``host:port`` while URLs, ``Host``
+    headers and TLS names stay as the summaries wrote them.
     """
+    limits = httpx.Limits(
+        max_connections=POOL_CONNECTIONS, max_keepalive_connections=64, keepalive_expiry=30.0
+    )
+    if connect_to:
+
+        def make_transport() -> httpx.AsyncBaseTransport:
+            return httpx.AsyncHTTPTransport(limits=limits, trust_env=True)
+
+        transport = ConnectToTransport(
+            transport if transport is not None else make_transport(),
+            connect_to,
+            owns_inner=transport is None,
+            make_transport=make_transport if transport is None else None,
+        )
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-        limits=httpx.Limits(
-            max_connections=POOL_CONNECTIONS, max_keepalive_connections=64, keepalive_expiry=30.0
-        ),
+        limits=limits,
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT},
         transport=transport,

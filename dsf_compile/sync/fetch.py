@@ -19,10 +19,9 @@ from __future__ import annotations
 import asyncio
 import errno
 import fnmatch
-import re
 import socket
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,7 +29,8 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.errors import SyncError, UsageError
+from dsf_compile.connect_to import DEFAULT_PORTS, ConnectToTransport, parse_connect_to
+from dsf_compile.errors import SyncError
 from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
 from dsf_compile.inputs.settings import Address, SyncSettings, parse_resolve_entry
@@ -54,14 +54,12 @@ MAX_REDIRECTS = 5
 USER_AGENT = "dsf-compile-sync/1"
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+
 # Backoff between attempts: 0.2 s, 0.4 s, 0.8 s ... capped, and never past the budget.
 _BACKOFF_BASE = 0.2
 _BACKOFF_CAP = 2.0
 # Reasons end up in a reviewed lockfile and on a terminal: keep them one short line.
 _REASON_LIMIT = 300
-# --resolve HOST:PORT:ADDR[:PORT] is a sync.resolve key (HOST:PORT) and value (ADDR[:PORT]).
-_CONNECT_TO_RE = re.compile(r"(?P<key>(?:\[[^\]]*\]|[^:\[\]]+):[^:]+):(?P<value>.+)", re.DOTALL)
 
 # ------------------------------------------------------------------- public API
 
@@ -144,34 +142,6 @@ async def sync_lock(
             for name in selected:
                 group.create_task(refresh(name, client))
     return Lockfile(scorers={name: entries[name] for name in sorted(entries)})
-
-
-def parse_connect_to(values: Iterable[str]) -> dict[Address, Address]:
-    """Parse ``--resolve HOST:PORT:ADDR[:PORT]`` values into a ``connect_to`` mapping.
-
-    ``ADDR`` without a port keeps ``PORT``. IPv6 addresses go in brackets
-    (``svc:8000:[::1]:18000``). Host names are compared case-insensitively.
-    Raises :class:`UsageError` on a malformed value or a ``HOST:PORT`` given twice with
-    different targets.
-    """
-    result: dict[Address, Address] = {}
-    for value in values:
-        match = _CONNECT_TO_RE.fullmatch(value)
-        try:
-            if match is None:
-                raise ValueError("not HOST:PORT:ADDR[:PORT]")
-            key, target = parse_resolve_entry(match["key"], match["value"])
-        except ValueError as err:
-            raise UsageError(
-                f"--resolve {value!r}: {err}; expected HOST:PORT:ADDR[:PORT], for example "
-                "scorer.ns.svc:8000:127.0.0.1:18000 (IPv6 in brackets)"
-            ) from err
-        if result.get(key, target) != target:
-            raise UsageError(
-                f"--resolve {value!r}: {key[0]}:{key[1]} is mapped twice to different addresses"
-            )
-        result[key] = target
-    return result
 
 
 def parse_resolve_setting(mapping: Mapping[str, str]) -> dict[Address, Address]:
@@ -304,7 +274,7 @@ async def _fetch_once(
 
 
 def _check_target(url: httpx.URL, shown: str, allowed_hosts: Sequence[str]) -> None:
-    if url.scheme not in _DEFAULT_PORTS:
+    if url.scheme not in DEFAULT_PORTS:
         raise _FetchFailedError(f"GET {shown}: only http and https URLs are allowed")
     if not url.host:
         raise _FetchFailedError(f"GET {shown}: the URL names no host")
@@ -339,7 +309,7 @@ def _redirect_target(current: httpx.URL, shown: str, response: httpx.Response) -
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
-    return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+    return url.scheme, url.host.lower(), url.port or DEFAULT_PORTS.get(url.scheme, 0)
 
 
 async def _read_capped(response: httpx.Response, shown: str, limit: int) -> bytes:
@@ -467,7 +437,7 @@ async def _open_client(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
         )
 
-    wrapper = _ConnectToTransport(
+    wrapper = ConnectToTransport(
         transport if transport is not None else make_transport(),
         connect_to,
         owns_inner=transport is None,
@@ -485,64 +455,3 @@ async def _open_client(
     )
     async with client:
         yield client
-
-
-class _ConnectToTransport(httpx.AsyncBaseTransport):
-    """Sends requests for mapped ``host:port`` to another address, like curl ``--connect-to``.
-
-    The request URL is rewritten to the address (that is where httpcore connects), while
-    its ``Host`` header stays, and for ``https`` the ``sni_hostname`` extension makes TLS
-    send and verify the original name. Each mapped ``https`` origin gets a pool of its
-    own, so a TLS connection verified for one name is never reused for another name
-    mapped to the same address.
-    """
-
-    def __init__(
-        self,
-        inner: httpx.AsyncBaseTransport,
-        connect_to: ConnectTo,
-        *,
-        owns_inner: bool,
-        make_transport: Callable[[], httpx.AsyncBaseTransport] | None,
-    ) -> None:
-        self._inner = inner
-        self._connect_to = {
-            (host.lower(), port): target for (host, port), target in connect_to.items()
-        }
-        self._owns_inner = owns_inner
-        self._make_transport = make_transport
-        self._tls_pools: dict[tuple[str, int], httpx.AsyncBaseTransport] = {}
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
-        target = self._connect_to.get((url.host.lower(), port))
-        if target is None:
-            return await self._inner.handle_async_request(request)
-        address, address_port = target
-        extensions = dict(request.extensions)
-        inner = self._inner
-        if url.scheme == "https":
-            extensions["sni_hostname"] = url.host
-            if self._make_transport is not None:
-                key = (url.host.lower(), port)
-                if key not in self._tls_pools:
-                    self._tls_pools[key] = self._make_transport()
-                inner = self._tls_pools[key]
-        # With a stream given, httpx.Request keeps the headers as they are: Host stays.
-        rewritten = httpx.Request(
-            request.method,
-            url.copy_with(host=address, port=address_port),
-            headers=request.headers,
-            stream=request.stream,
-            extensions=extensions,
-        )
-        return await inner.handle_async_request(rewritten)
-
-    async def aclose(self) -> None:
-        pools = list(self._tls_pools.values())
-        self._tls_pools.clear()
-        for pool in pools:
-            await pool.aclose()
-        if self._owns_inner:
-            await self._inner.aclose()
