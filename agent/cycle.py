@@ -18,9 +18,9 @@ import httpx
 from agent.dimensions import score_items
 from agent.errors import AgentError, SecretMissingError
 from agent.fetch import fetch_series
-from agent.logs import fields
+from agent.logs import REDACTOR, fields
 from agent.metrics import AgentMetrics, ScorerMetrics
-from agent.publish import HubPublisher, placement_score_status
+from agent.publish import HubPublisher, condition_reason, placement_score_status
 from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
@@ -128,13 +128,18 @@ async def run_cycle(
                     now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
                     interval=summary.scoringInterval,
                 )
-                conflicts = await ctx.hub.publish(sanitize_name(score_name), status)
+                conflicts = await ctx.hub.publish(
+                    sanitize_name(score_name),
+                    status,
+                    now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
+                )
                 if conflicts:
                     counters.hub_conflicts.inc(conflicts)
         finally:
             counters.send_seconds.inc(time.perf_counter() - scored)
     except AgentError as err:
         _record_failure(counters, state, score_name, err.stage, err.reason, str(err))
+        await _report_on_hub(ctx, summary, err.stage, err.reason, str(err))
         return False
     except Exception as err:  # a bug must cost one cycle, not the scorer
         _record_failure(
@@ -147,6 +152,25 @@ async def run_cycle(
         log.info("scorer_recovered", extra=fields(score_name=score_name, after=state.failure[0]))
         state.failure = None
     return True
+
+
+async def _report_on_hub(
+    ctx: CycleContext, summary: Summary, stage: str, reason: str, message: str
+) -> None:
+    """Say on the hub's AddOnPlacementScore why the scores are not fresh (not when the hub failed)."""
+    if ctx.hub is None or summary.scoreDestination != "AddOnPlacementScore" or stage == "publish":
+        return
+    try:
+        await ctx.hub.report_failure(
+            sanitize_name(summary.scoreName),
+            condition_reason(stage, reason),
+            f"{stage} failed ({reason}): {REDACTOR.redact(message)}",
+            datetime.fromtimestamp(ctx.wall_clock(), UTC),
+        )
+    except AgentError as err:  # the hub is unreachable too: the failure is counted already
+        log.debug(
+            "condition_not_written", extra=fields(score_name=summary.scoreName, error=str(err))
+        )
 
 
 def _record_failure(

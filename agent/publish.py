@@ -38,6 +38,45 @@ def placement_score_status(
     return {"scores": [item.as_dict() for item in items], "validUntil": valid_until(now, interval)}
 
 
+#: The condition the agent keeps on each AddOnPlacementScore it owns.
+CONDITION_TYPE = "ScoresAvailable"
+_UNREACHABLE = {"unreachable", "timeout", "transport_error"}
+
+
+def condition_reason(stage: str, reason: str) -> str:
+    """The condition's reason for a cycle that failed at ``stage`` with metric reason ``reason``."""
+    if stage == "secret":
+        return "SecretMissing"
+    if stage == "fetch":
+        return "PrometheusUnreachable" if reason in _UNREACHABLE else "QueryFailed"
+    if stage == "score":
+        return (
+            "ScoringFailed"
+            if reason in _UNREACHABLE or reason.startswith("http")
+            else ("InvalidResponse")
+        )
+    return "CycleFailed"
+
+
+def scores_condition(
+    *, ok: bool, reason: str, message: str, now: datetime, previous: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The ``ScoresAvailable`` condition; its ``lastTransitionTime`` moves only when the status flips."""
+    status = "True" if ok else "False"
+    since = (
+        previous["lastTransitionTime"]
+        if previous is not None and previous.get("status") == status
+        else now.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+    return {
+        "type": CONDITION_TYPE,
+        "status": status,
+        "reason": reason,
+        "message": message[:1024],
+        "lastTransitionTime": since,
+    }
+
+
 def placement_score_object(
     name: str,
     namespace: str,
@@ -72,9 +111,71 @@ class HubPublisher:
         self._retries = retries
         # resourceVersion of our last write per object: the next write needs no read.
         self._versions: dict[str, str] = {}
+        # the status we last wrote per object: a failed cycle keeps its scores, changes
+        # only the condition, and writes nothing when the condition is already that one
+        self._written: dict[str, dict[str, Any]] = {}
 
-    async def publish(self, name: str, status: dict[str, Any]) -> int:
-        """Write ``status`` to object ``name``; returns how many conflicts were retried."""
+    async def publish(
+        self, name: str, status: dict[str, Any], *, now: datetime | None = None
+    ) -> int:
+        """Write ``status`` (fresh scores) to object ``name`` with a True condition.
+
+        Returns how many conflicts were retried.
+        """
+        previous = self._condition(name)
+        status = {
+            **status,
+            "conditions": [
+                scores_condition(
+                    ok=True,
+                    reason="ScoresPublished",
+                    message="the last scoring cycle succeeded",
+                    now=now or datetime.now(UTC),
+                    previous=previous,
+                )
+            ],
+        }
+        conflicts = await self._write(name, status)
+        self._written[name] = status
+        return conflicts
+
+    async def report_failure(self, name: str, reason: str, message: str, now: datetime) -> bool:
+        """Mark object ``name`` as failing (scores kept until ``validUntil``); False when unchanged."""
+        previous = self._condition(name)
+        if previous is not None and (previous["status"], previous["reason"]) == ("False", reason):
+            return False  # already said: the hub is not written every cycle of an outage
+        base = self._written.get(name)
+        if base is None:
+            base = await asyncio.to_thread(self._current_status, name)
+        status = {
+            **{k: v for k, v in base.items() if k != "conditions"},
+            "conditions": [
+                scores_condition(
+                    ok=False, reason=reason, message=message, now=now, previous=previous
+                )
+            ],
+        }
+        await self._write(name, status)
+        self._written[name] = status
+        return True
+
+    def _condition(self, name: str) -> dict[str, Any] | None:
+        conditions = self._written.get(name, {}).get("conditions") or []
+        found: dict[str, Any] | None = next(
+            (c for c in conditions if c.get("type") == CONDITION_TYPE), None
+        )
+        return found
+
+    def _current_status(self, name: str) -> dict[str, Any]:
+        """What the object holds now (a restarted agent has written nothing yet)."""
+        try:
+            found = self._get(name)
+        except _ConflictOrNotFound:
+            return {}
+        status: dict[str, Any] = found.get("status") or {}
+        return status
+
+    async def _write(self, name: str, status: dict[str, Any]) -> int:
         conflicts = 0
         for _ in range(self._retries + 1):
             version = self._versions.get(name)
@@ -96,6 +197,7 @@ class HubPublisher:
     def forget(self, name: str) -> None:
         """Drop what is known about ``name`` (its scorer was removed)."""
         self._versions.pop(name, None)
+        self._written.pop(name, None)
 
     def _current_version(self, name: str) -> str:
         """Read the object, creating it first when it does not exist."""

@@ -448,3 +448,76 @@ async def test_a_hub_outage_logs_no_library_retries(
         agent.stop.set()
         await agent.task
         api_client.close()
+
+
+@pytest.mark.asyncio
+async def test_the_hub_shows_why_scores_are_stale_and_when_they_recover(
+    start_agent: Any,
+    tmp_path: Path,
+    serve: Callable[..., FakeServer],
+    kube: FakeKube,
+    crd_schema: dict[str, Any],
+) -> None:
+    """Prometheus down: a False ScoresAvailable condition (scores kept), True again after."""
+    import jsonschema
+
+    prometheus, scorer = serve(good_prometheus), serve(average_scorer)
+    summary = make_summary(
+        sourceEndpoint=f"{prometheus.url}/api/v1/query_range",
+        sourceEndpointAuthName="prom-auth",
+        sourceEndpointAuthKey="token",
+        scoringEndpoint=f"{scorer.url}/scoring",
+        scoringInterval=1,
+    )
+    secrets = tmp_path / "secrets" / "prom-auth"
+    secrets.mkdir(parents=True)
+    (secrets / "token").write_text("PROM-TOKEN-never-shown")
+    write_config(tmp_path / "summaries.json", [summary])
+    api_client, _, custom = kube_apis(kube)
+
+    def score_object() -> dict[str, Any]:
+        return kube.get("addonplacementscores", CLUSTER, "sample-my-score") or {}
+
+    def condition() -> dict[str, Any]:
+        conditions = (score_object().get("status") or {}).get("conditions") or [{}]
+        found: dict[str, Any] = conditions[0]
+        return found
+
+    def status_writes() -> int:
+        return sum(
+            1 for r in kube.server.taken() if r.method == "PUT" and r.path.endswith("/status")
+        )
+
+    def failed_cycles() -> float:
+        return agent.value(
+            "dynamic_scoring_requests_total", score_name="sample_my_score", status="failure"
+        )
+
+    agent = await start_agent(hub=custom, request_timeout=2.0)
+    try:
+        await wait_for(lambda: condition().get("status") == "True", what="True condition")
+        scores = score_object()["status"]["scores"]
+        prometheus.handler = lambda request: Reply(status=0)  # connections dropped
+        await wait_for(lambda: condition().get("status") == "False", what="False condition")
+        failing = condition()
+        assert failing["reason"] == "PrometheusUnreachable", failing
+        assert "PROM-TOKEN" not in failing["message"]
+        obj = score_object()
+        assert obj["status"]["scores"] == scores  # the last good scores stay until validUntil
+        jsonschema.validate(
+            obj, crd_schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+        )
+        # the failure goes on; the hub is written once per change, not once per cycle
+        written, failed = status_writes(), failed_cycles()
+        await wait_for(lambda: failed_cycles() >= failed + 2, what="more failed cycles")
+        assert status_writes() == written
+        assert condition() == failing
+        prometheus.handler = good_prometheus
+        await wait_for(lambda: condition().get("status") == "True", what="recovery")
+        recovered = condition()
+        assert recovered["reason"] == "ScoresPublished"
+        assert recovered["lastTransitionTime"] >= failing["lastTransitionTime"]
+    finally:
+        agent.stop.set()
+        await agent.task
+        api_client.close()
