@@ -163,7 +163,7 @@ def test_the_alerts_fire_on_synthetic_series(rule: dict[str, Any], tmp_path: Pat
         _series("dynamic_scoring_config_last_reload_successful", "1 1 1 0+0x37", **target),
     ]
     severity = {"severity": "warning"}
-    alerts = [
+    alerts: list[dict[str, Any]] = [
         {
             "eval_time": "20m",
             "alertname": "DsfScorerFailing",
