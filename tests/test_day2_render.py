@@ -240,3 +240,69 @@ def test_bad_settings_are_located_errors(
     root = day2_fleet(tmp_path / "fleet", DAY2_SETTINGS.replace(old, new, 1))
     lines = validate(root)
     assert any(line.startswith(expected) for line in lines), "\n".join(lines)
+
+
+# ------------------------------------------------------- install by Placement
+
+
+def _schedule(files: dict[str, str], clusters: list[Any]) -> tuple[str, ...]:
+    from datetime import UTC, datetime
+
+    from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+    from dsf_compile.placement.scheduler import schedule
+
+    placement = Placement.model_validate(yaml.safe_load(files["hub/addon/placement.yaml"]))
+    bindings = [
+        ManagedClusterSetBinding.model_validate(yaml.safe_load(text))
+        for path, text in files.items()
+        if path.startswith("hub/addon/managedclustersetbinding-")
+    ]
+    result = schedule(placement, clusters, bindings, None, [], datetime(2026, 1, 1, tzinfo=UTC))
+    return result.decisions
+
+
+def test_the_addon_installed_by_placement_reaches_a_new_cluster(tmp_path: Path) -> None:
+    from dsf_compile.placement.scheduler import Cluster
+
+    files = render_with(tmp_path / "a", DAY2_SETTINGS + "addon:\n  installStrategy: Placements\n")
+    cma = yaml.safe_load(files["hub/addon/clustermanagementaddon.yaml"])["spec"]
+    assert cma["installStrategy"] == {
+        "type": "Placements",
+        "placements": [
+            {"name": "dynamic-scoring-framework-install", "namespace": "open-cluster-management"}
+        ],
+    }
+    default = yaml.safe_load(files["hub/addon/addondeploymentconfig.yaml"])
+    assert default["spec"] == {"agentInstallNamespace": "scoring-agent"}
+    assert cma["supportedConfigs"][0]["defaultConfig"] == {
+        "name": "dynamic-scoring-framework",
+        "namespace": "open-cluster-management",
+    }
+    # The addon manager makes the plain clusters' ManagedClusterAddOns; the ones with
+    # their own AddOnDeploymentConfig are still rendered, to reference it.
+    assert "clusters/worker02/managedclusteraddon.yaml" not in files
+    assert "clusters/edge01/managedclusteraddon.yaml" in files
+    # OCM's scheduler, replayed: a cluster the inventory does not know yet is selected.
+    inventory = [Cluster(name) for name in (*CLUSTERS, "worker03-new")]
+    assert _schedule(files, inventory) == (*CLUSTERS, "worker03-new")
+
+    selective = DAY2_SETTINGS + (
+        "addon:\n  installStrategy: Placements\n  placement:\n    clusterSets: [edge]\n"
+        "    labelSelector: {matchLabels: {dsf: enabled}}\n"
+    )
+    files = render_with(tmp_path / "b", selective)
+    clusterset = "cluster.open-cluster-management.io/clusterset"
+    inventory = [
+        Cluster("a", {clusterset: "edge", "dsf": "enabled"}),
+        Cluster("b", {clusterset: "edge"}),
+        Cluster("c", {clusterset: "default", "dsf": "enabled"}),
+    ]
+    assert _schedule(files, inventory) == ("a",)
+
+
+def test_manual_install_is_the_default() -> None:
+    files = render_manifests(plan_fleet(REPO_ROOT))
+    cma = yaml.safe_load(files["hub/addon/clustermanagementaddon.yaml"])["spec"]
+    assert cma["installStrategy"] == {"type": "Manual"}
+    assert "hub/addon/placement.yaml" not in files
+    assert all(f"clusters/{c}/managedclusteraddon.yaml" in files for c in CLUSTERS)

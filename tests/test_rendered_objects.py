@@ -29,7 +29,7 @@ from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import write_tree
 from tests.crd_models import MODELS, model_errors
-from tests.day2_fleet import day2_fleet
+from tests.day2_fleet import DAY2_SETTINGS, day2_fleet
 from tests.fleet_repo import REPO_ROOT, SHARED, copy_fleet
 
 OCM_CRDS = SHARED / "ocm-crds"
@@ -74,7 +74,8 @@ def override_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def day2_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return day2_fleet(tmp_path_factory.mktemp("day2") / "fleet")
+    settings = DAY2_SETTINGS + "addon:\n  installStrategy: Placements\n"
+    return day2_fleet(tmp_path_factory.mktemp("day2") / "fleet", settings)
 
 
 def fleet_files(name: str, override_root: Path, day2_root: Path) -> dict[str, str]:
@@ -241,6 +242,8 @@ POLICY_KINDS: dict[str, type[Policy | PlacementBinding]] = {
     "Policy": Policy,
     "PlacementBinding": PlacementBinding,
 }
+#: Rendered only with some settings (overrides, addon.installStrategy: Placements).
+OPTIONAL_OCM_KINDS = {"AddOnDeploymentConfig", "Placement", "ManagedClusterSetBinding"}
 OWN_KINDS = {"DynamicScorer", "DynamicScoringConfig"}
 #: No schema is available offline; their shape is checked by hand below.
 BOOTSTRAP_KINDS = {"Application", "GitRepository", "Kustomization"}
@@ -329,6 +332,11 @@ def test_the_schema_check_catches_a_mistake() -> None:
     broken = copy.deepcopy(deployment)
     broken["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsNonRot"] = True
     assert _errors(builtin_validator("apps/v1", "Deployment"), broken)
+
+
+def test_the_day2_fleet_renders_every_optional_kind(day2_root: Path) -> None:
+    kinds = {obj["kind"] for _, obj in objects_of(render_fleet(day2_root))}
+    assert OPTIONAL_OCM_KINDS | {"ExternalSecret", "PrometheusRule", "ServiceMonitor"} <= kinds
 
 
 def test_the_models_catch_a_mistake(day2_root: Path) -> None:

@@ -305,7 +305,9 @@ class PlacementInstall(Frozen):
     """Install the agent on every cluster a Placement selects, as soon as it joins."""
 
     clusterSets: Items[DnsLabel] = Field(
-        default=("default",), min_length=1, description="ManagedClusterSets the Placement spans."
+        default=("global",),
+        min_length=1,
+        description="ManagedClusterSets the Placement spans (global: every cluster that joins the hub).",
     )
     labelSelector: LabelSelector | None = None
 

@@ -374,8 +374,99 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
     }
 
 
+PLACEMENT_API_VERSION = f"{SCORE_GROUP}/v1beta1"
+CLUSTER_SET_BINDING_API_VERSION = f"{SCORE_GROUP}/v1beta2"
+
+
+def install_placement(settings: Settings) -> dict[str, Any]:
+    """The Placement that selects where the addon manager installs the agent (Placements)."""
+    placement = settings.addon.placement
+    spec: dict[str, Any] = {"clusterSets": list(placement.clusterSets)}
+    if placement.labelSelector is not None:
+        spec["predicates"] = [
+            {
+                "requiredClusterSelector": {
+                    "labelSelector": placement.labelSelector.model_dump(exclude_none=True)
+                }
+            }
+        ]
+    return {
+        "apiVersion": PLACEMENT_API_VERSION,
+        "kind": "Placement",
+        "metadata": {
+            "name": f"{settings.addonName}-install",
+            "namespace": settings.hubNamespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": spec,
+    }
+
+
+def cluster_set_binding(settings: Settings, cluster_set: str) -> dict[str, Any]:
+    """Lets Placements in the hub namespace select clusters of ``cluster_set``."""
+    return {
+        "apiVersion": CLUSTER_SET_BINDING_API_VERSION,
+        "kind": "ManagedClusterSetBinding",
+        "metadata": {
+            "name": cluster_set,
+            "namespace": settings.hubNamespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": {"clusterSet": cluster_set},
+    }
+
+
+def default_deployment_config(settings: Settings) -> dict[str, Any]:
+    """The AddOnDeploymentConfig of every cluster without its own (Placements only).
+
+    The addon manager creates those clusters' ManagedClusterAddOns itself, without an
+    install namespace; this default keeps the agent in ``agentNamespace``, beside the
+    ConfigMap the ManifestWork writes.
+    """
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "AddOnDeploymentConfig",
+        "metadata": {
+            "name": settings.addonName,
+            "namespace": settings.hubNamespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": {"agentInstallNamespace": settings.agentNamespace},
+    }
+
+
+def _install_strategy(settings: Settings) -> dict[str, Any]:
+    if settings.addon.installStrategy == "Manual":
+        # Manual: the ManagedClusterAddOns are rendered per inventory cluster.
+        return {"type": "Manual"}
+    # Placements: the addon manager installs the agent on every cluster the Placement
+    # selects, as soon as it joins, before the inventory in Git knows it.
+    return {
+        "type": "Placements",
+        "placements": [
+            {
+                "name": install_placement(settings)["metadata"]["name"],
+                "namespace": settings.hubNamespace,
+            }
+        ],
+    }
+
+
 def cluster_management_addon(settings: Settings) -> dict[str, Any]:
-    """The ClusterManagementAddOn: a template addon, installed where a ManagedClusterAddOn asks."""
+    """The ClusterManagementAddOn: a template addon, installed where a ManagedClusterAddOn
+    or (``addon.installStrategy: Placements``) the install Placement asks."""
+    deployment_configs: dict[str, Any] = {
+        "group": ADDON_GROUP,
+        "resource": "addondeploymentconfigs",
+    }
+    if settings.addon.installStrategy == "Placements":
+        deployment_configs["defaultConfig"] = {
+            "name": settings.addonName,
+            "namespace": settings.hubNamespace,
+        }
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "ClusterManagementAddOn",
@@ -392,11 +483,9 @@ def cluster_management_addon(settings: Settings) -> dict[str, Any]:
                 "displayName": "Dynamic Scoring Framework",
                 "description": "dsf-agent: scores every managed cluster and publishes AddOnPlacementScores.",
             },
-            # Manual: the ManagedClusterAddOns are rendered per inventory cluster; a
-            # Placements strategy would make the addon manager create (and fight over) them.
-            "installStrategy": {"type": "Manual"},
+            "installStrategy": _install_strategy(settings),
             "supportedConfigs": [
-                {"group": ADDON_GROUP, "resource": "addondeploymentconfigs"},
+                deployment_configs,
                 {
                     "group": ADDON_GROUP,
                     "resource": "addontemplates",
@@ -642,12 +731,26 @@ def render_addon(plan: Plan) -> dict[str, str]:
     plain = ClusterTemplate(
         lambda name: managed_cluster_addon(settings, ClusterPlan(name, {}, ()), configured=False)
     )
+    placements = settings.addon.installStrategy == "Placements"
+    if placements:
+        files["hub/addon/placement.yaml"] = dump_yaml(install_placement(settings))
+        files["hub/addon/addondeploymentconfig.yaml"] = dump_yaml(
+            default_deployment_config(settings)
+        )
+        for cluster_set in sorted(set(settings.addon.placement.clusterSets)):
+            files[f"hub/addon/managedclustersetbinding-{cluster_set}.yaml"] = dump_yaml(
+                cluster_set_binding(settings, cluster_set)
+            )
     for cluster in plan.clusters:
         matching = [override for override in overrides if override_selects(override, cluster)]
         if matching:
             files[f"clusters/{cluster.name}/addondeploymentconfig.yaml"] = dump_yaml(
                 deployment_config(settings, cluster, matching)
             )
+        elif placements:
+            # The addon manager creates this cluster's ManagedClusterAddOn; rendering one
+            # too would make Argo CD or Flux and the manager own the same object.
+            continue
         files[f"clusters/{cluster.name}/managedclusteraddon.yaml"] = (
             dump_yaml(managed_cluster_addon(settings, cluster, configured=True))
             if matching
