@@ -252,3 +252,13 @@ def test_every_dashboard_expression_parses_and_reads_agent_metrics(
 def test_the_pack_is_off_by_default() -> None:
     text = render_manifests(plan_fleet(REPO_ROOT))["hub/addon/addontemplate.yaml"]
     assert "PrometheusRule" not in text and "grafana_dashboard" not in text
+
+
+def test_the_documented_prometheus_config_is_valid(tmp_path: Path) -> None:
+    """docs/observability.md's plain ``prometheus.yml`` passes ``promtool check config``."""
+    text = (REPO_ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(# prometheus\.yml\n.*?)```", text, flags=re.DOTALL)
+    assert len(blocks) == 1
+    (tmp_path / "prometheus.yml").write_text(blocks[0], encoding="utf-8")
+    checked = run_promtool("check", "config", "prometheus.yml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
