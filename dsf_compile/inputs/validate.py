@@ -35,8 +35,8 @@ from dsf_compile.inputs.placements import (
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings, parse_resolve_entry
-from dsf_compile.untrusted import has_secret_query
 from dsf_compile.inputs.settings_checks import check_external_secrets
+from dsf_compile.untrusted import has_secret_query
 
 M = TypeVar("M", bound=BaseModel)
 
