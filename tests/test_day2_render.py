@@ -306,3 +306,23 @@ def test_manual_install_is_the_default() -> None:
     assert cma["installStrategy"] == {"type": "Manual"}
     assert "hub/addon/placement.yaml" not in files
     assert all(f"clusters/{c}/managedclusteraddon.yaml" in files for c in CLUSTERS)
+
+
+def test_a_binding_placements_already_declares_is_rendered_once(tmp_path: Path) -> None:
+    root = day2_fleet(tmp_path / "fleet", DAY2_SETTINGS + "addon:\n  installStrategy: Placements\n")
+    (root / "placements" / "hub-binding.yaml").write_text(
+        "apiVersion: cluster.open-cluster-management.io/v1beta2\n"
+        "kind: ManagedClusterSetBinding\n"
+        "metadata: {name: global, namespace: open-cluster-management}\n"
+        "spec: {clusterSet: global}\n",
+        encoding="utf-8",
+    )
+    files = render_manifests(plan_fleet(root))
+    bindings = [
+        path
+        for path, text in files.items()
+        if "kind: ManagedClusterSetBinding" in text
+        and "namespace: open-cluster-management\n" in text
+        and "name: global\n" in text
+    ]
+    assert len(bindings) == 1 and not bindings[0].startswith("hub/addon/")

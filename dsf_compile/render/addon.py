@@ -737,7 +737,16 @@ def render_addon(plan: Plan) -> dict[str, str]:
         files["hub/addon/addondeploymentconfig.yaml"] = dump_yaml(
             default_deployment_config(settings)
         )
+        # A binding placements/ already declares in the hub namespace is rendered there
+        # once; a second copy would be the same object twice.
+        declared = {
+            (o.model.kind, o.model.metadata.namespace, o.model.metadata.name)
+            for o in plan.inputs.placement_objects
+        }
         for cluster_set in sorted(set(settings.addon.placement.clusterSets)):
+            key = ("ManagedClusterSetBinding", settings.hubNamespace, cluster_set)
+            if key in declared:
+                continue
             files[f"hub/addon/managedclustersetbinding-{cluster_set}.yaml"] = dump_yaml(
                 cluster_set_binding(settings, cluster_set)
             )
