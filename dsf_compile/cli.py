@@ -80,6 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT:ADDR[:PORT]",
         help="connect to ADDR (and PORT) for HOST:PORT, like curl's --resolve/--connect-to; repeatable",
     )
+    sync.add_argument(
+        "--clusters",
+        action="store_true",
+        help="instead of the scorers: list the hub's ManagedClusters into clusters/discovered.yaml",
+    )
+    sync.add_argument(
+        "--hub-kubeconfig",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="kubeconfig of the hub, for --clusters (read-only: one list call)",
+    )
 
     render = commands.add_parser(
         "render", help="write rendered/ from the inputs and the lockfile; no network"
@@ -246,6 +258,33 @@ def _print_error(error: BaseException | str, stream: TextIO) -> None:
     print(f"dsf-compile: error: {safe_message(str(error))}", file=stream)
 
 
+def _discover(args: argparse.Namespace, root: Path, err: TextIO) -> int:
+    from dsf_compile.pipeline import discover_clusters
+    from dsf_compile.sync.clusters import DISCOVERED_FILE, ClusterDiscoveryError
+
+    if args.hub_kubeconfig is None or args.names or args.strict or args.resolve:
+        print(
+            "dsf-compile: error: sync --clusters needs --hub-kubeconfig PATH and takes no "
+            "scorer names, --strict or --resolve",
+            file=err,
+        )
+        return EXIT_FAILURE
+    try:
+        found = discover_clusters(root, args.hub_kubeconfig)
+    except ClusterDiscoveryError as error:
+        print(f"dsf-compile: error: {error}", file=err)
+        return EXIT_FAILURE
+    joined = f" (joined: {', '.join(found.added)})" if found.added else ""
+    left = f" (left: {', '.join(found.removed)})" if found.removed else ""
+    state = "updated" if found.changed else "unchanged"
+    print(
+        f"dsf-compile: {len(found.clusters)} cluster(s) on the hub{joined}{left}; "
+        f"{DISCOVERED_FILE} {state}",
+        file=err,
+    )
+    return EXIT_OK
+
+
 def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
     command = args.command
     if command == "validate":
@@ -260,6 +299,8 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             file=err,
         )
         return EXIT_OK
+    if command == "sync" and args.clusters:
+        return _discover(args, root, err)
     if command == "sync":
         from dsf_compile.pipeline import sync_fleet
         from dsf_compile.sync.fetch import format_progress

@@ -32,6 +32,7 @@ from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.placements import PLACEMENTS_FOLDER
 from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
+from dsf_compile.sync.clusters import Discovery
 from dsf_compile.sync.lock import (
     LOCKFILE,
     LockEntry,
@@ -309,3 +310,33 @@ def optimize_fleet(root: Path, state: HubState, at: datetime) -> list[Optimized]
             atomic_write(target, data)
         written.append(Optimized(relative, objective, not unchanged))
     return written
+
+
+def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
+    """``sync --clusters``: list the hub's ManagedClusters into ``clusters/discovered.yaml``.
+
+    Writes the file (atomically) only when its bytes change; raises
+    :class:`~dsf_compile.sync.clusters.ClusterDiscoveryError` when the hub cannot be read.
+    """
+    from dsf_compile.files import atomic_write
+    from dsf_compile.sync.clusters import (
+        DISCOVERED_FILE,
+        encode_discovered,
+        list_managed_clusters,
+        names_in,
+    )
+
+    text = encode_discovered(list_managed_clusters(kubeconfig))
+    path = root / DISCOVERED_FILE
+    before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    now, then = names_in(text), names_in(before) if before else set()
+    changed = text != before
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"))
+    return Discovery(
+        clusters=tuple(sorted(now)),
+        added=tuple(sorted(now - then)),
+        removed=tuple(sorted(then - now)),
+        changed=changed,
+    )

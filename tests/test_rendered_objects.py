@@ -28,6 +28,8 @@ from dsf_compile.inputs.placements import PlacementBinding, Policy
 from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import write_tree
+from tests.crd_models import MODELS, model_errors
+from tests.day2_fleet import DAY2_SETTINGS, day2_fleet
 from tests.fleet_repo import REPO_ROOT, SHARED, copy_fleet
 
 OCM_CRDS = SHARED / "ocm-crds"
@@ -70,9 +72,21 @@ def override_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=["example", "override"])
-def files(request: pytest.FixtureRequest, override_root: Path) -> dict[str, str]:
-    return example_files() if request.param == "example" else render_fleet(override_root)
+@pytest.fixture(scope="module")
+def day2_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    settings = DAY2_SETTINGS + "addon:\n  installStrategy: Placements\n"
+    return day2_fleet(tmp_path_factory.mktemp("day2") / "fleet", settings)
+
+
+def fleet_files(name: str, override_root: Path, day2_root: Path) -> dict[str, str]:
+    if name == "example":
+        return example_files()
+    return render_fleet(override_root if name == "override" else day2_root)
+
+
+@pytest.fixture(scope="module", params=["example", "override", "day2"])
+def files(request: pytest.FixtureRequest, override_root: Path, day2_root: Path) -> dict[str, str]:
+    return fleet_files(request.param, override_root, day2_root)
 
 
 def objects_of(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
@@ -228,6 +242,8 @@ POLICY_KINDS: dict[str, type[Policy | PlacementBinding]] = {
     "Policy": Policy,
     "PlacementBinding": PlacementBinding,
 }
+#: Rendered only with some settings (overrides, addon.installStrategy: Placements).
+OPTIONAL_OCM_KINDS = {"AddOnDeploymentConfig", "Placement", "ManagedClusterSetBinding"}
 OWN_KINDS = {"DynamicScorer", "DynamicScoringConfig"}
 #: No schema is available offline; their shape is checked by hand below.
 BOOTSTRAP_KINDS = {"Application", "GitRepository", "Kustomization"}
@@ -264,6 +280,11 @@ def test_every_object_validates_against_its_schema(files: dict[str, str]) -> Non
             continue
         elif kind in POLICY_KINDS:
             POLICY_KINDS[kind].model_validate(obj)
+            continue
+        elif (api_version, kind) in MODELS:
+            errors = model_errors(obj)
+            if errors:
+                problems[where] = errors
             continue
         elif kind in BOOTSTRAP_KINDS and where.startswith("bootstrap/"):
             continue  # test_bootstrap_objects
@@ -311,6 +332,29 @@ def test_the_schema_check_catches_a_mistake() -> None:
     broken = copy.deepcopy(deployment)
     broken["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsNonRot"] = True
     assert _errors(builtin_validator("apps/v1", "Deployment"), broken)
+
+
+def test_the_day2_fleet_renders_every_optional_kind(day2_root: Path) -> None:
+    kinds = {obj["kind"] for _, obj in objects_of(render_fleet(day2_root))}
+    assert OPTIONAL_OCM_KINDS | {"ExternalSecret", "PrometheusRule", "ServiceMonitor"} <= kinds
+
+
+def test_the_models_catch_a_mistake(day2_root: Path) -> None:
+    """The third-party models are not vacuous: a misplaced field fails each of them."""
+    found = {
+        obj["kind"]: obj
+        for _, obj in objects_of(render_fleet(day2_root))
+        if (obj["apiVersion"], obj["kind"]) in MODELS
+    }
+    assert set(found) == {"ExternalSecret", "PrometheusRule"}
+    for obj in found.values():
+        assert model_errors(obj) == []
+    secret = copy.deepcopy(found["ExternalSecret"])
+    secret["spec"]["secretStoreRef"]["kind"] = "Vault"
+    assert model_errors(secret)
+    rule = copy.deepcopy(found["PrometheusRule"])
+    rule["spec"]["groups"][0]["rules"][0]["for"] = "5m"  # a recording rule has no for
+    assert model_errors(rule)
 
 
 def test_objects_are_written_without_yaml_aliases(files: dict[str, str]) -> None:
@@ -424,11 +468,14 @@ def identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
-@pytest.fixture(scope="module", params=["example", "override"])
+@pytest.fixture(scope="module", params=["example", "override", "day2"])
 def rendered(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, override_root: Path
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    override_root: Path,
+    day2_root: Path,
 ) -> tuple[Path, dict[str, str]]:
-    files = example_files() if request.param == "example" else render_fleet(override_root)
+    files = fleet_files(request.param, override_root, day2_root)
     folder = tmp_path_factory.mktemp(request.param) / "rendered"
     folder.mkdir()
     write_tree(folder, files)

@@ -15,6 +15,7 @@ from pydantic import (
 from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
 from dsf_compile.fields import (
     DnsLabel,
+    DnsSubdomain,
     Frozen,
     Int64,
     Items,
@@ -72,6 +73,43 @@ ResourceQuantity = Annotated[
     ),
 ]
 
+#: How the agent folds results of one score that render the same dimension (``--aggregate``).
+Aggregation = Literal["last", "max", "min", "avg", "sum"]
+_SCORE_NAME_RE = re.compile(r"^[^\s,={}]+$")
+
+
+def _score_names(value: dict[str, Aggregation]) -> dict[str, Aggregation]:
+    # The agent reads DSF_AGGREGATE as SCORE=FUNCTION items split on commas and spaces.
+    for name in value:
+        if not _SCORE_NAME_RE.match(name):
+            raise ValueError(
+                f"score name {name!r} cannot be passed to the agent's --aggregate "
+                "(no spaces, commas, '=' or braces)"
+            )
+    return dict(sorted(value.items()))
+
+
+#: Score name → aggregation, sorted by score name.
+Aggregations = Annotated[dict[str, Aggregation], AfterValidator(_score_names)]
+
+_PEM_CERTIFICATE = re.compile(
+    r"-----BEGIN CERTIFICATE-----\s+[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----"
+)
+
+
+def _pem_bundle(value: str) -> str:
+    if not _PEM_CERTIFICATE.search(value):
+        raise ValueError(
+            "expected PEM certificates (-----BEGIN CERTIFICATE----- … -----END CERTIFICATE-----)"
+        )
+    if "PRIVATE KEY" in value:
+        raise ValueError("a CA bundle holds certificates only, never a private key")
+    return value.strip() + "\n"
+
+
+#: One or more PEM certificates: the CAs the agent trusts for HTTPS (instead of its own).
+CaBundle = Annotated[str, AfterValidator(_no_template_variable), AfterValidator(_pem_bundle)]
+
 
 class Toleration(Frozen):
     key: AgentLabelKey | None = None
@@ -107,6 +145,13 @@ class AgentOverride(Frozen):
     tolerations: Items[Toleration] | None = None
     resources: Resources | None = None
     proxy: ProxySettings | None = None
+    aggregate: Aggregations | None = Field(
+        default=None,
+        description="Score name → last|max|min|avg|sum, merged key by key over agent.aggregate.",
+    )
+    caBundle: CaBundle | None = Field(
+        default=None, description="PEM CA certificates for these clusters; replaces agent.caBundle."
+    )
 
     @model_validator(mode="after")
     def _needs_cluster_part(self) -> AgentOverride:
@@ -123,6 +168,18 @@ class AgentSettings(Frozen):
     resources: Resources = Resources(
         requests=ResourceList(cpu="50m", memory="64Mi"),
         limits=ResourceList(cpu="500m", memory="256Mi"),
+    )
+    aggregate: Aggregations = Field(
+        default_factory=dict,
+        description="Score name → last|max|min|avg|sum: how the agent folds results that render the same dimension.",
+    )
+    imagePullSecrets: Items[DnsSubdomain] = Field(
+        default=(),
+        description="Secrets in the agent namespace of every cluster used to pull the image (same name everywhere; the content may differ per cluster).",
+    )
+    caBundle: CaBundle | None = Field(
+        default=None,
+        description="PEM CA certificates the agent trusts for HTTPS to Prometheus and the scorers (the whole trust store: include public CAs you need).",
     )
     overrides: Items[AgentOverride] = ()
 
@@ -156,6 +213,111 @@ RepositoryUrl = Annotated[
     AfterValidator(_repository_url),
     Field(json_schema_extra={"pattern": r"^([Hh][Tt][Tt][Pp][Ss]?|[Ss][Ss][Hh])://[^\s?#]+$"}),
 ]
+
+
+#: A Go duration as External Secrets and Prometheus read it: ``30s``, ``1h``, ``1h30m``.
+Duration = Annotated[str, Field(pattern=r"^([0-9]+(ms|s|m|h))+$")]
+
+
+class SecretStoreRef(Frozen):
+    """The External Secrets store every ExternalSecret reads from."""
+
+    kind: Literal["ClusterSecretStore", "SecretStore"] = "ClusterSecretStore"
+    name: DnsSubdomain
+
+
+class RemoteSecret(Frozen):
+    """Where one Secret's data lives in the store."""
+
+    remoteKey: str = Field(
+        min_length=1,
+        description="The key in the store; ${cluster} is replaced by the cluster's name.",
+    )
+    property: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Read each key the scorers use from this property of the remote secret; "
+        "without it every property of the remote secret becomes a key of the Secret.",
+    )
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> RemoteSecret:
+        unknown = sorted(set(re.findall(r"\$\{([^}]*)\}", self.remoteKey)) - {"cluster"})
+        if unknown:
+            raise ValueError(
+                "remoteKey: unknown placeholder "
+                + ", ".join("${" + u + "}" for u in unknown)
+                + "; only ${cluster} is replaced"
+            )
+        return self
+
+
+class ExternalSecretsSettings(Frozen):
+    """Render an ExternalSecret (external-secrets.io) for each Secret the scorers name."""
+
+    storeRef: SecretStoreRef
+    refreshInterval: Duration = "1h"
+    secrets: dict[DnsSubdomain, RemoteSecret] = Field(
+        description="Secret name → its remote key; every Secret a scorer or agent.imagePullSecrets names needs one."
+    )
+
+
+#: A Kubernetes label: an optional DNS-subdomain prefix and a name of up to 63 characters.
+LabelKey = Annotated[
+    str,
+    Field(
+        pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+    ),
+]
+LabelValue = Annotated[
+    str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$", max_length=63)
+]
+
+
+class AlertSettings(Frozen):
+    failingCycles: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=3, description="Alert when a scorer failed this many cycles and none succeeded."
+    )
+    window: Duration = Field(default="15m", description="The window failingCycles is counted over.")
+    staleSeconds: Annotated[int, Field(ge=60)] = Field(
+        default=900, description="Alert when a scorer's last successful cycle is older than this."
+    )
+    severity: Literal["info", "warning", "critical"] = "warning"
+
+
+class ObservabilitySettings(Frozen):
+    """Alerts, recording rules and a dashboard, installed beside the agent on every cluster."""
+
+    prometheusRule: bool = False
+    dashboard: bool = False
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description="Added to the ServiceMonitor and PrometheusRule, for the Prometheus Operator's selectors (for example release: kube-prometheus-stack).",
+    )
+    dashboardLabels: dict[LabelKey, LabelValue] = Field(
+        default_factory=lambda: {"grafana_dashboard": "1"},
+        description="Labels of the dashboard ConfigMap that Grafana's sidecar looks for.",
+    )
+    alerts: AlertSettings = AlertSettings()
+
+
+class PlacementInstall(Frozen):
+    """Install the agent on every cluster a Placement selects, as soon as it joins."""
+
+    clusterSets: Items[DnsLabel] = Field(
+        default=("global",),
+        min_length=1,
+        description="ManagedClusterSets the Placement spans (global: every cluster that joins the hub).",
+    )
+    labelSelector: LabelSelector | None = None
+
+
+class AddonSettings(Frozen):
+    installStrategy: Literal["Manual", "Placements"] = Field(
+        default="Manual",
+        description="Manual: a ManagedClusterAddOn per inventory cluster; Placements: OCM's addon manager installs the agent wherever the Placement selects, before the inventory knows the cluster.",
+    )
+    placement: PlacementInstall = PlacementInstall()
 
 
 class RepositorySettings(Frozen):
@@ -237,3 +399,6 @@ class Settings(Frozen):
     repository: RepositorySettings = RepositorySettings()
     sync: SyncSettings = SyncSettings()
     render: RenderSettings = RenderSettings()
+    addon: AddonSettings = AddonSettings()
+    externalSecrets: ExternalSecretsSettings | None = None
+    observability: ObservabilitySettings = ObservabilitySettings()

@@ -35,6 +35,7 @@ from dsf_compile.inputs.placements import (
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings, parse_resolve_entry
+from dsf_compile.inputs.settings_checks import check_external_secrets
 from dsf_compile.untrusted import has_secret_query
 
 M = TypeVar("M", bound=BaseModel)
@@ -520,6 +521,9 @@ def validate_documents(
     problems = file_problems + collected.problems
     problems += _check_unique_names(collected.scorers, "scorer")
     problems += _check_scorer_namespaces(collected.scorers, settings)
+    problems += check_external_secrets(
+        settings, settings_document, [s.model for s in collected.scorers]
+    )
     problems += _check_unique_names(collected.clusters, "cluster")
     problems += check_placement_objects(collected.placement_objects)
     config = None

@@ -43,6 +43,7 @@ from dsf_compile.render.gitops import (
     gitops_annotations,
 )
 from dsf_compile.render.labels import MANAGED_BY, PART_OF
+from dsf_compile.render.observability import dashboard_configmap, prometheus_rule
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
 
 ADDON_GROUP = "addon.open-cluster-management.io"
@@ -51,17 +52,32 @@ RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 SCORE_GROUP = "cluster.open-cluster-management.io"
 
 #: The variables OCM fills in; ``CLUSTER_NAME`` cannot be overridden by any config.
-TEMPLATE_VARIABLES = ("CLUSTER_NAME", "HUB_KUBECONFIG", "INSTALL_NAMESPACE")
+OCM_VARIABLES = ("CLUSTER_NAME", "HUB_KUBECONFIG", "INSTALL_NAMESPACE")
+#: Our own variables, set per cluster by an AddOnDeploymentConfig's ``customizedVariables``.
+#: Where no config sets them OCM writes an empty string, which the template is built to
+#: read as "nothing for this cluster": each is used only where empty is harmless.
+AGGREGATE_VARIABLE = "DSF_AGGREGATE"
+CA_FILE_VARIABLE = "DSF_CA_FILE"
+TEMPLATE_VARIABLES = (*OCM_VARIABLES, AGGREGATE_VARIABLE, CA_FILE_VARIABLE)
 
 AGENT_NAME = "dynamic-scoring-agent"
 AGENT_CONTAINER = "agent"
 METRICS_PORT = 8080
 METRICS_PORT_NAME = "metrics"
+#: The metrics Service; the Prometheus Operator names the scrape ``job`` after it.
+METRICS_SERVICE = f"{AGENT_NAME}-metrics"
 #: The addon manager of an OCM hub (``ClusterManager``'s default install).
 ADDON_MANAGER_SERVICE_ACCOUNT = "addon-manager-controller-sa"
 ADDON_MANAGER_NAMESPACE = "open-cluster-management-hub"
 #: Manifests with this annotation stay on the managed cluster when the addon is removed.
 DELETION_ORPHAN = f"{ADDON_GROUP}/deletion-orphan"
+
+#: The CA bundle (``agent.caBundle``): a ConfigMap carried by each cluster's ManifestWork
+#: (its content may differ per cluster), mounted into the agent, named by ``SSL_CERT_FILE``.
+CA_CONFIG_MAP = "dynamic-scoring-agent-ca"
+CA_KEY = "ca.crt"
+CA_DIR = "/etc/dsf/ca"
+CA_FILE = f"{CA_DIR}/{CA_KEY}"
 
 _AGENT_SELECTOR = {"app.kubernetes.io/name": AGENT_NAME}
 _AGENT_LABELS = {**_AGENT_SELECTOR, "app.kubernetes.io/component": "agent", **PART_OF}
@@ -129,6 +145,44 @@ def _agent_role(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
+def _variable(name: str) -> str:
+    return "{{" + name + "}}"
+
+
+def _aggregate_value(settings: Settings) -> str | None:
+    """``DSF_AGGREGATE``: the fleet's aggregations, then the cluster's (later ones win)."""
+    agent = settings.agent
+    items = [f"{name}={how}" for name, how in agent.aggregate.items()]
+    if any(o.aggregate for o in agent.overrides):
+        items.append(_variable(AGGREGATE_VARIABLE))
+    return ",".join(items) or None
+
+
+def _agent_env(settings: Settings) -> list[dict[str, Any]]:
+    agent = settings.agent
+    env: list[dict[str, Any]] = [
+        {
+            "name": "DSF_NAMESPACE",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        }
+    ]
+    aggregate = _aggregate_value(settings)
+    if aggregate is not None:
+        env.append({"name": "DSF_AGGREGATE", "value": aggregate})
+    if agent.caBundle is not None:
+        env.append({"name": "SSL_CERT_FILE", "value": CA_FILE})
+    elif any(o.caBundle for o in agent.overrides):
+        # Only some clusters have a bundle: an empty SSL_CERT_FILE elsewhere means the
+        # agent's own trust store.
+        env.append({"name": "SSL_CERT_FILE", "value": _variable(CA_FILE_VARIABLE)})
+    return env
+
+
+def uses_ca_bundle(settings: Settings) -> bool:
+    """Whether any cluster gets a CA bundle (fleet-wide or through an override)."""
+    return settings.agent.caBundle is not None or any(o.caBundle for o in settings.agent.overrides)
+
+
 def _agent_deployment(settings: Settings) -> dict[str, Any]:
     agent = settings.agent
     probe = {
@@ -136,7 +190,7 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
         "periodSeconds": 20,
         "timeoutSeconds": 5,
     }
-    container = {
+    container: dict[str, Any] = {
         "name": AGENT_CONTAINER,
         "image": agent.image,
         "imagePullPolicy": agent.imagePullPolicy,
@@ -146,14 +200,10 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
             f"--metrics-bind=0.0.0.0:{METRICS_PORT}",
             f"--log-level={agent.logLevel}",
         ],
-        # The agent reads its ConfigMap and Secrets in the namespace it runs in, wherever
-        # dsf.yaml (agentNamespace) or an AddOnDeploymentConfig puts it.
-        "env": [
-            {
-                "name": "DSF_NAMESPACE",
-                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-            }
-        ],
+        # The agent reads its ConfigMap and Secrets in its own namespace, which is
+        # agentNamespace (or whatever OCM installed it into): told by the downward API,
+        # never assumed to be the default.
+        "env": _agent_env(settings),
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {
@@ -173,6 +223,27 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
         # The root filesystem is read-only; Python and TLS libraries still want a /tmp.
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if uses_ca_bundle(settings):
+        container["volumeMounts"].append(
+            {"name": "ca-bundle", "mountPath": CA_DIR, "readOnly": True}
+        )
+        # optional: a cluster without a bundle has no such ConfigMap, and the pod must
+        # start there too (its SSL_CERT_FILE is empty).
+        volumes.append(
+            {"name": "ca-bundle", "configMap": {"name": CA_CONFIG_MAP, "optional": True}}
+        )
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": AGENT_NAME,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    if agent.imagePullSecrets:
+        pod_spec["imagePullSecrets"] = [{"name": name} for name in agent.imagePullSecrets]
+    pod_spec["containers"] = [container]
+    pod_spec["volumes"] = volumes
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -186,15 +257,7 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
             "selector": {"matchLabels": dict(_AGENT_SELECTOR)},
             "template": {
                 "metadata": {"labels": dict(_AGENT_LABELS)},
-                "spec": {
-                    "serviceAccountName": AGENT_NAME,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
-                },
+                "spec": pod_spec,
             },
         },
     }
@@ -233,7 +296,7 @@ def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[s
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": f"{AGENT_NAME}-metrics", "namespace": namespace, "labels": labels},
+            "metadata": {"name": METRICS_SERVICE, "namespace": namespace, "labels": labels},
             "spec": {
                 "selector": dict(_AGENT_SELECTOR),
                 "ports": [
@@ -247,6 +310,7 @@ def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[s
             },
         },
     ]
+    observability = settings.observability
     if settings.agent.serviceMonitor:
         # Only in the template (applied on the managed clusters, where the Prometheus
         # Operator runs), never on the hub, whose sync would fail without its CRD.
@@ -254,7 +318,11 @@ def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[s
             {
                 "apiVersion": "monitoring.coreos.com/v1",
                 "kind": "ServiceMonitor",
-                "metadata": {"name": AGENT_NAME, "namespace": namespace, "labels": labels},
+                "metadata": {
+                    "name": AGENT_NAME,
+                    "namespace": namespace,
+                    "labels": {**labels, **observability.labels},
+                },
                 "spec": {
                     "selector": {"matchLabels": dict(_AGENT_SELECTOR)},
                     "namespaceSelector": {"matchNames": [namespace]},
@@ -264,6 +332,10 @@ def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[s
                 },
             }
         )
+    if observability.prometheusRule:
+        manifests.append(prometheus_rule(settings, METRICS_SERVICE, labels))
+    if observability.dashboard:
+        manifests.append(dashboard_configmap(settings, labels))
     return manifests
 
 
@@ -302,8 +374,99 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
     }
 
 
+PLACEMENT_API_VERSION = f"{SCORE_GROUP}/v1beta1"
+CLUSTER_SET_BINDING_API_VERSION = f"{SCORE_GROUP}/v1beta2"
+
+
+def install_placement(settings: Settings) -> dict[str, Any]:
+    """The Placement that selects where the addon manager installs the agent (Placements)."""
+    placement = settings.addon.placement
+    spec: dict[str, Any] = {"clusterSets": list(placement.clusterSets)}
+    if placement.labelSelector is not None:
+        spec["predicates"] = [
+            {
+                "requiredClusterSelector": {
+                    "labelSelector": placement.labelSelector.model_dump(exclude_none=True)
+                }
+            }
+        ]
+    return {
+        "apiVersion": PLACEMENT_API_VERSION,
+        "kind": "Placement",
+        "metadata": {
+            "name": f"{settings.addonName}-install",
+            "namespace": settings.hubNamespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": spec,
+    }
+
+
+def cluster_set_binding(settings: Settings, cluster_set: str) -> dict[str, Any]:
+    """Lets Placements in the hub namespace select clusters of ``cluster_set``."""
+    return {
+        "apiVersion": CLUSTER_SET_BINDING_API_VERSION,
+        "kind": "ManagedClusterSetBinding",
+        "metadata": {
+            "name": cluster_set,
+            "namespace": settings.hubNamespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": {"clusterSet": cluster_set},
+    }
+
+
+def default_deployment_config(settings: Settings) -> dict[str, Any]:
+    """The AddOnDeploymentConfig of every cluster without its own (Placements only).
+
+    The addon manager creates those clusters' ManagedClusterAddOns itself, without an
+    install namespace; this default keeps the agent in ``agentNamespace``, beside the
+    ConfigMap the ManifestWork writes.
+    """
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "AddOnDeploymentConfig",
+        "metadata": {
+            "name": settings.addonName,
+            "namespace": settings.hubNamespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_HUB),
+        },
+        "spec": {"agentInstallNamespace": settings.agentNamespace},
+    }
+
+
+def _install_strategy(settings: Settings) -> dict[str, Any]:
+    if settings.addon.installStrategy == "Manual":
+        # Manual: the ManagedClusterAddOns are rendered per inventory cluster.
+        return {"type": "Manual"}
+    # Placements: the addon manager installs the agent on every cluster the Placement
+    # selects, as soon as it joins, before the inventory in Git knows it.
+    return {
+        "type": "Placements",
+        "placements": [
+            {
+                "name": install_placement(settings)["metadata"]["name"],
+                "namespace": settings.hubNamespace,
+            }
+        ],
+    }
+
+
 def cluster_management_addon(settings: Settings) -> dict[str, Any]:
-    """The ClusterManagementAddOn: a template addon, installed where a ManagedClusterAddOn asks."""
+    """The ClusterManagementAddOn: a template addon, installed where a ManagedClusterAddOn
+    or (``addon.installStrategy: Placements``) the install Placement asks."""
+    deployment_configs: dict[str, Any] = {
+        "group": ADDON_GROUP,
+        "resource": "addondeploymentconfigs",
+    }
+    if settings.addon.installStrategy == "Placements":
+        deployment_configs["defaultConfig"] = {
+            "name": settings.addonName,
+            "namespace": settings.hubNamespace,
+        }
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "ClusterManagementAddOn",
@@ -320,11 +483,9 @@ def cluster_management_addon(settings: Settings) -> dict[str, Any]:
                 "displayName": "Dynamic Scoring Framework",
                 "description": "dsf-agent: scores every managed cluster and publishes AddOnPlacementScores.",
             },
-            # Manual: the ManagedClusterAddOns are rendered per inventory cluster; a
-            # Placements strategy would make the addon manager create (and fight over) them.
-            "installStrategy": {"type": "Manual"},
+            "installStrategy": _install_strategy(settings),
             "supportedConfigs": [
-                {"group": ADDON_GROUP, "resource": "addondeploymentconfigs"},
+                deployment_configs,
                 {
                     "group": ADDON_GROUP,
                     "resource": "addontemplates",
@@ -466,7 +627,11 @@ def deployment_config(
     tolerations: list[dict[str, Any]] | None = None
     resources: dict[str, Any] | None = None
     proxy: dict[str, str] = {}
+    aggregate: dict[str, str] = {}
+    ca_bundle = False
     for override in overrides:
+        aggregate.update(override.aggregate or {})
+        ca_bundle = ca_bundle or override.caBundle is not None
         image = override.image or image
         if override.nodeSelector is not None:
             node_selector = dict(sorted(override.nodeSelector.items()))
@@ -494,6 +659,14 @@ def deployment_config(
     if image is not None and image != settings.agent.image:
         # OCM rewrites images by prefix; the whole default image as the source swaps it exactly.
         spec["registries"] = [{"source": settings.agent.image, "mirror": image}]
+    variables = []
+    if aggregate:
+        value = ",".join(f"{name}={how}" for name, how in sorted(aggregate.items()))
+        variables.append({"name": AGGREGATE_VARIABLE, "value": value})
+    if ca_bundle and settings.agent.caBundle is None:
+        variables.append({"name": CA_FILE_VARIABLE, "value": CA_FILE})
+    if variables:
+        spec["customizedVariables"] = variables
     if resources is not None:
         spec["resourceRequirements"] = [
             {"containerID": f"deployments:{AGENT_NAME}:{AGENT_CONTAINER}", "resources": resources}
@@ -558,12 +731,35 @@ def render_addon(plan: Plan) -> dict[str, str]:
     plain = ClusterTemplate(
         lambda name: managed_cluster_addon(settings, ClusterPlan(name, {}, ()), configured=False)
     )
+    placements = settings.addon.installStrategy == "Placements"
+    if placements:
+        files["hub/addon/placement.yaml"] = dump_yaml(install_placement(settings))
+        files["hub/addon/addondeploymentconfig.yaml"] = dump_yaml(
+            default_deployment_config(settings)
+        )
+        # A binding placements/ already declares in the hub namespace is rendered there
+        # once; a second copy would be the same object twice.
+        declared = {
+            (o.model.kind, o.model.metadata.namespace, o.model.metadata.name)
+            for o in plan.inputs.placement_objects
+        }
+        for cluster_set in sorted(set(settings.addon.placement.clusterSets)):
+            key = ("ManagedClusterSetBinding", settings.hubNamespace, cluster_set)
+            if key in declared:
+                continue
+            files[f"hub/addon/managedclustersetbinding-{cluster_set}.yaml"] = dump_yaml(
+                cluster_set_binding(settings, cluster_set)
+            )
     for cluster in plan.clusters:
         matching = [override for override in overrides if override_selects(override, cluster)]
         if matching:
             files[f"clusters/{cluster.name}/addondeploymentconfig.yaml"] = dump_yaml(
                 deployment_config(settings, cluster, matching)
             )
+        elif placements:
+            # The addon manager creates this cluster's ManagedClusterAddOn; rendering one
+            # too would make Argo CD or Flux and the manager own the same object.
+            continue
         files[f"clusters/{cluster.name}/managedclusteraddon.yaml"] = (
             dump_yaml(managed_cluster_addon(settings, cluster, configured=True))
             if matching

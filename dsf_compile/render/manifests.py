@@ -21,6 +21,7 @@ from dsf_compile.contract import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, S
 from dsf_compile.errors import InputError
 from dsf_compile.fields import API_GROUP, API_VERSION
 from dsf_compile.render.addon import render_addon
+from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
 from dsf_compile.render.emit import (
     ClusterTemplate,
@@ -156,12 +157,21 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
     # The ConfigMap is the same on every cluster but for its summaries string.
     configmap = _manifestwork_skeleton("", agent_namespace)["spec"]["workload"]["manifests"][0]
     base_size = len(json.dumps(configmap, separators=(",", ":"))) - len(_PLACEHOLDER)
+    # The manifests list is the skeleton's last field: more manifests are appended as text.
+    item_indent = " " * (indent - 6)
     files = {}
     problems = []
     for cluster in plan.clusters:
         body = "|-\n" + encode_summaries([blocks[n] for n in cluster.scorers], " " * indent)
         summaries = 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
         size = base_size + summaries
+        extra = cluster_objects(plan, cluster)
+        if extra:
+            size += sum(len(json.dumps(o, separators=(",", ":"))) + 1 for o in extra)
+            body += "\n" + "".join(
+                item_indent + line if line else line
+                for line in dump_yaml(extra).splitlines(keepends=True)
+            ).rstrip("\n")
         if size > MAX_MANIFEST_BYTES:
             located = next(c for c in plan.inputs.clusters if c.model.metadata.name == cluster.name)
             problems.append(

@@ -1,0 +1,365 @@
+"""The observability pack (``dsf.yaml`` ``observability``): alerts, recording rules, a dashboard.
+
+Pure. The objects go into the AddOnTemplate beside the agent, so every managed cluster
+gets them: the agent's metrics are scraped there (the ServiceMonitor), so that is where a
+Prometheus Operator evaluates the rules and where a Grafana sidecar finds the dashboard.
+With remote-write to a hub store the same dashboard works there, filtered by cluster.
+
+- a ``PrometheusRule`` (monitoring.coreos.com/v1): recording rules ``dsf:*`` and alerts on
+  a scorer failing cycle after cycle, stale scores, a disabled scorer, a rejected
+  configuration, and the agent down or missing;
+- a ``ConfigMap`` holding the Grafana dashboard JSON, labelled for Grafana's sidecar.
+
+Every metric named here is one the agent exposes (:mod:`agent.metrics`; a test checks
+it). Nothing here may contain ``{{`` — the AddOnTemplate would read it as an OCM variable —
+so alert texts name labels instead of templating them, and the dashboard names series with
+``${__field.labels.…}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dsf_compile.inputs.settings import Settings
+
+PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1"
+DASHBOARD_NAME = "dynamic-scoring-dashboard"
+DASHBOARD_KEY = "dynamic-scoring.json"
+DASHBOARD_UID = "dsf-agent"
+_RATE = "5m"
+
+
+def _seconds_per_cycle(counter: str) -> str:
+    return (
+        f"sum by (namespace, score_name) (rate({counter}[{_RATE}]))\n"
+        f"/ sum by (namespace, score_name) (rate(dynamic_scoring_requests_total[{_RATE}]))"
+    )
+
+
+def recording_rules() -> list[dict[str, Any]]:
+    """``dsf:*`` series that the alerts and the dashboard read."""
+    rules = [
+        {
+            "record": "dsf:cycles:rate5m",
+            "expr": f"sum by (namespace, score_name, status) (rate(dynamic_scoring_requests_total[{_RATE}]))",
+        },
+        {
+            "record": "dsf:failures:rate5m",
+            "expr": f"sum by (namespace, score_name, stage, reason) (rate(dynamic_scoring_failures_total[{_RATE}]))",
+        },
+    ]
+    for stage in ("fetch", "perform", "send"):
+        rules.append(
+            {
+                "record": f"dsf:{stage}_seconds_per_cycle:rate5m",
+                "expr": _seconds_per_cycle(f"dynamic_scoring_{stage}_seconds_total"),
+            }
+        )
+    rules.append(
+        {
+            "record": "dsf:last_success_age_seconds",
+            "expr": "time() - dynamic_scoring_last_success_timestamp_seconds",
+        }
+    )
+    return rules
+
+
+def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
+    """The alerts; thresholds from ``observability.alerts``."""
+    alerts = settings.observability.alerts
+    window, cycles = alerts.window, alerts.failingCycles
+    up = f'up{{job="{job}", namespace="{settings.agentNamespace}"}}'
+    labels = {"severity": alerts.severity}
+
+    def alert(name: str, expr: str, wait: str, summary: str, description: str) -> dict[str, Any]:
+        return {
+            "alert": name,
+            "expr": expr,
+            "for": wait,
+            "labels": dict(labels),
+            "annotations": {"summary": summary, "description": description},
+        }
+
+    return [
+        alert(
+            "DsfScorerFailing",
+            f'increase(dynamic_scoring_requests_total{{status="failure"}}[{window}]) >= {cycles}\n'
+            f'unless ignoring (status) increase(dynamic_scoring_requests_total{{status="success"}}[{window}]) > 0',
+            "0m",
+            f"A scorer failed {cycles} or more cycles in {window} and succeeded in none.",
+            "The score_name label names the scorer; dynamic_scoring_failures_total says at "
+            "which stage (secret, fetch, score, publish) and why. Its last good scores stay "
+            "until their validUntil.",
+        ),
+        alert(
+            "DsfScoresStale",
+            f"time() - dynamic_scoring_last_success_timestamp_seconds > {alerts.staleSeconds}",
+            "0m",
+            f"A scorer has not completed a cycle for more than {alerts.staleSeconds} s.",
+            "The score_name label names the scorer. Placement stops trusting its "
+            "AddOnPlacementScore once validUntil (3 intervals) has passed.",
+        ),
+        alert(
+            "DsfScorerDisabled",
+            "dynamic_scoring_scorer_enabled == 0",
+            "10m",
+            "A scorer is disabled: a Secret it needs is missing.",
+            "The score_name label names the scorer; create the Secret its auth names in the "
+            "agent namespace (or check the ExternalSecret that should write it).",
+        ),
+        alert(
+            "DsfConfigRejected",
+            "dynamic_scoring_config_last_reload_successful == 0",
+            "5m",
+            "The agent rejected its configuration and keeps running the last good one.",
+            "Read the agent's log for the reason; the ConfigMap dynamic-scoring-config comes "
+            "from the ManifestWork rendered by dsf-compile.",
+        ),
+        alert(
+            "DsfConfigInvalidSummaries",
+            "dynamic_scoring_config_invalid_summaries > 0",
+            "5m",
+            "Some summaries of the agent's configuration were rejected.",
+            "The other scorers run; the agent's log names the rejected summaries.",
+        ),
+        alert(
+            "DsfAgentDown",
+            f"{up} == 0",
+            "5m",
+            "The dynamic scoring agent does not answer its metrics scrape.",
+            "No scores are refreshed on this cluster; they expire at their validUntil.",
+        ),
+        alert(
+            "DsfAgentAbsent",
+            f"absent({up})",
+            "15m",
+            "No dynamic scoring agent is scraped on this cluster.",
+            "The addon is not installed, the ServiceMonitor is not selected by Prometheus, "
+            "or the agent's pod is missing.",
+        ),
+    ]
+
+
+def prometheus_rule(settings: Settings, job: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The PrometheusRule with the recording rules and the alerts."""
+    return {
+        "apiVersion": PROMETHEUS_RULE_API_VERSION,
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "dynamic-scoring-agent",
+            "namespace": settings.agentNamespace,
+            "labels": {**labels, **settings.observability.labels},
+        },
+        "spec": {
+            "groups": [
+                {"name": "dsf.rules", "rules": recording_rules()},
+                {"name": "dsf.alerts", "rules": alerting_rules(settings, job)},
+            ]
+        },
+    }
+
+
+# -------------------------------------------------------------------- dashboard
+
+_SCORE = 'ds_cluster=~"$cluster", ds_score_name=~"$score"'
+_AGENT = 'cluster=~"$cluster", score_name=~"$score"'
+
+
+def _panel(
+    panel_id: int,
+    title: str,
+    grid: tuple[int, int, int, int],
+    targets: list[tuple[str, str]],
+    *,
+    kind: str = "timeseries",
+    unit: str = "short",
+    display: str | None = None,
+) -> dict[str, Any]:
+    x, y, w, h = grid
+    defaults: dict[str, Any] = {"unit": unit}
+    if display is not None:
+        defaults["displayName"] = display
+    return {
+        "id": panel_id,
+        "type": kind,
+        "title": title,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "targets": [
+            {
+                "refId": chr(ord("A") + index),
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "expr": expr,
+                "legendFormat": legend,
+            }
+            for index, (expr, legend) in enumerate(targets)
+        ],
+    }
+
+
+def _per_cycle(stage: str) -> str:
+    return (
+        f"sum by (score_name) (rate(dynamic_scoring_{stage}_seconds_total{{{_AGENT}}}[$__rate_interval]))"
+        f" / sum by (score_name) (rate(dynamic_scoring_requests_total{{{_AGENT}}}[$__rate_interval]))"
+    )
+
+
+def dashboard() -> dict[str, Any]:
+    """The Grafana dashboard: scores per cluster and dimension, cycle outcomes, latencies."""
+    score_name = "${__field.labels.ds_score_name}"
+    dimension = (
+        "${__field.labels.ds_cluster} ${__field.labels.ds_node} ${__field.labels.ds_namespace} "
+        "${__field.labels.ds_pod} ${__field.labels.ds_device} ${__field.labels.ds_meta}"
+    )
+    by_score = "${__field.labels.score_name}"
+    panels = [
+        _panel(
+            1,
+            "Scores by cluster and dimension",
+            (0, 0, 24, 9),
+            [(f"dynamic_score{{{_SCORE}}}", "")],
+            display=f"{score_name} {dimension}",
+        ),
+        _panel(
+            2,
+            "Latest scores",
+            (0, 9, 24, 8),
+            [(f"dynamic_score{{{_SCORE}}}", "")],
+            kind="table",
+        ),
+        _panel(
+            3,
+            "Cycles per second by outcome",
+            (0, 17, 12, 8),
+            [
+                (
+                    f"sum by (score_name, status) (rate(dynamic_scoring_requests_total{{{_AGENT}}}[$__rate_interval]))",
+                    "",
+                )
+            ],
+            unit="ops",
+            display=f"{by_score} ${{__field.labels.status}}",
+        ),
+        _panel(
+            4,
+            "Failures by stage and reason",
+            (12, 17, 12, 8),
+            [
+                (
+                    f"sum by (score_name, stage, reason) (increase(dynamic_scoring_failures_total{{{_AGENT}}}[$__rate_interval]))",
+                    "",
+                )
+            ],
+            display=f"{by_score} ${{__field.labels.stage}} ${{__field.labels.reason}}",
+        ),
+        _panel(
+            5,
+            "Seconds per cycle: fetch, score, publish",
+            (0, 25, 12, 8),
+            [
+                (_per_cycle("fetch"), "fetch"),
+                (_per_cycle("perform"), "score"),
+                (_per_cycle("send"), "publish"),
+            ],
+            unit="s",
+            display=f"{by_score} ${{__series.name}}",
+        ),
+        _panel(
+            6,
+            "Seconds since the last successful cycle",
+            (12, 25, 12, 8),
+            [
+                (
+                    f"time() - dynamic_scoring_last_success_timestamp_seconds{{{_AGENT}}}",
+                    "",
+                )
+            ],
+            unit="s",
+            display=by_score,
+        ),
+        _panel(
+            7,
+            "Configuration",
+            (0, 33, 12, 6),
+            [
+                ('dynamic_scoring_config_last_reload_successful{cluster=~"$cluster"}', "loaded"),
+                ('dynamic_scoring_scorers{cluster=~"$cluster"}', "scorers"),
+                ('dynamic_scoring_config_invalid_summaries{cluster=~"$cluster"}', "rejected"),
+            ],
+            kind="stat",
+        ),
+        _panel(
+            8,
+            "Cycle start lag (p99)",
+            (12, 33, 12, 6),
+            [
+                (
+                    'histogram_quantile(0.99, sum by (le) (rate(dynamic_scoring_cycle_start_lag_seconds_bucket{cluster=~"$cluster"}[$__rate_interval])))',
+                    "p99",
+                )
+            ],
+            unit="s",
+        ),
+    ]
+    query = {"type": "prometheus", "uid": "${datasource}"}
+    return {
+        "uid": DASHBOARD_UID,
+        "title": "Dynamic Scoring Framework",
+        "tags": ["dynamic-scoring", "ocm"],
+        "timezone": "browser",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "refresh": "1m",
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {
+            "list": [
+                {
+                    "name": "datasource",
+                    "label": "Data source",
+                    "type": "datasource",
+                    "query": "prometheus",
+                },
+                {
+                    "name": "cluster",
+                    "label": "Cluster",
+                    "type": "query",
+                    "datasource": query,
+                    "query": "label_values(dynamic_score, ds_cluster)",
+                    "includeAll": True,
+                    "multi": True,
+                    # Series without a cluster label (a Prometheus on one cluster) match too.
+                    "allValue": ".*",
+                    "refresh": 2,
+                },
+                {
+                    "name": "score",
+                    "label": "Score",
+                    "type": "query",
+                    "datasource": query,
+                    "query": 'label_values(dynamic_score{ds_cluster=~"$cluster"}, ds_score_name)',
+                    "includeAll": True,
+                    "multi": True,
+                    "allValue": ".*",
+                    "refresh": 2,
+                },
+            ]
+        },
+        "panels": panels,
+    }
+
+
+def dashboard_configmap(settings: Settings, labels: dict[str, str]) -> dict[str, Any]:
+    """The dashboard in a ConfigMap, labelled for Grafana's dashboard sidecar."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": DASHBOARD_NAME,
+            "namespace": settings.agentNamespace,
+            "labels": {**labels, **settings.observability.dashboardLabels},
+        },
+        "data": {DASHBOARD_KEY: json.dumps(dashboard(), indent=2, sort_keys=True) + "\n"},
+    }

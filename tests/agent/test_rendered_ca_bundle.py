@@ -1,0 +1,152 @@
+"""A scorer behind a private CA: the agent, set up as the rendered Deployment says (the CA
+bundle from the ManifestWork's ConfigMap at ``SSL_CERT_FILE``), scores over HTTPS; without
+the bundle the same scorer fails certificate verification."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import ssl
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from dsf_compile.pipeline import plan_fleet
+from dsf_compile.render.manifests import render_manifests
+from tests.agent.agent_fakes import FakeServer, average_scorer
+from tests.agent.conftest import AgentProcess, agent_env, make_summary
+from tests.day2_fleet import day2_fleet
+
+SCORE = "tls_score"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Path:
+    """A private CA and a server certificate for 127.0.0.1 signed by it."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not installed")
+    folder = tmp_path / "pki"
+    folder.mkdir()
+    _openssl(
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=dsf private CA",
+        cwd=folder,
+    )  # fmt: skip
+    _openssl(
+        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1",
+        cwd=folder,
+    )  # fmt: skip
+    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    _openssl(
+        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf",
+        cwd=folder,
+    )  # fmt: skip
+    return folder
+
+
+@pytest.fixture
+def https_scorer(pki: Path) -> Iterator[FakeServer]:
+    server = FakeServer(average_scorer)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki / "server.crt", pki / "server.key")
+    server._server.socket = context.wrap_socket(server._server.socket, server_side=True)
+    server.start()
+    yield server
+    server.stop()
+
+
+def rendered_ca_and_env(root: Path, ca: str) -> tuple[str, dict[str, str]]:
+    indented = "".join("    " + line + "\n" for line in ca.splitlines())
+    (root / "dsf.yaml").write_text(f"agent:\n  caBundle: |\n{indented}", encoding="utf-8")
+    files = render_manifests(plan_fleet(root))
+    work = yaml.safe_load(files["clusters/worker01/manifestwork.yaml"])
+    configmap = next(
+        m
+        for m in work["spec"]["workload"]["manifests"]
+        if m["metadata"]["name"] == "dynamic-scoring-agent-ca"
+    )
+    template = yaml.safe_load(files["hub/addon/addontemplate.yaml"])
+    deployment = next(
+        m
+        for m in template["spec"]["agentSpec"]["workload"]["manifests"]
+        if m["kind"] == "Deployment"
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    return configmap["data"]["ca.crt"], env
+
+
+def outcomes(agent: AgentProcess) -> dict[str, float]:
+    return {
+        sample.labels["status"]: sample.value
+        for family in text_string_to_metric_families(agent.metrics())
+        if family.name == "dynamic_scoring_requests"
+        for sample in family.samples
+        if sample.name.endswith("_total") and sample.labels.get("score_name") == SCORE
+    }
+
+
+def wait_outcome(agent: AgentProcess, status: str) -> dict[str, float]:
+    deadline = time.monotonic() + 30
+    seen: dict[str, float] = {}
+    while time.monotonic() < deadline:
+        seen = outcomes(agent)
+        if seen.get(status, 0) > 0:
+            return seen
+        time.sleep(0.1)
+    pytest.fail(f"no {status} cycle: {seen}\n{agent.log()}")
+
+
+@pytest.mark.parametrize("with_bundle", [True, False])
+def test_a_scorer_behind_a_private_ca(
+    tmp_path: Path,
+    pki: Path,
+    https_scorer: FakeServer,
+    agent_process: Callable[..., AgentProcess],
+    with_bundle: bool,
+) -> None:
+    root = day2_fleet(tmp_path / "fleet")
+    ca, env = rendered_ca_and_env(root, (pki / "ca.crt").read_text())
+    # The kubelet mounts the ConfigMap at the path SSL_CERT_FILE names.
+    assert env["SSL_CERT_FILE"] == "/etc/dsf/ca/ca.crt"
+    mounted = tmp_path / "mount" / "ca.crt"
+    mounted.parent.mkdir()
+    mounted.write_text(ca)
+    summary = make_summary(
+        scoreName=SCORE,
+        sourceType="None",
+        sourceEndpoint="",
+        sourceQuery="",
+        scoringEndpoint=f"https://127.0.0.1:{https_scorer.port}/scoring",
+        scoreDestination="None",
+    )
+    (tmp_path / "summaries.json").write_text(json.dumps([summary]))
+    (tmp_path / "secrets").mkdir()
+    extra = {"SSL_CERT_FILE": str(mounted)} if with_bundle else {}
+    agent = agent_process(
+        "--cluster-name",
+        "worker01",
+        "--config-file",
+        str(tmp_path / "summaries.json"),
+        "--secrets-dir",
+        str(tmp_path / "secrets"),
+        env=agent_env(**extra),
+    )
+    if with_bundle:
+        seen = wait_outcome(agent, "success")
+        assert seen.get("failure", 0) == 0
+        assert https_scorer.taken("/scoring")
+    else:
+        wait_outcome(agent, "failure")
+        assert outcomes(agent).get("success", 0) == 0
