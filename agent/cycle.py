@@ -114,7 +114,8 @@ async def run_cycle(
         stage = "publish"
         how = ctx.settings.aggregation_for(score_name)
         try:
-            ctx.metrics.publish_scores(score_name, outcome.results, how)
+            # The hub first: agent.md's failed cycle "changes nothing already published
+            # except the failure counters", so dynamic_score moves only with a whole cycle.
             if ctx.hub is not None and summary.scoreDestination == "AddOnPlacementScore":
                 items = score_items(
                     outcome.results,
@@ -135,6 +136,7 @@ async def run_cycle(
                 )
                 if conflicts:
                     counters.hub_conflicts.inc(conflicts)
+            ctx.metrics.publish_scores(score_name, outcome.results, how)
         finally:
             counters.send_seconds.inc(time.perf_counter() - scored)
     except AgentError as err:

@@ -237,12 +237,13 @@ async def test_object_changed_by_another_writer_is_reread(
 
 
 @pytest.mark.asyncio
-async def test_hub_500_fails_publish_but_keeps_metrics(
+async def test_hub_500_fails_the_cycle_and_the_gauge_waits_for_a_whole_one(
     hub_harness: Harness, kube: FakeKube
 ) -> None:
     kube.fail.append(("GET", "addonplacementscores", 500))
     assert not await hub_harness.cycle()
-    assert hub_harness.score("n1") == 42.9  # metrics are published before the hub write
+    # agent.md: a failed cycle changes nothing already published but the failure counters
+    assert hub_harness.score("n1") is None
     assert (
         hub_harness.value(
             "dynamic_scoring_failures_total",
@@ -253,6 +254,7 @@ async def test_hub_500_fails_publish_but_keeps_metrics(
         == 1
     )
     assert await hub_harness.cycle()
+    assert hub_harness.score("n1") == 42.9
 
 
 @pytest.mark.asyncio

@@ -521,3 +521,61 @@ async def test_the_hub_shows_why_scores_are_stale_and_when_they_recover(
         agent.stop.set()
         await agent.task
         api_client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_cycle_that_fails_at_the_hub_leaves_dynamic_score_as_it_was(
+    start_agent: Any, tmp_path: Path, serve: Callable[..., FakeServer], kube: FakeKube
+) -> None:
+    """agent.md: a failed cycle changes nothing already published but the failure counters."""
+    values = iter(range(1, 10_000))
+
+    def rising_scorer(request: Request) -> Reply:
+        value = float(next(values))
+        return Reply.json({"results": [{"metric": {"node": "n1"}, "score": value}]})
+
+    prometheus, scorer = serve(good_prometheus), serve(rising_scorer)
+    summary = make_summary(
+        sourceEndpoint=f"{prometheus.url}/api/v1/query_range",
+        scoringEndpoint=f"{scorer.url}/scoring",
+        scoringInterval=1,
+        scoreDimensionFormat="${node}",
+    )
+    write_config(tmp_path / "summaries.json", [summary])
+    api_client, _, custom = kube_apis(kube)
+    agent = await start_agent(hub=custom, request_timeout=2.0)
+
+    def score() -> float:
+        return agent.value(
+            "dynamic_score",
+            ds_cluster=CLUSTER,
+            ds_score_name="sample_my_score",
+            ds_node="n1",
+            ds_app="",
+            ds_container="",
+            ds_device="",
+            ds_meta="",
+            ds_namespace="",
+            ds_pod="",
+        )
+
+    try:
+        await wait_for(lambda: successes(agent, "sample_my_score") >= 1, what="first cycle")
+        kube.fail.extend([("PUT", "addonplacementscores", 500)] * 50)
+        failed_before = failures(agent, "sample_my_score", "publish", "http_5xx")
+        await wait_for(
+            lambda: failures(agent, "sample_my_score", "publish", "http_5xx") >= failed_before + 1,
+            what="a failed publish",
+        )
+        frozen = score()
+        await wait_for(
+            lambda: failures(agent, "sample_my_score", "publish", "http_5xx") >= failed_before + 3,
+            what="more failed publishes",
+        )
+        assert score() == frozen  # the scorer answered new values; none reached the gauge
+        kube.fail.clear()
+        await wait_for(lambda: score() > frozen, what="the gauge moves with a whole cycle")
+    finally:
+        agent.stop.set()
+        await agent.task
+        api_client.close()
