@@ -291,9 +291,20 @@ class ScoreItem(Lenient):
     value: Annotated[int, Field(ge=-100, le=100)]
 
 
+class ScoreCondition(Lenient):
+    """A ``status.conditions`` entry; the agent keeps ``ScoresAvailable`` on the scores it owns."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    lastTransitionTime: Time | None = None
+
+
 class AddOnPlacementScoreStatus(Lenient):
     scores: Items[ScoreItem] = ()
     validUntil: Time | None = None
+    conditions: Items[ScoreCondition] = ()
 
 
 class AddOnPlacementScore(Lenient):

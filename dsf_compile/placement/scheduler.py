@@ -212,6 +212,7 @@ def schedule(
     results: list[PrioritizerResult] = []
     addon_zero: dict[str, list[str]] = {}
     expired: set[tuple[str, str, datetime]] = set()
+    failing: set[tuple[str, str]] = set()
     index = {(s.metadata.namespace, s.metadata.name): s for s in scores or ()}
     for prioritizer in prioritizers:
         coordinate = prioritizer.coordinate
@@ -222,6 +223,7 @@ def schedule(
             if missing and scores is not None:
                 addon_zero.setdefault(prioritizer.name, []).extend(missing)
             expired |= stale
+            failing |= {(c.name, coordinate.addOn.resourceName) for c in left}
         elif prioritizer.name == "Steady":
             values = {n: MAX_SCORE if n in own else 0 for n in names}
         elif prioritizer.name == "Balance":
@@ -242,6 +244,7 @@ def schedule(
             f"AddOnPlacementScore {score_namespace}/{score_name} expired at "
             f"{format_time(until)}: it scores 0"
         )
+    warnings += _failing_scores(index, sorted(failing))
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
@@ -266,6 +269,27 @@ def schedule(
         unscheduled=0 if wanted_count is None else max(0, wanted_count - len(chosen)),
         warnings=tuple(warnings),
     )
+
+
+def _failing_scores(
+    index: Mapping[tuple[str, str], AddOnPlacementScore], used: Sequence[tuple[str, str]]
+) -> list[str]:
+    """Scores whose agent reports them failing (the ``ScoresAvailable`` condition is False)."""
+    out = []
+    for cluster, resource in used:
+        found = index.get((cluster, resource))
+        for condition in found.status.conditions if found is not None else ():
+            if condition.type == "ScoresAvailable" and condition.status == "False":
+                since = (
+                    f" since {format_time(condition.lastTransitionTime)}"
+                    if condition.lastTransitionTime
+                    else ""
+                )
+                out.append(
+                    f"score {resource} failing on cluster {cluster}{since} ({condition.reason}): "
+                    "its last good values are used until they expire"
+                )
+    return out
 
 
 def format_time(moment: datetime) -> str:

@@ -400,3 +400,31 @@ def test_the_readme_shows_what_explain_prints() -> None:
     )
     assert code == 0, err
     assert shown == out
+
+
+def test_explain_warns_about_a_score_its_agent_reports_failing(fleet: Path) -> None:
+    snapshot = fleet / "snapshots/addonplacementscores.yaml"
+    text = snapshot.read_text()
+    marker = '        - {name: app02;all, value: 75}\n      validUntil: "2026-11-24T00:00:00Z"\n'
+    assert marker in text
+    snapshot.write_text(
+        text.replace(
+            marker,
+            marker
+            + "      conditions:\n"
+            + '        - type: ScoresAvailable\n          status: "False"\n'
+            + "          reason: PrometheusUnreachable\n          message: fetch failed (unreachable)\n"
+            + '          lastTransitionTime: "2026-11-22T09:30:00Z"\n',
+            1,
+        )
+    )
+    code, out, err = cli(
+        fleet, "explain", "default/gpu-inference", "--scores", str(snapshot), "--at", AT,
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    (placement,) = json.loads(out)["placements"]
+    assert (
+        "score example-performance-score failing on cluster worker02 since "
+        "2026-11-22T09:30:00Z (PrometheusUnreachable): its last good values are used until they expire"
+    ) in placement["warnings"]
