@@ -244,6 +244,15 @@ def _no_scores() -> HubState:
     return HubState(None, ())
 
 
+def format_unchanged(style: str) -> str:
+    """What ``check``/``diff`` print for an unchanged tree (as ``format_changes`` would)."""
+    if style == "markdown":
+        from dsf_compile.render.write import Changes, format_changes
+
+        return format_changes(Changes(), style)
+    return ""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -321,24 +330,45 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         )
         return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
     if command == "render" and not args.check:
-        from dsf_compile.pipeline import render_fleet
+        from dsf_compile.render import fastpath
 
-        result = render_fleet(root)
-        print_problems(result.warnings, err, github)
-        for leftover in result.changes.leftovers:
-            print(f"dsf-compile: warning: cannot remove the temporary file {leftover}", file=err)
+        said = fastpath.unchanged(root)
+        if said is None:
+            from dsf_compile.pipeline import render_fleet
+
+            digest = fastpath.inputs_digest(root)  # before rendering: an edit meanwhile counts
+            result = render_fleet(root)
+            for leftover in result.changes.leftovers:
+                print(
+                    f"dsf-compile: warning: cannot remove the temporary file {leftover}", file=err
+                )
+            said = fastpath.Remembered(result.files, result.clusters, result.warnings)
+            if digest is not None:
+                fastpath.remember(root, digest, said)
+            summary = result.changes.summary()
+        else:
+            summary = "0 added, 0 changed, 0 removed"
+        print_problems(said.warnings, err, github)
         print(
-            f"dsf-compile: rendered {result.files} file(s) for {result.clusters} cluster(s): "
-            f"{result.changes.summary()}",
+            f"dsf-compile: rendered {said.files} file(s) for {said.clusters} cluster(s): {summary}",
             file=err,
         )
         return EXIT_OK
     if command in ("render", "diff"):
-        from dsf_compile.pipeline import render_fleet
-        from dsf_compile.render.write import format_changes
+        from dsf_compile.render import fastpath
 
         style = args.diff_format if command == "diff" else "text"
         hub_state = _hub_state(args)
+        said = fastpath.unchanged(root) if hub_state is None else None
+        if said is not None:
+            print_problems(said.warnings, err, github)
+            out.write(format_unchanged(style))
+            print("dsf-compile: rendered/ is up to date", file=err)
+            return EXIT_OK
+        from dsf_compile.pipeline import render_fleet
+        from dsf_compile.render.write import format_changes
+
+        digest = fastpath.inputs_digest(root)
         result = render_fleet(root, check=True)
         print_problems(result.warnings, err, github)
         changes = result.changes
@@ -350,6 +380,12 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             moved = decision_changes(root, hub_state, args.at or _now())
             out.write(format_decision_changes(moved, style))
         if changes.empty:
+            if digest is not None:
+                fastpath.remember(
+                    root,
+                    digest,
+                    fastpath.Remembered(result.files, result.clusters, result.warnings),
+                )
             print("dsf-compile: rendered/ is up to date", file=err)
             return EXIT_OK
         print(

@@ -1,0 +1,85 @@
+"""The no-op fast path of ``render`` and ``--check`` never hides a difference."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsf_compile.cli import run
+from dsf_compile.render import fastpath
+from tests.fleet_repo import copy_fleet
+
+
+def cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--root", str(root), *argv], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def rendered_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = copy_fleet(tmp_path_factory.mktemp("fastpath") / "fleet")
+    assert cli(root, "render")[0] == 0
+    assert (root / fastpath.CACHE).is_file()
+    return root
+
+
+def test_an_unchanged_tree_takes_the_fast_path_and_says_the_same(rendered_fleet: Path) -> None:
+    said = fastpath.unchanged(rendered_fleet)
+    assert said is not None
+    code, out, err = cli(rendered_fleet, "render")
+    assert code == 0 and out == ""
+    assert err.endswith(
+        f"rendered {said.files} file(s) for 3 cluster(s): 0 added, 0 changed, 0 removed\n"
+    )
+    assert cli(rendered_fleet, "render", "--check")[:2] == (0, "")
+    code, out, _ = cli(rendered_fleet, "diff", "--format", "markdown")
+    assert code == 0 and "No change to `rendered/`." in out
+
+
+EDITS = ["flip-input-byte", "flip-rendered-byte", "add-input", "drop-rendered", "add-owned-line"]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(edit=st.sampled_from(EDITS), pick=st.integers(0, 10_000), same_mtime=st.booleans())
+def test_every_edit_is_seen(
+    rendered_fleet: Path, tmp_path: Path, edit: str, pick: int, same_mtime: bool
+) -> None:
+    root = tmp_path / f"edit-{pick}"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
+    assert fastpath.unchanged(root) is not None
+    if edit in ("flip-input-byte", "flip-rendered-byte"):
+        folder = root / ("scorers" if edit == "flip-input-byte" else "rendered")
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        target = files[pick % len(files)]
+        info = target.stat()
+        data = bytearray(target.read_bytes())
+        index = pick % len(data)
+        data[index] = ord("x") if data[index] != ord("x") else ord("y")  # same size
+        target.write_bytes(bytes(data))
+        if same_mtime:  # an edit that keeps size and mtime
+            os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    elif edit == "add-input":
+        (root / "placements" / f"extra-{pick}.yaml").write_text("# nothing yet\n")
+    elif edit == "drop-rendered":
+        files = sorted(p for p in (root / "rendered/clusters").rglob("*.yaml"))
+        files[pick % len(files)].unlink()
+    else:
+        with (root / "rendered/.dsf-files").open("a") as record:
+            record.write(f"clusters/ghost-{pick}.yaml\n")
+    assert fastpath.unchanged(root) is None
+    # and the full path decides exactly as it does without any cache
+    with_cache = cli(root, "render", "--check")
+    (root / fastpath.CACHE).unlink()
+    assert cli(root, "render", "--check") == with_cache
