@@ -1,0 +1,253 @@
+"""``python -m bench``: every benchmark, one table (``quality.md``'s targets).
+
+Each row: what, the workload, the figure, its in-run baseline or floor, the ratio, the
+target and whether it is met. ``--quick`` runs everything at tiny sizes (the test suite
+does, so the benchmarks cannot rot; its figures mean nothing); ``--only GROUP`` runs one
+of render, sync, explain, optimize, agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import platform
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_ROOT))
+
+
+GROUPS = ("render", "sync", "explain", "optimize", "agent")
+
+
+@dataclass(frozen=True)
+class Row:
+    group: str
+    name: str
+    workload: str
+    figure: str
+    baseline: str
+    ratio: float
+    target: str
+    met: bool | None
+
+
+@dataclass(frozen=True)
+class Sizes:
+    render_clusters: tuple[int, ...]
+    render_scorers: int
+    big_clusters: int
+    big_scorers: int
+    sync_scorers: int
+    sync_delay: float
+    explain: tuple[int, int]
+    optimize: tuple[int, int]
+    agent: tuple[int, float]
+
+
+FULL = Sizes((10, 100, 1000, 10_000), 50, 10_000, 100, 200, 0.1, (1000, 100), (20, 50), (200, 30.0))
+QUICK = Sizes((5, 10), 3, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 2.0))
+
+
+def render_rows(sizes: Sizes) -> list[Row]:
+    from bench.render_bench import measure
+
+    rows = []
+    for clusters in sizes.render_clusters:
+        scorers = sizes.big_scorers if clusters == sizes.big_clusters else sizes.render_scorers
+        figures = _in_child(measure, clusters, scorers, 1)
+        floor, full = figures["floor"], figures["full render"]
+        workload = f"{clusters} clusters × {scorers} scorers"
+        rows.append(
+            Row("render", "full render", workload, f"{full:.3f} s", f"floor {floor:.3f} s",
+                full / floor, "≤ 1.5× floor", full <= 1.5 * floor)
+        )  # fmt: skip
+        for what in ("no-op render", "render --check"):
+            seconds = figures[what]
+            rows.append(
+                Row("render", what, workload, f"{seconds:.3f} s", f"full {full:.3f} s",
+                    seconds / full, "≤ 20 % of full", seconds <= 0.2 * full)
+            )  # fmt: skip
+        rows.append(
+            Row("render", "peak RSS", workload, f"{figures['peak_mb']:.0f} MB",
+                f"{int(figures['files'])} files", 0.0, "grows with the output", None)
+        )  # fmt: skip
+    return rows
+
+
+def _in_child(function: Callable[..., dict[str, float]], *args: object) -> dict[str, float]:
+    """Run ``function`` in a fresh process: its peak RSS is its own."""
+    parent, child = multiprocessing.Pipe()
+    process = multiprocessing.Process(target=_child, args=(child, function, args))
+    process.start()
+    figures: dict[str, float] = parent.recv()
+    process.join()
+    return figures
+
+
+def _child(
+    conn: object, function: Callable[..., dict[str, float]], args: tuple[object, ...]
+) -> None:
+    figures = dict(function(*args))
+    figures["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    conn.send(figures)  # type: ignore[attr-defined]
+
+
+def sync_rows(sizes: Sizes) -> list[Row]:
+    from bench import sync_bench
+    from dsf_compile.inputs.settings import SyncSettings
+
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.Process(
+        target=sync_bench._serve, args=(sizes.sync_delay, child), daemon=True
+    )
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{parent.recv()}"
+        latency = asyncio.run(sync_bench._request_latency(f"{base}/config?n=single", 5))
+        scorers = [
+            sync_bench._scorer(f"s{i:04}", f"{base}/config?n={i}")
+            for i in range(sizes.sync_scorers)
+        ]
+        sync_bench._run(scorers[:1], SyncSettings())
+        fast = sync_bench._row("fast", scorers, SyncSettings(), 1)
+        timeout = 2.0
+        hang = sync_bench._row(
+            "hang",
+            [sync_bench._scorer("hang", f"{base}/hang"), *scorers[1:]],
+            SyncSettings(timeoutSeconds=timeout),
+            1,
+        )
+    finally:
+        parent.send("stop")
+        server.join(timeout=15)
+    sequential = sizes.sync_scorers * latency
+    workload = f"{sizes.sync_scorers} Full scorers × {sizes.sync_delay * 1000:g} ms"
+    return [
+        Row("sync", "sync", workload, f"{fast.wall:.3f} s", f"sequential {sequential:.2f} s",
+            fast.wall / sequential, "≤ 1 s", fast.wall <= 1.0 and fast.inactive == 0),
+        Row("sync", "one hanging scorer", f"{workload}, timeout {timeout:g} s", f"{hang.wall:.3f} s",
+            f"timeout {timeout:g} s", hang.wall / timeout, "≤ timeout + 0.5 s, one Inactive",
+            hang.wall <= timeout + 0.5 and hang.inactive == 1),
+    ]  # fmt: skip
+
+
+def explain_rows(sizes: Sizes) -> list[Row]:
+    from bench.explain_bench import SCORES, measure
+
+    clusters, placements = sizes.explain
+    figures = measure(clusters, placements)
+    total = figures["read"] + figures["schedule"]
+    workload = f"{clusters} clusters × {placements} Placements × {SCORES} AddOn coordinates"
+    return [
+        Row("explain", "explain (read + schedule)", workload, f"{total:.3f} s",
+            f"C loader {figures['floor']:.3f} s", total / figures["floor"], "a few × the load", None)
+    ]  # fmt: skip
+
+
+def optimize_rows(sizes: Sizes) -> list[Row]:
+    from bench.optimize_bench import DEVICES, measure
+
+    workloads, clusters = sizes.optimize
+    figures = measure(workloads, clusters)
+    workload = f"{workloads} workloads × {clusters} clusters × {len(DEVICES)} configurations"
+    cbc = figures["cbc"]
+    return [
+        Row("optimize", "solve (HiGHS)", workload, f"{figures['dsf']:.3f} s",
+            "PuLP/CBC n/a" if cbc != cbc else f"PuLP/CBC {cbc:.3f} s",
+            figures["dsf"] / cbc if cbc == cbc else 0.0, "faster than CBC",
+            None if cbc != cbc else figures["dsf"] <= cbc)
+    ]  # fmt: skip
+
+
+def agent_rows(sizes: Sizes) -> list[Row]:
+    scorers, seconds = sizes.agent
+    result = subprocess.run(
+        [sys.executable, str(_ROOT / "bench" / "agent_bench.py"),
+         "--scorers", str(scorers), "--seconds", str(seconds)],
+        capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    rows = []
+    workload = f"{scorers} scorers at 1 s for {seconds:g} s"
+    for line in result.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or cells[0] in ("measure", "") or set(cells[0]) <= {"-"}:
+            continue
+        name, value, baseline, ratio, target = cells
+        rows.append(
+            Row("agent", name, workload, value, baseline, float(ratio), target, _met(value, target))
+        )
+    return rows
+
+
+def _met(value: str, target: str) -> bool | None:
+    """Whether ``value`` meets a target written ``<= 35 %``, ``>= 98 %`` or ``< 20 ms``."""
+    parts = target.split()
+    if len(parts) < 2 or parts[0] not in ("<=", ">=", "<", ">"):
+        return None
+    try:
+        figure, limit = float(value), float(parts[1])
+    except ValueError:
+        return None
+    return {
+        "<=": figure <= limit,
+        ">=": figure >= limit,
+        "<": figure < limit,
+        ">": figure > limit,
+    }[parts[0]]
+
+
+RUNNERS: dict[str, Callable[[Sizes], list[Row]]] = {
+    "render": render_rows,
+    "sync": sync_rows,
+    "explain": explain_rows,
+    "optimize": optimize_rows,
+    "agent": agent_rows,
+}
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = multiprocessing.cpu_count()
+    return f"{cores} cores, {model}, Python {platform.python_version()}, {platform.system()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (the test suite)")
+    parser.add_argument("--only", choices=GROUPS, action="append", help="one group; repeatable")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    rows: list[Row] = []
+    for group in args.only or GROUPS:
+        rows += RUNNERS[group](sizes)
+    print(f"machine: {machine()}")
+    print("| group | what | workload | figure | baseline | ratio | target | met |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- | --- |")
+    for row in rows:
+        met = "-" if row.met is None else ("yes" if row.met else "NO")
+        print(
+            f"| {row.group} | {row.name} | {row.workload} | {row.figure} | {row.baseline} "
+            f"| {row.ratio:.2f} | {row.target} | {met} |"
+        )
+    print(f"\n{len(rows)} rows in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
