@@ -296,9 +296,19 @@ def optimize_fleet(root: Path, state: HubState, at: datetime) -> list[Optimized]
         raise UsageError("no PlacementOptimization in placements/")
     if state.scores is None:
         raise UsageError("optimize needs the scores: --scores PATH or --hub-kubeconfig PATH")
-    written = []
+    # every plan is solved before any is written: a failing one leaves all files as they
+    # were, and every failing one is reported
+    plans: list[tuple[str, str, int]] = []
+    problems: list[Problem] = []
     for located in inputs.optimizations:
-        relative, text, objective = propose(inputs, located, state.scores, at)
+        try:
+            plans.append(propose(inputs, located, state.scores, at))
+        except InputError as error:
+            problems += error.problems
+    if problems:
+        raise InputError(problems)
+    written = []
+    for relative, text, objective in plans:
         target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8")

@@ -62,6 +62,7 @@ def check_optimizations(inputs: Inputs, catalog: ScoreCatalog) -> list[Problem]:
     """Every PlacementOptimization of ``inputs`` against ``placements/``, the inventory and the scores."""
     problems: list[Problem] = []
     clusters = {c.model.metadata.name for c in inputs.clusters}
+    problems += _check_written_names(inputs)
     for located in inputs.optimizations:
         spec = located.model.spec
         namespace = located.model.metadata.namespace
@@ -85,7 +86,14 @@ def check_optimizations(inputs: Inputs, catalog: ScoreCatalog) -> list[Problem]:
                     f"{', '.join(sorted(catalog.scores)) or 'none'}",
                 )
             )
+        problems += _repeated(
+            located, ("spec", "clusters"), [c.name for c in spec.clusters], "name"
+        )
+        problems += _repeated(located, ("spec", "targetWorkloads"), list(spec.targetWorkloads))
         for index, cluster in enumerate(spec.clusters):
+            problems += _repeated(
+                located, ("spec", "clusters", index, "availablePolicies"), cluster.availablePolicies
+            )
             if cluster.name not in clusters:
                 problems.append(
                     located.problem(
@@ -118,6 +126,88 @@ def check_optimizations(inputs: Inputs, catalog: ScoreCatalog) -> list[Problem]:
                     workload, (DEMAND_APP, DEMAND_KIND, DEMAND_AMOUNT), DEMAND_AMOUNT
                 )
     return sorted(set(problems))
+
+
+def _repeated(
+    located: Located[PlacementOptimization],
+    pointer: tuple[str | int, ...],
+    names: Sequence[str],
+    field: str | None = None,
+) -> list[Problem]:
+    """A name listed twice: the model would hold two variables for one thing."""
+    first: dict[str, int] = {}
+    problems = []
+    for index, name in enumerate(names):
+        if name in first:
+            where = (*pointer, index, field) if field else (*pointer, index)
+            problems.append(
+                located.problem(where, f"{name!r} is listed twice (first at index {first[name]})")
+            )
+        first.setdefault(name, index)
+    return problems
+
+
+def _check_written_names(inputs: Inputs) -> list[Problem]:
+    """The objects each plan would write must not be written elsewhere.
+
+    Two target workloads sharing a Placement, one workload in two optimizations, or a
+    Placement or PlacementBinding of that name already in another file of
+    ``placements/`` would make the written plan collide with it (OCM keeps one object
+    per kind, namespace and name): caught here, before anything is written.
+    """
+    problems: list[Problem] = []
+    # (kind, namespace, name) -> the plan that writes it, and for what
+    written: dict[tuple[str, str, str], str] = {}
+    for located in inputs.optimizations:
+        meta = located.model.metadata
+        plan = optimized_path(located.model)
+        elsewhere: dict[tuple[str, str, str], str] = {
+            (o.model.kind, o.model.metadata.namespace, o.model.metadata.name): o.document.path
+            for o in inputs.placement_objects
+            if o.document.path != plan
+        }
+
+        claims: list[tuple[tuple[str, str, str], tuple[str | int, ...], str]] = []
+        cluster_names = [c.name for c in located.model.spec.clusters]
+        for index, cluster in enumerate(cluster_names):
+            if cluster in cluster_names[:index]:
+                continue  # listed twice: reported by check_optimizations
+            name = plan_object_name(located.model, cluster)
+            claims += [
+                ((kind, meta.namespace, name), ("spec", "clusters", index, "name"), cluster)
+                for kind in ("Placement", "PlacementBinding")
+            ]
+        targets = located.model.spec.targetWorkloads
+        for index, workload_name in enumerate(targets):
+            workload = _find(inputs, ManifestWorkReplicaSet, meta.namespace, workload_name)
+            # a missing or repeated workload is reported by check_optimizations
+            if workload is not None and workload_name not in targets[:index]:
+                placement = workload.model.spec.placementRefs[0].name
+                key = ("Placement", meta.namespace, placement)
+                claims.append((key, ("spec", "targetWorkloads", index), workload_name))
+        for key, pointer, by in claims:
+            owner = written.get(key) or elsewhere.get(key)
+            if owner is None:
+                written[key] = f"{plan} (for {by})"
+                continue
+            problems.append(
+                located.problem(
+                    pointer,
+                    f"the plan writes {key[0]} {key[1]}/{key[2]} for {by} into {plan}, but "
+                    f"{owner} already has it (one object per kind, namespace and name)",
+                )
+            )
+    return problems
+
+
+def plan_object_name(optimization: PlacementOptimization, cluster: str) -> str:
+    """The Placement and PlacementBinding that give ``cluster`` its configuration.
+
+    Named after the cluster, not the Policy: a Policy shared by several clusters still
+    gets one pair per cluster, and a change of configuration changes the binding's
+    subject, not the objects' names.
+    """
+    return f"{optimization.metadata.name}-{cluster}"
 
 
 def _find(inputs: Inputs, kind: type[Any], namespace: str, name: str) -> Located[Any] | None:
@@ -248,12 +338,11 @@ def _plan_objects(
     policies: dict[str, Policy],
     workloads: dict[str, ManifestWorkReplicaSet],
 ) -> list[dict[str, Any]]:
-    name = optimization.metadata.name
     labels = {GENERATED_BY_LABEL: "optimize"}
     objects: list[dict[str, Any]] = []
     for cluster, policy_name in sorted(configurations.items()):
         policy = policies[policy_name]
-        placement_name = f"{name}-{policy_name}"
+        placement_name = plan_object_name(optimization, cluster)
         objects.append(
             _placement(placement_name, policy.metadata.namespace, cluster, labels, compliant=False)
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -166,3 +167,175 @@ def test_supply_labels_missing_or_not_numbers_are_located(
         line.startswith("placements/gpu-apps/policies.yaml:") and message in line
         for line in err.splitlines()
     ), err
+
+
+def plan_documents(root: Path) -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all((root / PLAN).read_text()))
+
+
+def test_with_required_compliance_the_workload_placements_need_the_claim_and_fit_the_crd(
+    fleet: Path,
+) -> None:
+    from tests.test_rendered_objects import OCM_CRDS, ocm_validators
+
+    if not OCM_CRDS.is_dir():
+        pytest.skip(f"the upstream OCM CRDs are not here ({OCM_CRDS})")
+    path = fleet / OPTIMIZATION
+    path.write_text(path.read_text().replace("requireCompliance: false", "requireCompliance: true"))
+    assert optimize(fleet)[0] == 0
+    validator = ocm_validators()["cluster.open-cluster-management.io/v1beta1", "Placement"]
+    claims = {}
+    for document in plan_documents(fleet):
+        if document["kind"] == "PlacementBinding":
+            PlacementBinding.model_validate(document)
+            continue
+        assert sorted(e.message for e in validator.iter_errors(document)) == []
+        Placement.model_validate(document)
+        (predicate,) = document["spec"]["predicates"]
+        claims[document["metadata"]["name"]] = predicate["requiredClusterSelector"].get(
+            "claimSelector"
+        )
+    compliant = {
+        "matchExpressions": [
+            {"key": "policy-watcher-claim", "operator": "In", "values": ["compliant"]}
+        ]
+    }
+    # the workloads wait for a compliant cluster; the configurations' Placements do not
+    assert claims == {
+        "gpu-apps-worker01": None,
+        "gpu-apps-worker02": None,
+        "placement-app01": compliant,
+        "placement-app02": compliant,
+    }
+
+
+def test_the_plan_does_not_depend_on_the_order_of_the_lists(fleet: Path) -> None:
+    assert optimize(fleet)[0] == 0
+    first = (fleet / PLAN).read_bytes()
+    path = fleet / OPTIMIZATION
+    text = path.read_text()
+    shuffled = text.replace(
+        "    - mwrs-app01\n    - mwrs-app02\n", "    - mwrs-app02\n    - mwrs-app01\n"
+    ).replace(
+        "        - policy-disable-mig-worker02\n"
+        "        - policy-enable-mig-3g-worker02\n"
+        "        - policy-enable-mig-2g-worker02\n",
+        "        - policy-enable-mig-2g-worker02\n"
+        "        - policy-enable-mig-3g-worker02\n"
+        "        - policy-disable-mig-worker02\n",
+    )
+    assert shuffled != text
+    path.write_text(shuffled)
+    code, err = optimize(fleet)
+    assert code == 0 and f"{PLAN} unchanged" in err
+    assert (fleet / PLAN).read_bytes() == first
+
+
+def test_a_policy_shared_by_both_clusters_gets_a_pair_of_objects_per_cluster(fleet: Path) -> None:
+    policies = fleet / "placements/gpu-apps/policies.yaml"
+    text = policies.read_text()
+    # one 3g Policy for every cluster instead of one per cluster
+    policies.write_text(
+        text.replace(
+            "name: policy-enable-mig-3g-worker01", "name: policy-enable-mig-3g", 1
+        ).replace("name: policy-enable-mig-3g-worker02", "name: policy-enable-mig-3g-spare", 1)
+    )
+    path = fleet / OPTIMIZATION
+    path.write_text(
+        path.read_text().replace("policy-enable-mig-3g-worker0", "policy-enable-mig-3g#")
+    )
+    path.write_text(path.read_text().replace("policy-enable-mig-3g#1", "policy-enable-mig-3g"))
+    path.write_text(path.read_text().replace("policy-enable-mig-3g#2", "policy-enable-mig-3g"))
+    code, err = optimize(fleet)
+    assert code == 0, err
+    bindings = {
+        d["metadata"]["name"]: d["subjects"][0]["name"]
+        for d in plan_documents(fleet)
+        if d["kind"] == "PlacementBinding"
+    }
+    assert bindings == {
+        "gpu-apps-worker01": "policy-enable-mig-3g",
+        "gpu-apps-worker02": "policy-enable-mig-3g",
+    }
+    code, _, err = cli(fleet, "validate")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("edit", "where", "message"),
+    [
+        pytest.param(
+            (
+                "placements/gpu-apps/workloads.yaml",
+                "- name: placement-app02",
+                "- name: placement-app01",
+            ),
+            f"{OPTIMIZATION}:26:",
+            "the plan writes Placement default/placement-app01 for mwrs-app02 into "
+            f"{PLAN}, but {PLAN} (for mwrs-app01) already has it",
+            id="two-workloads-one-placement",
+        ),
+        pytest.param(
+            ("placements/gpu-inference.yaml", "name: gpu-inference", "name: placement-app02"),
+            f"{OPTIMIZATION}:26:",
+            "but placements/gpu-inference.yaml already has it",
+            id="a-placement-written-by-hand",
+        ),
+        pytest.param(
+            (OPTIMIZATION, "    - mwrs-app02\n", "    - mwrs-app01\n"),
+            f"{OPTIMIZATION}:26:",
+            "'mwrs-app01' is listed twice (first at index 0)",
+            id="a-workload-twice",
+        ),
+        pytest.param(
+            (OPTIMIZATION, "    - name: worker02\n", "    - name: worker01\n"),
+            f"{OPTIMIZATION}:19:",
+            "'worker01' is listed twice (first at index 0)",
+            id="a-cluster-twice",
+        ),
+        pytest.param(
+            (
+                OPTIMIZATION,
+                "        - policy-enable-mig-2g-worker01\n",
+                "        - policy-enable-mig-3g-worker01\n",
+            ),
+            f"{OPTIMIZATION}:18:",
+            "'policy-enable-mig-3g-worker01' is listed twice (first at index 1)",
+            id="a-policy-twice",
+        ),
+    ],
+)
+def test_a_plan_that_would_collide_or_repeat_is_a_located_error(
+    fleet: Path, edit: tuple[str, str, str], where: str, message: str
+) -> None:
+    relative, old, new = edit
+    path = fleet / relative
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    code, err = optimize(fleet)
+    assert code == 1, err
+    assert any(line.startswith(where) and message in line for line in err.splitlines()), err
+    assert "Traceback" not in err
+    assert not (fleet / PLAN).exists()
+
+
+def test_one_failing_optimization_leaves_every_plan_unwritten(fleet: Path) -> None:
+    # a second optimization of the same clusters for power, whose workloads ask for more
+    # than any layout supplies
+    second = (fleet / OPTIMIZATION).read_text().replace("name: gpu-apps", "name: gpu-batch")
+    second = second.replace("mwrs-app0", "mwrs-batch0")
+    (fleet / "placements/gpu-apps/batch.yaml").write_text(second)
+    workloads = (fleet / "placements/gpu-apps/workloads.yaml").read_text()
+    batch = workloads.replace("mwrs-app0", "mwrs-batch0").replace(
+        "placement-app0", "placement-batch0"
+    )
+    (fleet / "placements/gpu-apps/batch-workloads.yaml").write_text(
+        batch.replace('resource-request-amount: "1"', 'resource-request-amount: "4"')
+    )
+    code, err = optimize(fleet)
+    assert code == 1, err
+    assert "placements/gpu-apps/batch.yaml:" in err and "no plan fits" in err
+    assert not (fleet / "placements/optimized").exists() or not any(
+        (fleet / "placements/optimized").iterdir()
+    )
