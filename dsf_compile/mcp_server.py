@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -31,10 +31,12 @@ from dsf_compile.placement.sources import HubState, read_hub, read_scores
 
 try:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 except ImportError:  # the server is an optional extra
     MCPServer = None  # type: ignore[assignment,misc]
 
+T = TypeVar("T")
 INSTALL_HINT = "dsf-mcp needs the MCP SDK: pip install 'dsf[mcp]'"
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
@@ -217,6 +219,23 @@ def _moment(at: str | None) -> datetime:
     return moment
 
 
+def _answer(call: Callable[[], T]) -> T:
+    """Run a tool's body; turn what the user can fix into a message the assistant reads.
+
+    The SDK reports any other exception as a bare "Error executing tool", so the
+    problems (``PATH:LINE:COL: error: FIELD: MESSAGE``), a missing ``--scores`` or a bad
+    ``at`` would not reach the assistant.
+    """
+    try:
+        return call()
+    except InputError as error:
+        lines = [p.format() for p in error.problems]
+        count = sum(1 for p in error.problems if p.severity == "error")
+        raise ToolError("\n".join([*lines, f"{count} error(s); nothing was written"])) from None
+    except (DsfError, ValueError) as error:
+        raise ToolError(str(error)) from None
+
+
 def build_server(fleet: Fleet) -> Any:
     """The MCP server with the five tools, bound to ``fleet``."""
     if MCPServer is None:
@@ -234,22 +253,22 @@ def build_server(fleet: Fleet) -> Any:
     @server.tool(annotations=read_only)
     def list_scorers() -> list[ScorerInfo]:
         """The scorers defined in Git, their score names and their health from the last sync."""
-        return fleet.list_scorers()
+        return _answer(fleet.list_scorers)
 
     @server.tool(annotations=read_only)
     def get_scores() -> list[ScoreInfo]:
         """The AddOnPlacementScores per cluster, with each scorer's description and dimension format."""
-        return fleet.get_scores()
+        return _answer(fleet.get_scores)
 
     @server.tool(annotations=read_only)
     def explain_placement(placement: str | None = None, at: str | None = None) -> dict[str, Any]:
         """Which clusters a Placement (NAMESPACE/NAME; all when empty) picks and why, as explain's JSON."""
-        return fleet.explain(placement, at)
+        return _answer(lambda: fleet.explain(placement, at))
 
     @server.tool(annotations=read_only)
     def validate() -> ValidationReport:
         """The problems of the repository's inputs (errors and warnings), with file, line and field."""
-        return fleet.validate()
+        return _answer(fleet.validate)
 
     @server.tool(
         annotations=ToolAnnotations(
@@ -258,7 +277,7 @@ def build_server(fleet: Fleet) -> Any:
     )
     def optimize(at: str | None = None) -> OptimizeReport:
         """Solve every PlacementOptimization, write placements/optimized/ in the working tree, return the diff."""
-        return fleet.optimize(at)
+        return _answer(lambda: fleet.optimize(at))
 
     return server
 
