@@ -294,7 +294,8 @@ def propose(
     try:
         plan = solve(workloads, clusters, table, maximize=spec.objective == "Maximize")
     except OptimizationError as err:
-        raise InputError([located.problem(("spec",), str(err))]) from None
+        hint = _score_hint(scores, spec.preference.addOnPlacementScore, set(clusters), at)
+        raise InputError([located.problem(("spec",), f"{err}{hint}")]) from None
     objects = _plan_objects(
         optimization, plan.configurations, plan.placements, policies, references
     )
@@ -329,6 +330,26 @@ def score_table(
             if found is not None:
                 table[found["app"], cluster, found["device"]] = item.value
     return table
+
+
+def _score_hint(
+    scores: Sequence[AddOnPlacementScore], resource_name: str, clusters: set[str], at: datetime
+) -> str:
+    """Why scores may be missing: a cluster without the AddOnPlacementScore, or with an expired one."""
+    found = {s.metadata.namespace: s for s in scores if s.metadata.name == resource_name}
+    absent = sorted(clusters - set(found))
+    expired = sorted(
+        c
+        for c, s in found.items()
+        if c in clusters and s.status.validUntil is not None and at > s.status.validUntil
+    )
+    hints = []
+    if absent:
+        hints.append(f"no AddOnPlacementScore {resource_name} on {', '.join(absent)}")
+    if expired:
+        moment = at.isoformat().replace("+00:00", "Z")
+        hints.append(f"the scores of {', '.join(expired)} expired before {moment} (validUntil)")
+    return f" ({'; '.join(hints)})" if hints else ""
 
 
 def _plan_objects(

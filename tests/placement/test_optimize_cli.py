@@ -339,3 +339,24 @@ def test_one_failing_optimization_leaves_every_plan_unwritten(fleet: Path) -> No
     assert not (fleet / "placements/optimized").exists() or not any(
         (fleet / "placements/optimized").iterdir()
     )
+
+
+def test_missing_scores_say_which_cluster_has_none_or_stale_ones(fleet: Path) -> None:
+    snapshot = fleet / "snapshots/addonplacementscores.yaml"
+    documents = list(yaml.safe_load_all(snapshot.read_text()))
+    kept = []
+    for document in documents:
+        for item in document.get("items", [document]):
+            name, cluster = item["metadata"]["name"], item["metadata"]["namespace"]
+            if name == "example-performance-score" and cluster == "worker02":
+                continue  # worker02 publishes none
+            if name == "example-performance-score" and cluster == "worker01":
+                item.setdefault("status", {})["validUntil"] = "2026-11-22T09:00:00Z"
+            kept.append(item)
+    snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": kept}))
+    code, err = optimize(fleet)
+    assert code == 1, err
+    assert (
+        "(no AddOnPlacementScore example-performance-score on worker02; the scores of "
+        "worker01 expired before 2026-11-22T10:00:00Z (validUntil))"
+    ) in err
