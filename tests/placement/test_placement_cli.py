@@ -116,9 +116,9 @@ ERROR_CASES: list[tuple[str, Change, str, str, str]] = [
     (
         "duplicate-placement",
         lambda r: write(r, "placements/again.yaml", (r / GREEN_BATCH).read_text()),
-        "placements/",
+        f"{GREEN_BATCH}:6:",
         "metadata.name",
-        "a second Placement default/green-batch",
+        "a second Placement default/green-batch (the first is placements/again.yaml:6;",
     ),
     (
         "kind-not-read-from-placements",
