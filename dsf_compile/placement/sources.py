@@ -9,6 +9,7 @@ calls only (the official ``kubernetes`` client): dsf never writes to a cluster.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,12 @@ def _read_objects(path: str, model: type[M]) -> list[M]:
     documents: list[Document] = []
     problems: list[Problem] = []
     target = Path(path)
-    if target.is_dir() and not target.is_symlink():
+    if target.is_symlink():
+        # Named on the command line, a link is the user's choice (latest.yaml -> a dated
+        # snapshot); links inside a snapshot folder are still refused, as in every input.
+        target = Path(os.path.relpath(target.resolve()))
+        path = str(target)
+    if target.is_dir():
         files, found = list_input_files(target.parent, target.name, suffixes=SNAPSHOT_SUFFIXES)
         problems += found
         if not files and not found:

@@ -192,3 +192,22 @@ def test_a_hub_is_listed_in_pages(
         (["2"], ["2"]),
         (["2"], ["4"]),
     ]
+
+
+def test_a_link_named_on_the_command_line_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dated").mkdir()
+    (tmp_path / "dated" / "scores-2026-11-22.yaml").write_text(KUBECTL_SCORES)
+    (tmp_path / "latest.yaml").symlink_to("dated/scores-2026-11-22.yaml")
+    (tmp_path / "current").symlink_to("dated")
+    assert len(read_scores("latest.yaml")) == 2
+    assert len(read_scores("current")) == 2
+    # inside a snapshot folder, a link is still refused (it could lead anywhere)
+    (tmp_path / "dated" / "again.yaml").symlink_to("scores-2026-11-22.yaml")
+    with pytest.raises(InputError) as caught:
+        read_scores("current")
+    assert [p.format() for p in caught.value.problems] == [
+        "dated/again.yaml:0:0: error: must be a regular file or folder, not a link"
+    ]
