@@ -21,7 +21,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 from dsf_compile.inputs.placements import Placement  # noqa: E402
-from dsf_compile.placement.scheduler import Cluster, schedule  # noqa: E402
+from dsf_compile.placement.scheduler import Cluster, ScoreIndex, schedule  # noqa: E402
 from dsf_compile.placement.sources import read_scores  # noqa: E402
 
 SCORES = 5
@@ -107,7 +107,8 @@ def measure(clusters_count: int, placement_count: int) -> dict[str, float]:
         scores = read_scores(str(path))
         loaded = time.perf_counter() - started
         started = time.perf_counter()
-        results = [schedule(p, clusters, [binding], scores, (), AT) for p in chosen]
+        index = ScoreIndex.of(scores)  # as explain does: once for every Placement
+        results = [schedule(p, clusters, [binding], index, (), AT) for p in chosen]
         scheduled = time.perf_counter() - started
     assert all(len(r.decisions) == min(3, clusters_count) for r in results)
     return {"floor": floor, "read": loaded, "schedule": scheduled, "kib": len(text) / 1024}

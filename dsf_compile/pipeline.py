@@ -26,7 +26,7 @@ from dsf_compile.inputs.validate import (
 from dsf_compile.placement.checks import check_placements, inventory_clusters, score_catalog
 from dsf_compile.placement.explain import DecisionChange
 from dsf_compile.placement.proposal import check_optimizations, propose
-from dsf_compile.placement.scheduler import PlacementResult, schedule
+from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex, schedule
 from dsf_compile.placement.sources import HubState
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.placements import PLACEMENTS_FOLDER
@@ -211,9 +211,13 @@ def explain_fleet(
         raise UsageError(f"no Placement {', '.join(missing)} in placements/ (NAMESPACE/NAME)")
     clusters = inventory_clusters(inputs)
     bindings = [b.model for b in inputs.bindings] + list(state.bindings)
-    return [
-        schedule(p.model, clusters, bindings, state.scores, state.decisions, at) for p in placements
-    ]
+    scores = _indexed(state)
+    return [schedule(p.model, clusters, bindings, scores, state.decisions, at) for p in placements]
+
+
+def _indexed(state: HubState) -> ScoreIndex | None:
+    """The state's scores indexed once for every Placement scheduled against them."""
+    return None if state.scores is None else ScoreIndex.of(state.scores)
 
 
 def _object_name(placement: Placement) -> str:
@@ -227,13 +231,14 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
     """
     inputs = load_inputs(root)
     clusters = inventory_clusters(inputs)
+    scores = _indexed(state)
     old_placements, old_bindings = read_rendered_placements(root)
     new = {
         _object_name(p.model): schedule(
             p.model,
             clusters,
             [b.model for b in inputs.bindings] + list(state.bindings),
-            state.scores,
+            scores,
             state.decisions,
             at,
         ).decisions
@@ -241,7 +246,7 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
     }
     old = {
         _object_name(p): schedule(
-            p, clusters, [*old_bindings, *state.bindings], state.scores, state.decisions, at
+            p, clusters, [*old_bindings, *state.bindings], scores, state.decisions, at
         ).decisions
         for p in old_placements
     }

@@ -297,16 +297,21 @@ def _compose_all(text: str) -> Iterator[yaml.Node | None]:
         loader.dispose()
 
 
-def read_yaml_file(root: Path, relative: str) -> tuple[list[Document], list[Problem]]:
-    """Read and parse one file below ``root`` (size- and encoding-checked)."""
+def read_yaml_file(
+    root: Path, relative: str, *, max_bytes: int | None = None
+) -> tuple[list[Document], list[Problem]]:
+    """Read and parse one file below ``root`` (size- and encoding-checked).
+
+    ``max_bytes`` defaults to :data:`MAX_FILE_BYTES`, the cap of hand-written inputs;
+    snapshots of a hub's state pass a larger one.
+    """
+    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
         # Not file.read_bytes(): a FIFO in its place would block forever, a link lead anywhere.
-        raw = read_regular_file(root / relative, max_bytes=MAX_FILE_BYTES)
+        raw = read_regular_file(root / relative, max_bytes=limit)
     except FileTooLargeError:
         return [], [
-            Problem(
-                relative, 0, 0, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
-            )
+            Problem(relative, 0, 0, "", f"file is larger than {limit // (1024 * 1024)} MiB")
         ]
     except NotRegularFileError as err:
         return [], [Problem(relative, 0, 0, "", f"file {err.strerror}")]
@@ -334,12 +339,14 @@ SKIPPED_SUFFIXES = (".md",)
 MAX_FOLDER_DEPTH = 8
 
 
-def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]:
+def list_input_files(
+    root: Path, folder: str, *, suffixes: tuple[str, ...] = INPUT_SUFFIXES
+) -> tuple[list[str], list[Problem]]:
     """Every YAML file below ``root/folder``, sub-folders included, as sorted relative paths.
 
-    ``.yaml`` and ``.yml`` in any letter case are read. Hidden entries and ``*.md`` are
-    skipped; anything else is a problem, so that no file is silently left out. Links are
-    problems too: they could point out of the repository.
+    ``.yaml`` and ``.yml`` (or ``suffixes``) in any letter case are read. Hidden entries
+    and ``*.md`` are skipped; anything else is a problem, so that no file is silently
+    left out. Links are problems too: they could point out of the repository.
     """
     directory = root / folder
     if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
@@ -348,12 +355,17 @@ def list_input_files(root: Path, folder: str) -> tuple[list[str], list[Problem]]
         return [], []
     files: list[str] = []
     problems: list[Problem] = []
-    _list_folder(directory, folder, 0, files, problems)
+    _list_folder(directory, folder, 0, suffixes, files, problems)
     return files, problems
 
 
 def _list_folder(
-    directory: Path, relative: str, depth: int, files: list[str], problems: list[Problem]
+    directory: Path,
+    relative: str,
+    depth: int,
+    suffixes: tuple[str, ...],
+    files: list[str],
+    problems: list[Problem],
 ) -> None:
     try:
         entries = sorted(directory.iterdir(), key=lambda p: p.name)
@@ -377,17 +389,18 @@ def _list_folder(
                     Problem(path, 0, 0, "", f"nested deeper than {MAX_FOLDER_DEPTH} folders")
                 )
             else:
-                _list_folder(entry, path, depth + 1, files, problems)
+                _list_folder(entry, path, depth + 1, suffixes, files, problems)
         elif name.lower().endswith(SKIPPED_SUFFIXES):
             continue
-        elif not name.lower().endswith(INPUT_SUFFIXES):
+        elif not name.lower().endswith(suffixes):
+            read = " and ".join(", ".join(f"*{s}" for s in suffixes).rsplit(", ", 1))
             problems.append(
                 Problem(
                     path,
                     0,
                     0,
                     "",
-                    "is not read: only *.yaml and *.yml files are (hidden files and *.md are "
+                    f"is not read: only {read} files are (hidden files and *.md are "
                     "skipped); rename it or move it out of this folder",
                 )
             )

@@ -416,10 +416,13 @@ def check_placement_objects(objects: Sequence[Located[PlacementObject]]) -> list
         model = located.model
         key = (model.kind, model.metadata.namespace, model.metadata.name)
         if key in seen:
+            first = seen[key]
+            line, _ = first.document.locate((*first.base, "metadata", "name"))
             problems.append(
                 located.problem(
                     ("metadata", "name"),
-                    f"a second {model.kind} {key[1]}/{key[2]} (names are unique per kind and namespace)",
+                    f"a second {model.kind} {key[1]}/{key[2]} (the first is "
+                    f"{first.document.path}:{line}; names are unique per kind and namespace)",
                 )
             )
         seen.setdefault(key, located)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
 
@@ -50,16 +50,19 @@ class ScoreCatalog:
 
     scores: Mapping[str, PublishedScore]
     complete: bool
+    #: AddOnPlacementScore name → the scorer whose score it would be, for scorers with
+    #: ``scoreDestination: None`` (their scores go to metrics only).
+    metrics_only: Mapping[str, str] = field(default_factory=dict)
 
 
 def score_catalog(inputs: Inputs, lock: Lockfile | None) -> ScoreCatalog:
     """The AddOnPlacementScores the scorers of ``inputs`` publish, as far as Git and the lockfile tell."""
     scores: dict[str, PublishedScore] = {}
+    metrics_only: dict[str, str] = {}
     complete = True
     for located in inputs.scorers:
         spec = located.model.spec
-        if spec.scoreDestination != "AddOnPlacementScore":
-            continue
+        publishes = spec.scoreDestination == "AddOnPlacementScore"
         name = located.model.metadata.name
         entry = lock.scorers.get(name) if lock is not None else None
         config = entry.config if entry is not None and spec.configSyncMode == "Full" else None
@@ -68,14 +71,17 @@ def score_catalog(inputs: Inputs, lock: Lockfile | None) -> ScoreCatalog:
         if score_name is None and spec.scoring and spec.scoring.params:
             score_name = spec.scoring.params.name
         if not score_name:
-            complete = False
+            complete = complete and not publishes
             continue
         resource = sanitize_score_name(score_name)
+        if not publishes:
+            metrics_only[resource] = name
+            continue
         health = entry.health if entry is not None else None
         scores[resource] = PublishedScore(
             resource, score_name, name, spec.scoreDimensionFormat, health
         )
-    return ScoreCatalog(scores, complete)
+    return ScoreCatalog(scores, complete, metrics_only)
 
 
 def inventory_clusters(inputs: Inputs) -> tuple[Cluster, ...]:
@@ -110,6 +116,17 @@ def check_placements(
     for located in inputs.placements:
         found_errors, used = _check_coordinates(located, catalog)
         errors += found_errors
+        # whatever the Placement selects, a score nobody publishes any more ranks nothing
+        warnings += [
+            located.problem(
+                pointer,
+                f"scorer {published.scorer!r} is Inactive in dsf.lock.json: "
+                "this score is not being published",
+                "warning",
+            )
+            for pointer, published in used
+            if published.health == "Inactive"
+        ]
         placement = located.model
         if placement.metadata.namespace not in bound:
             warnings.append(
@@ -131,15 +148,6 @@ def check_placements(
             )
             continue
         for pointer, published in used:
-            if published.health == "Inactive":
-                warnings.append(
-                    located.problem(
-                        pointer,
-                        f"scorer {published.scorer!r} is Inactive in dsf.lock.json: "
-                        "this score is not being published",
-                        "warning",
-                    )
-                )
             masked = _masked_on(inputs, published.score_name, selectable)
             if masked:
                 shown = ", ".join(masked[:_NAMED]) + (
@@ -210,6 +218,12 @@ def _unknown_score(resource_name: str, catalog: ScoreCatalog) -> str:
         "(OCM would score every cluster 0 for it)"
     )
     sanitized = sanitize_score_name(resource_name)
+    if sanitized in catalog.metrics_only:
+        return (
+            f"{message}: scorer {catalog.metrics_only[sanitized]!r} has scoreDestination None, "
+            "so its scores go to metrics only; set scoreDestination: AddOnPlacementScore "
+            "to publish them"
+        )
     if sanitized != resource_name and sanitized in catalog.scores:
         return (
             f"{message}; AddOnPlacementScore names are sanitized score names: "

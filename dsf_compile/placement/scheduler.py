@@ -12,7 +12,7 @@ Pure: every input is a value, the time of the simulation included.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -113,6 +113,29 @@ class PlacementResult:
 
 
 @dataclass(frozen=True)
+class ScoreIndex:
+    """AddOnPlacementScores by (cluster namespace, name), and their items by name.
+
+    Built once and passed to every :func:`schedule` call of a run, so that a fleet's
+    snapshot is indexed once rather than once per Placement. A later object with the
+    same namespace and name replaces an earlier one; an item named twice keeps its last
+    value, as OCM's loop does.
+    """
+
+    objects: Mapping[tuple[str, str], AddOnPlacementScore]
+    items: Mapping[tuple[str, str], Mapping[str, int]]
+
+    @classmethod
+    def of(cls, scores: Iterable[AddOnPlacementScore]) -> ScoreIndex:
+        """Index ``scores``."""
+        objects = {(s.metadata.namespace, s.metadata.name): s for s in scores}
+        items = {
+            key: {item.name: item.value for item in s.status.scores} for key, s in objects.items()
+        }
+        return cls(objects, items)
+
+
+@dataclass(frozen=True)
 class _Prioritizer:
     name: str
     weight: int
@@ -123,15 +146,17 @@ def schedule(
     placement: Placement,
     clusters: Sequence[Cluster],
     bindings: Sequence[ManagedClusterSetBinding],
-    scores: Sequence[AddOnPlacementScore] | None,
+    scores: Sequence[AddOnPlacementScore] | ScoreIndex | None,
     decisions: Sequence[PlacementDecision],
     at: datetime,
 ) -> PlacementResult:
     """Simulate OCM's scheduler for one Placement at the time ``at`` (time-zone aware).
 
     ``scores`` is None when no AddOnPlacementScores were given at all (every AddOn score
-    is then 0 and a warning says so); ``decisions`` are the PlacementDecisions of every
-    Placement (Steady and NoSelectIfNew read this Placement's, Balance the others').
+    is then 0 and a warning says so), or a :class:`ScoreIndex` of them when many
+    Placements are scheduled against the same scores; ``decisions`` are the
+    PlacementDecisions of every Placement (Steady and NoSelectIfNew read this
+    Placement's, Balance the others').
     """
     if at.tzinfo is None:
         raise ValueError("the time of the simulation must carry a time zone")
@@ -213,7 +238,7 @@ def schedule(
     addon_zero: dict[str, list[str]] = {}
     expired: set[tuple[str, str, datetime]] = set()
     failing: set[tuple[str, str]] = set()
-    index = {(s.metadata.namespace, s.metadata.name): s for s in scores or ()}
+    index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores or ())
     for prioritizer in prioritizers:
         coordinate = prioritizer.coordinate
         if coordinate.type == "AddOn" and coordinate.addOn is not None:
@@ -244,7 +269,7 @@ def schedule(
             f"AddOnPlacementScore {score_namespace}/{score_name} expired at "
             f"{format_time(until)}: it scores 0"
         )
-    warnings += _failing_scores(index, sorted(failing))
+    warnings += _failing_scores(index.objects, sorted(failing))
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
@@ -403,7 +428,7 @@ def _prioritizers(placement: Placement) -> list[_Prioritizer]:
 
 def _addon_scores(
     clusters: Sequence[Cluster],
-    index: Mapping[tuple[str, str], AddOnPlacementScore],
+    index: ScoreIndex,
     resource_name: str,
     score_name: str,
     at: datetime,
@@ -411,9 +436,11 @@ def _addon_scores(
     values: dict[str, int] = {}
     missing: list[str] = []
     expired: set[tuple[str, str, datetime]] = set()
+    objects, items = index.objects, index.items
     for cluster in clusters:
         values[cluster.name] = 0
-        found = index.get((cluster.name, resource_name))
+        key = (cluster.name, resource_name)
+        found = objects.get(key)
         if found is None:
             missing.append(cluster.name)
             continue
@@ -421,11 +448,11 @@ def _addon_scores(
         if until is not None and at > until:
             expired.add((cluster.name, resource_name, until))
             continue
-        items = [item.value for item in found.status.scores if item.name == score_name]
-        if items:
-            values[cluster.name] = items[-1]  # the last one wins, as in OCM's loop
-        else:
+        value = items[key].get(score_name)  # the last item of that name, as in OCM's loop
+        if value is None:
             missing.append(cluster.name)
+        else:
+            values[cluster.name] = value
     return values, missing, expired
 
 

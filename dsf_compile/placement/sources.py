@@ -9,6 +9,7 @@ calls only (the official ``kubernetes`` client): dsf never writes to a cluster.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from dsf_compile.errors import DsfError, InputError, Problem
-from dsf_compile.inputs.load import Document, list_input_files, read_yaml_file
+from dsf_compile.inputs.load import Document, Pointer, list_input_files, read_yaml_file
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
     ManagedClusterSetBinding,
@@ -26,6 +27,14 @@ from dsf_compile.inputs.placements import (
 from dsf_compile.inputs.validate import validate_model
 
 M = TypeVar("M", bound=BaseModel)
+
+#: A snapshot is read from files like these; ``kubectl … -o json`` output is JSON.
+SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
+#: A hub's scores outgrow a hand-written input's cap: one item per pod of 1,000 clusters
+#: is tens of MiB.
+MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
+#: Objects asked for per list call; the API server pages longer lists (as kubectl does).
+PAGE_SIZE = 500
 
 CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The hub resources read, with the version OCM serves them at.
@@ -60,24 +69,34 @@ def _read_objects(path: str, model: type[M]) -> list[M]:
     documents: list[Document] = []
     problems: list[Problem] = []
     target = Path(path)
-    if target.is_dir() and not target.is_symlink():
-        files, found = list_input_files(target.parent, target.name)
+    if target.is_symlink():
+        # Named on the command line, a link is the user's choice (latest.yaml -> a dated
+        # snapshot); links inside a snapshot folder are still refused, as in every input.
+        target = Path(os.path.relpath(target.resolve()))
+        path = str(target)
+    if target.is_dir():
+        files, found = list_input_files(target.parent, target.name, suffixes=SNAPSHOT_SUFFIXES)
         problems += found
+        if not files and not found:
+            problems.append(Problem(path, 0, 0, "", "holds no .yaml, .yml or .json file"))
         for relative in files:
-            docs, found = read_yaml_file(target.parent, relative)
+            docs, found = read_yaml_file(target.parent, relative, max_bytes=MAX_SNAPSHOT_BYTES)
             documents += docs
             problems += found
     else:
-        documents, problems = read_yaml_file(Path.cwd(), path)
+        documents, problems = read_yaml_file(Path.cwd(), path, max_bytes=MAX_SNAPSHOT_BYTES)
     objects: list[M] = []
+    first: dict[tuple[str, str], tuple[Document, Pointer]] = {}
     for document in documents:
         data = document.data
         if isinstance(data, dict) and data.get("kind") in ("List", f"{kind}List"):
             items = data.get("items")
+            if items is None:
+                continue  # an empty list, as some clients print it
             if not isinstance(items, list):
                 problems.append(document.problem(("items",), f"must be a list of {kind}"))
                 continue
-            entries: list[tuple[tuple[str | int, ...], Any]] = [
+            entries: list[tuple[Pointer, Any]] = [
                 (("items", index), item) for index, item in enumerate(items)
             ]
         else:
@@ -91,8 +110,25 @@ def _read_objects(path: str, model: type[M]) -> list[M]:
                 continue
             obj, found = validate_model(model, document, item, pointer)
             problems += found
-            if obj is not None:
-                objects.append(obj)
+            if obj is None:
+                continue
+            # Two snapshots of one object (two files of a folder): which one the scheduler
+            # would read is an accident of file names, so neither is picked.
+            meta = getattr(obj, "metadata")  # noqa: B009 - every model read here has one
+            key = (meta.namespace, meta.name)
+            if key in first:
+                other, other_pointer = first[key]
+                line, _ = other.locate((*other_pointer, "metadata", "name"))
+                problems.append(
+                    document.problem(
+                        (*pointer, "metadata", "name"),
+                        f"{kind} {key[0]}/{key[1]} is also in {other.path}:{line}; "
+                        "keep one snapshot of it",
+                    )
+                )
+                continue
+            first[key] = (document, pointer)
+            objects.append(obj)
     if problems:
         raise InputError(problems)
     return objects
@@ -128,13 +164,25 @@ def _custom_objects_api(kubeconfig: str) -> Any:
 def _list(api: Any, model: type[M]) -> list[M]:
     kind = model.__name__
     version, plural = _HUB_RESOURCES[kind]
-    try:
-        answer = api.list_cluster_custom_object(CLUSTER_GROUP, version, plural)
-    except Exception as err:  # ApiException, urllib3 errors: one line, exit 2
-        reason = getattr(err, "reason", None) or type(err).__name__
-        raise HubReadError(f"cannot list {plural} on the hub: {reason}") from err
+    items: list[Any] = []
+    token = ""
+    while True:
+        # In pages, as kubectl lists: one answer with every score of a large hub is slow
+        # for the API server and may outlast the request's timeout.
+        options: dict[str, Any] = {"limit": PAGE_SIZE}
+        if token:
+            options["_continue"] = token
+        try:
+            answer = api.list_cluster_custom_object(CLUSTER_GROUP, version, plural, **options)
+        except Exception as err:  # ApiException, urllib3 errors: one line, exit 2
+            reason = getattr(err, "reason", None) or type(err).__name__
+            raise HubReadError(f"cannot list {plural} on the hub: {reason}") from err
+        items += answer.get("items") or []
+        token = (answer.get("metadata") or {}).get("continue") or ""
+        if not token:
+            break
     objects = []
-    for item in answer.get("items", []):
+    for item in items:
         item.setdefault("apiVersion", f"{CLUSTER_GROUP}/{version}")
         item.setdefault("kind", kind)
         if model is ManagedClusterSetBinding:

@@ -218,6 +218,7 @@ class FakeKube:
         self.fail: list[tuple[str, str, int]] = []  # (method, path fragment, status)
         self.conflicts = 0
         self.down = False
+        self.pages_served = 0  # answers to lists across namespaces
         self.server = FakeServer(self._handle)
 
     # -- test helpers
@@ -315,7 +316,7 @@ class FakeKube:
             return _status(404, "NotFound", "unknown path")
         if len(rest) == 1 and request.method == "GET":  # a list across namespaces
             with self.cond:
-                return self._list_all(rest[0])
+                return self._list_all(request, rest[0])
         if len(rest) < 3 or rest[0] != "namespaces":
             return _status(404, "NotFound", "unknown path")
         namespace, kind = rest[1], rest[2]
@@ -343,16 +344,17 @@ class FakeKube:
             return bool(obj["metadata"]["name"] == selector.split("=", 1)[1])
         return True
 
-    def _list_all(self, kind: str) -> Reply:
+    def _list_all(self, request: Request, kind: str) -> Reply:
+        """A list across namespaces, in pages when asked (``limit``, then ``continue``)."""
         items = [obj for (k, _, _), obj in sorted(self.state.objects.items()) if k == kind]
-        return Reply.json(
-            {
-                "kind": "List",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": str(self.state.version)},
-                "items": items,
-            }
-        )
+        start = int(request.query.get("continue", ["0"])[0] or 0)
+        limit = int(request.query.get("limit", ["0"])[0] or 0) or len(items) or 1
+        page = items[start : start + limit]
+        self.pages_served += 1
+        metadata = {"resourceVersion": str(self.state.version)}
+        if start + limit < len(items):
+            metadata["continue"] = str(start + limit)  # real servers send an opaque token
+        return Reply.json({"kind": "List", "apiVersion": "v1", "metadata": metadata, "items": page})
 
     def _list(self, request: Request, kind: str, namespace: str) -> Reply:
         items = [

@@ -86,6 +86,19 @@ ERROR_CASES: list[tuple[str, Change, str, str, str]] = [
         "'Balanse' is not a built-in prioritizer (did you mean 'Balance'?)",
     ),
     (
+        "score-of-a-metrics-only-scorer",
+        lambda r: edit(
+            r,
+            "scorers/static-scorers.yaml",
+            "scoreDestination: AddOnPlacementScore",
+            "scoreDestination: None",
+        ),
+        f"{GPU_INFERENCE}:23:",
+        "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.resourceName",
+        "scorer 'example-performance-scorer' has scoreDestination None, so its scores go to "
+        "metrics only; set scoreDestination: AddOnPlacementScore to publish them",
+    ),
+    (
         "binding-not-named-after-its-set",
         lambda r: edit(r, "placements/bindings.yaml", "clusterSet: global", "clusterSet: gpus"),
         "placements/bindings.yaml:9:",
@@ -116,9 +129,9 @@ ERROR_CASES: list[tuple[str, Change, str, str, str]] = [
     (
         "duplicate-placement",
         lambda r: write(r, "placements/again.yaml", (r / GREEN_BATCH).read_text()),
-        "placements/",
+        f"{GREEN_BATCH}:6:",
         "metadata.name",
-        "a second Placement default/green-batch",
+        "a second Placement default/green-batch (the first is placements/again.yaml:6;",
     ),
     (
         "kind-not-read-from-placements",
@@ -204,6 +217,13 @@ def test_an_inactive_scorer_behind_a_placement_is_a_warning(fleet: Path) -> None
     code, _, err = cli(fleet, "validate")
     assert code == 0, err
     assert "scorer 'example-performance-scorer' is Inactive in dsf.lock.json" in err
+    # also for a Placement that selects nothing (yet): the score is not published either way
+    edit(fleet, GPU_INFERENCE, "namespace: default", "namespace: inference")
+    code, _, err = cli(fleet, "validate")
+    warnings = [line for line in err.splitlines() if line.startswith(f"{GPU_INFERENCE}:")]
+    assert code == 0 and len(warnings) == 2, err
+    assert "no ManagedClusterSetBinding in placements/ binds" in warnings[0]
+    assert "scorer 'example-performance-scorer' is Inactive in dsf.lock.json" in warnings[1]
 
 
 # --------------------------------------------------------------- rendering

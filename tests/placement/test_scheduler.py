@@ -27,6 +27,7 @@ from dsf_compile.placement.explain import (
 from dsf_compile.placement.scheduler import (
     Cluster,
     PlacementResult,
+    ScoreIndex,
     cluster_from_inventory,
     schedule,
 )
@@ -785,3 +786,36 @@ def test_a_score_item_written_twice_counts_its_last_value_like_ocm() -> None:
     )
     result = run(placement(EXACT_ADDON), names("a"), scores=[twice])
     assert prioritizer(result, "AddOn/perf/gpu") == {"a": 30}
+
+
+@given(
+    values=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.sampled_from(["perf", "power"]),
+            st.sampled_from(["gpu", "cpu"]),
+            st.integers(-100, 100),
+        ),
+        max_size=12,
+    ),
+    expired=st.sets(st.sampled_from(["a", "b", "c"])),
+)
+@settings(max_examples=60, deadline=None)
+def test_an_index_built_once_schedules_like_the_scores_themselves(
+    values: list[tuple[str, str, str, int]], expired: set[str]
+) -> None:
+    grouped: dict[tuple[str, str], dict[str, int]] = {}
+    for cluster, name, item, value in values:
+        grouped.setdefault((cluster, name), {})[item] = value
+    scores = [
+        score(cluster, name, items, "2026-11-21T00:00:00Z" if cluster in expired else None)
+        for (cluster, name), items in grouped.items()
+    ]
+    p = placement(EXACT_ADDON)
+    clusters = names("a", "b", "c")
+    # OCM's rule, written out: the "gpu" item of "perf" unless expired, else 0
+    expected = {c: 0 if c in expired else grouped.get((c, "perf"), {}).get("gpu", 0) for c in "abc"}
+    from_list = schedule(p, clusters, [binding()], scores, [], AT)
+    from_index = schedule(p, clusters, [binding()], ScoreIndex.of(scores), [], AT)
+    assert prioritizer(from_list, "AddOn/perf/gpu") == expected
+    assert from_index == from_list
