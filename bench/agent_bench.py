@@ -506,13 +506,18 @@ def main() -> None:
     parser.add_argument(
         "--memory-seconds",
         type=float,
-        default=150.0,
-        help="length of the big-answer memory case (20 scorers x 21 MB every 30 s; 0 skips it)",
+        default=None,
+        help="length of the big-answer memory case (20 scorers x 21 MB every 30 s; default "
+        "150 s when --seconds is at least 30, else skipped; 0 skips it)",
     )
     parser.add_argument("--memory-scorers", type=int, default=20)
     parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--baseline-loop", metavar="BASE_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory_seconds is None:
+        args.memory_seconds = 150.0 if args.seconds >= 30 else 0.0
+    elif 0 < args.memory_seconds < 2 * MEM_INTERVAL:
+        parser.error(f"--memory-seconds must be 0 or at least {2 * MEM_INTERVAL}")
     if args.serve_fakes:
         asyncio.run(serve_fakes())
         return
