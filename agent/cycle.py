@@ -19,6 +19,7 @@ from agent.dimensions import score_items
 from agent.errors import AgentError, SecretMissingError
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
+from agent.memory import MemoryBudget, Reservation, budget_for, container_limit
 from agent.metrics import AgentMetrics, ScorerMetrics
 from agent.publish import HubPublisher, condition_reason, placement_score_status
 from agent.score import request_scores
@@ -43,9 +44,13 @@ class CycleContext:
     wall_clock: Callable[[], float] = field(default=time.time)
     #: bounds the requests of all scorers together (in flight, and each one's duration)
     slots: RequestSlots = field(init=False)
+    #: bounds the bytes of Prometheus answers held at once
+    memory: MemoryBudget = field(init=False)
 
     def __post_init__(self) -> None:
         self.slots = RequestSlots(self.settings.request_timeout)
+        limit = self.settings.memory_limit
+        self.memory = MemoryBudget(budget_for(limit if limit is not None else container_limit()))
 
 
 @dataclass
@@ -63,6 +68,18 @@ async def run_cycle(
     ctx: CycleContext, summary: Summary, counters: ScorerMetrics, state: CycleState
 ) -> bool:
     """Run one cycle; returns whether it succeeded. Never raises except on cancellation."""
+    with ctx.memory.hold(summary.scoreName) as memory:  # released once the answers are gone
+        await memory.prepare()
+        return await _run_cycle(ctx, summary, counters, state, memory)
+
+
+async def _run_cycle(
+    ctx: CycleContext,
+    summary: Summary,
+    counters: ScorerMetrics,
+    state: CycleState,
+    memory: Reservation,
+) -> bool:
     score_name = summary.scoreName
     stage = "internal"
     try:
@@ -89,6 +106,7 @@ async def run_cycle(
                 now=ctx.wall_clock(),
                 max_bytes=ctx.settings.max_response_bytes,
                 slots=ctx.slots,
+                memory=memory,
             )
         finally:
             fetched = time.perf_counter()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
+from agent.answer import SeriesBlock, series_block
 from agent.errors import FetchError
-from agent.transport import RequestSlots, decode_answer, read_capped, request_failures
+from agent.memory import Reservation
+from agent.transport import RequestSlots, read_capped, request_failures
 from dsf_compile.contract import Summary
 
 
@@ -27,36 +27,6 @@ def range_params(query: str, now: float, summary: Summary) -> dict[str, str]:
     }
 
 
-def series_of(document: Any) -> list[Any]:
-    """The ``data.result`` list of a Prometheus API answer, or :class:`FetchError`.
-
-    Only the envelope and each series' shape are checked (``metric`` a map, ``values`` a
-    list): the points are passed on untouched, and checking millions of them would cost
-    more than the rest of the cycle.
-    """
-    if not isinstance(document, dict) or "status" not in document:
-        raise FetchError("not a Prometheus API response", reason="invalid_response")
-    if document["status"] != "success":
-        error = str(document.get("error", ""))[:200]
-        raise FetchError(
-            f"Prometheus answered status {document['status']!r}: {error}", reason="query_error"
-        )
-    data = document.get("data")
-    result = data.get("result") if isinstance(data, dict) else None
-    if not isinstance(result, list):
-        raise FetchError("Prometheus answer has no data.result list", reason="invalid_response")
-    for series in result:
-        if (
-            not isinstance(series, dict)
-            or not isinstance(series.get("metric"), dict)
-            or not isinstance(series.get("values"), list)
-        ):
-            raise FetchError(
-                "Prometheus answer holds a malformed series", reason="invalid_response"
-            )
-    return result
-
-
 async def fetch_series(
     client: httpx.AsyncClient,
     summary: Summary,
@@ -65,16 +35,19 @@ async def fetch_series(
     now: float,
     max_bytes: int,
     slots: RequestSlots,
-) -> list[Any]:
-    """Run every query of ``summary`` over ``[now - range, now]`` and concatenate the series.
+    memory: Reservation | None = None,
+) -> list[SeriesBlock]:
+    """Run every query of ``summary`` over ``[now - range, now]``; the series of each answer,
+    checked but not decoded (see :mod:`agent.answer`).
 
     ``sourceType: None`` fetches nothing. Any failed query fails the whole fetch: a partial
-    input would give the scorer a silently different picture of the cluster.
+    input would give the scorer a silently different picture of the cluster. ``memory``
+    accounts the answers' bytes in the agent's memory budget as they arrive.
     """
     if summary.sourceType == "None":
         return []
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    collected: list[Any] = []
+    collected: list[SeriesBlock] = []
     for query in split_queries(summary.sourceQuery):
         with request_failures("Prometheus", FetchError):
             async with (
@@ -91,7 +64,7 @@ async def fetch_series(
                         f"Prometheus answered HTTP {response.status_code}",
                         reason=f"http_{response.status_code // 100}xx",
                     )
-                body = await read_capped(response, max_bytes)
-        document = decode_answer(body, "Prometheus", FetchError)
-        collected.extend(series_of(document))
+                body = await read_capped(response, max_bytes, memory)
+        collected.append(series_block(body))
+        del body
     return collected

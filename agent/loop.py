@@ -153,6 +153,7 @@ class Agent:
         runner = self.runners.pop(name)
         await runner.stop()
         self._ctx.metrics.forget(name)
+        self._ctx.memory.forget(name)
         if self._ctx.hub is not None:
             self._ctx.hub.forget(sanitize_name(name))
 

@@ -9,14 +9,9 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from agent.answer import SeriesBlock, scoring_request
 from agent.errors import ScoreError
-from agent.transport import (
-    RequestSlots,
-    decode_answer,
-    encode_json,
-    read_capped,
-    request_failures,
-)
+from agent.transport import RequestSlots, decode_answer, read_capped, request_failures
 from dsf_compile.scoring_api import ScoreResult
 
 
@@ -34,11 +29,6 @@ class ScoringOutcome:
 
     results: list[Scored]
     skipped: int
-
-
-def encode_request(series: list[Any]) -> bytes:
-    """The ``/scoring`` body ``{"data": [...]}``, compact (the series can be tens of MB)."""
-    return encode_json({"data": series})
 
 
 def parse_response(document: Any) -> ScoringOutcome:
@@ -64,21 +54,18 @@ def parse_response(document: Any) -> ScoringOutcome:
 async def request_scores(
     client: httpx.AsyncClient,
     endpoint: str,
-    series: list[Any],
+    series: list[SeriesBlock],
     *,
     token: str | None,
     max_bytes: int,
     slots: RequestSlots,
 ) -> ScoringOutcome:
-    """POST ``series`` to ``endpoint`` and return the validated results."""
+    """POST ``series`` (the checked Prometheus answers) to ``endpoint`` and return the
+    validated results."""
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    try:
-        body = encode_request(series)
-    except ValueError as err:
-        # Prometheus never returns NaN as a JSON number, but a compatible API might.
-        raise ScoreError("series cannot be encoded as JSON", reason="invalid_input") from err
+    body = scoring_request(series)
     with request_failures("Scoring API", ScoreError):
         async with (
             slots.take(endpoint),

@@ -36,6 +36,9 @@ class Settings:
     request_timeout: float = 30.0
     max_response_bytes: int = 64 * 1024 * 1024
     max_scoring_response_bytes: int = 16 * 1024 * 1024
+    #: the container's memory limit (bytes) the answers are budgeted against; None: the
+    #: cgroup's, if any
+    memory_limit: int | None = None
     config_poll_seconds: float = 1.0
     hub_conflict_retries: int = 5
     #: ``(host, port)`` as the summaries name it → the address to connect to (``--resolve``).
@@ -177,6 +180,13 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="connect to ADDR[:PORT] for HOST:PORT while keeping URLs, Host headers and TLS "
         "names, like dsf-compile sync --resolve; repeatable [DSF_RESOLVE, comma-separated]",
     )
+    parser.add_argument(
+        "--memory-limit",
+        type=_positive_int,
+        default=_env(environ, "DSF_MEMORY_LIMIT"),
+        help="memory (bytes) to budget Prometheus answers against (default: the container's "
+        "cgroup limit, else unbounded) [DSF_MEMORY_LIMIT]",
+    )
     return parser
 
 
@@ -211,4 +221,5 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         max_response_bytes=args.max_response_bytes,
         max_scoring_response_bytes=args.max_scoring_response_bytes,
         connect_to=connect_to,
+        memory_limit=args.memory_limit,
     )

@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import gc
 import json
+import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
+from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,9 +16,9 @@ import httpx
 import orjson
 
 from agent.errors import AgentError, ResponseTooLargeError
+from agent.memory import Reservation
+from agent.plainhttp import PlainHTTPTransport
 from dsf_compile.connect_to import ConnectToTransport
-from dsf_compile.http_body import BodyTooLargeError
-from dsf_compile.http_body import read_capped as read_body
 
 USER_AGENT = "dsf-agent/0.1"
 #: Connections of the shared pool.
@@ -43,6 +45,11 @@ def make_client(
     and following one could send a bearer token to another host. ``connect_to`` (the
     agent's ``--resolve``) connects elsewhere for some ``host:port`` while URLs, ``Host``
     headers and TLS names stay as the summaries wrote them.
+
+    Without a proxy in the environment, plain ``http://`` goes through the lean
+    :class:`PlainHTTPTransport` (a fraction of httpcore's CPU per request) and ``https://``
+    through httpx's own transport; with a proxy, httpx's transports handle everything, as
+    they honour ``HTTPS_PROXY``/``NO_PROXY``.
     """
     limits = httpx.Limits(
         max_connections=POOL_CONNECTIONS, max_keepalive_connections=64, keepalive_expiry=30.0
@@ -58,14 +65,35 @@ def make_client(
             owns_inner=transport is None,
             make_transport=make_transport if transport is None else None,
         )
+    elif transport is None and not proxy_configured():
+        transport = PlainHTTPTransport(
+            httpx.AsyncHTTPTransport(limits=limits, trust_env=True),
+            max_idle_per_host=64,
+            keepalive_expiry=30.0,
+        )
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         limits=limits,
         follow_redirects=False,
+        cookies=_NoCookies(),
         headers={"User-Agent": USER_AGENT},
         transport=transport,
         trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
     )
+
+
+class _NoCookies(CookieJar):
+    """A jar that keeps nothing: the agent's requests are stateless, and storing one API's
+    cookies (http.cookiejar parses every response) cost more than the rest of the client."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        """Keep no cookie."""
+        return None
+
+
+def proxy_configured() -> bool:
+    """Whether the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``)."""
+    return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 
 class RequestSlots:
@@ -97,15 +125,31 @@ class RequestSlots:
                 yield
 
 
-async def read_capped(response: httpx.Response, limit: int) -> bytes:
-    """The body of a streamed ``response``, failing as soon as it exceeds ``limit`` bytes."""
-    try:
-        return await read_body(response, limit)
-    except BodyTooLargeError:
-        raise ResponseTooLargeError(limit) from None
+async def read_capped(
+    response: httpx.Response, limit: int, memory: Reservation | None = None
+) -> bytes | bytearray:
+    """The body of a streamed ``response``, failing as soon as it exceeds ``limit`` bytes.
+
+    With ``memory``, the body's bytes are covered in the memory budget before they are
+    read (waiting when it is spent).
+    """
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ResponseTooLargeError(limit)
+    if memory is not None and declared.isdigit():
+        await memory.grow_to(int(declared))
+    # One growing buffer, not a list of chunks joined at the end: the body is held once.
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        if len(body) + len(chunk) > limit:
+            raise ResponseTooLargeError(limit)
+        if memory is not None and len(body) + len(chunk) > memory.held:
+            await memory.grow_to(len(body) + len(chunk))
+        body += chunk
+    return bytes(body) if len(body) < 65536 else body
 
 
-def decode_json(body: bytes) -> Any:
+def decode_json(body: bytes | bytearray) -> Any:
     """Parse a JSON body; ``ValueError`` when it is not JSON (or not UTF-8).
 
     orjson parses a 20 MB Prometheus answer about ten times faster than ``json``; it
@@ -159,7 +203,7 @@ def request_failures(service: str, error: type[AgentError]) -> Iterator[None]:
         raise error(f"{service} {err}", reason=err.reason) from err
 
 
-def decode_answer(body: bytes, service: str, error: type[AgentError]) -> Any:
+def decode_answer(body: bytes | bytearray, service: str, error: type[AgentError]) -> Any:
     """The JSON of ``service``'s answer, or ``error`` when it is not JSON."""
     try:
         return decode_json(body)

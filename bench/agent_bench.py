@@ -33,6 +33,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")
 BIG_SERIES, BIG_POINTS = 2000, 1000
+#: the memory case: answers of ~21 MB (compact JSON), scorers every 30 s, a 512 MiB limit
+MEM_SERIES, MEM_POINTS, MEM_INTERVAL, MEM_LIMIT = 1000, 1000, 30, 512 * 1024 * 1024
 
 # ----------------------------------------------------------------- fakes (own process)
 
@@ -69,6 +71,20 @@ def _big_prometheus() -> bytes:
     ).encode()
 
 
+def _mem_prometheus() -> bytes:
+    result = [
+        {
+            "metric": {"node": f"node-{i % 50}", "pod": f"pod-{i}"},
+            "values": [[1718600000 + 60 * j, f"{(i + j) % 1000 / 10}"] for j in range(MEM_POINTS)],
+        }
+        for i in range(MEM_SERIES)
+    ]
+    return json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": result}},
+        separators=(",", ":"),
+    ).encode()
+
+
 def _scores(count: int) -> bytes:
     results = [
         {
@@ -95,6 +111,8 @@ async def serve_fakes() -> None:
         b"/big/api/v1/query_range": _response(_big_prometheus()),
         b"/scoring": _response(_scores(2)),
         b"/big/scoring": _response(_scores(BIG_SERIES)),
+        b"/mem/api/v1/query_range": _response(_mem_prometheus()),
+        b"/mem/scoring": _response(_scores(MEM_SERIES)),
     }
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -218,6 +236,8 @@ def _scrape(port: int) -> dict[str, float]:
         for sample in family.samples:
             if sample.name == "dynamic_scoring_requests_total":
                 totals["requests"] = totals.get("requests", 0.0) + sample.value
+                if sample.labels["status"] == "success":
+                    totals["success"] = totals.get("success", 0.0) + sample.value
             elif sample.name == "dynamic_scoring_missed_cycles_total":
                 totals["missed"] = totals.get("missed", 0.0) + sample.value
             elif sample.name == "dynamic_scoring_cycle_start_lag_seconds_bucket":
@@ -246,7 +266,7 @@ def _histogram_median(before: dict[str, float], after: dict[str, float]) -> floa
 class Agent:
     """``python -m agent`` as a child process."""
 
-    def __init__(self, config: Path, scratch: Path) -> None:
+    def __init__(self, config: Path, scratch: Path, env: dict[str, str] | None = None) -> None:
         self.port = _free_port()
         (scratch / "secrets").mkdir(exist_ok=True)
         self.process = subprocess.Popen(
@@ -265,7 +285,7 @@ class Agent:
                 "--log-level",
                 "error",
             ],
-            env=_env(),
+            env={**_env(), **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -284,7 +304,7 @@ class Agent:
         return self.process.wait(30)
 
 
-def _summaries(base: str, count: int, prefix: str = "") -> list[dict[str, Any]]:
+def _summaries(base: str, count: int, prefix: str = "", interval: int = 1) -> list[dict[str, Any]]:
     return [
         {
             "name": f"bench-{i}",
@@ -297,7 +317,7 @@ def _summaries(base: str, count: int, prefix: str = "") -> list[dict[str, Any]]:
             "sourceRange": 600,
             "sourceStep": 60,
             "scoringEndpoint": f"{base}{prefix}/scoring",
-            "scoringInterval": 1,
+            "scoringInterval": interval,
             "scoringEndpointAuthName": "",
             "scoringEndpointAuthKey": "",
             "location": "Internal",
@@ -330,6 +350,58 @@ def bench_scorers(base: str, scorers: int, seconds: float, scratch: Path) -> dic
         "peak": peak,
         "exit": code,
     }
+
+
+def bench_memory(base: str, scorers: int, seconds: float, scratch: Path) -> dict[str, Any]:
+    """``scorers`` scorers with ~21 MB answers every 30 s under a 512 MiB limit
+    (``DSF_MEMORY_LIMIT``): cycles done, missed, peak RSS, and the RSS floor (lowest RSS of
+    each interval) of the first full interval against the last one."""
+    config = scratch / "memory.json"
+    config.write_text(json.dumps(_summaries(base, scorers, "/mem", MEM_INTERVAL)))
+    agent = Agent(config, scratch, env={"DSF_MEMORY_LIMIT": str(MEM_LIMIT)})
+    samples: list[tuple[float, float]] = []
+    try:
+        started = time.monotonic()
+        while (now := time.monotonic()) - started < seconds:
+            samples.append((now - started, _rss_mb(agent.process.pid)))
+            time.sleep(0.5)
+        totals, peak = _scrape(agent.port), _rss_mb(agent.process.pid, "VmHWM")
+    finally:
+        code = agent.stop()
+    floors = [
+        min(rss for at, rss in samples if k * MEM_INTERVAL <= at < (k + 1) * MEM_INTERVAL)
+        for k in range(int(seconds // MEM_INTERVAL))
+    ]
+    return {
+        # cycles that ended well among those that ended (skipped ones count as "missed")
+        "done": totals.get("success", 0.0) / max(totals.get("requests", 0.0), 1.0),
+        "missed": totals.get("missed", 0.0),
+        "peak": peak,
+        "floor_first": floors[1] if len(floors) > 1 else floors[0],
+        "floor_last": floors[-1],
+        "exit": code,
+    }
+
+
+def bench_memory_floor() -> float:
+    """RSS (MB) of an interpreter that imports the agent's libraries and holds one answer:
+    what any agent forwarding it needs at least."""
+    output = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_compile.contract, pathlib;"
+            "from bench.agent_bench import _mem_prometheus; body = _mem_prometheus();"
+            "print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text().splitlines()"
+            " if l.startswith('VmRSS')))",
+        ],
+        env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return int(output.strip()) / 1024
 
 
 def bench_baseline(base: str, scorers: int, seconds: float) -> dict[str, Any]:
@@ -431,9 +503,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scorers", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--memory-seconds",
+        type=float,
+        default=None,
+        help="length of the big-answer memory case (20 scorers x 21 MB every 30 s; default "
+        "150 s when --seconds is at least 30, else skipped; 0 skips it)",
+    )
+    parser.add_argument("--memory-scorers", type=int, default=20)
     parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--baseline-loop", metavar="BASE_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory_seconds is None:
+        args.memory_seconds = 150.0 if args.seconds >= 30 else 0.0
+    elif 0 < args.memory_seconds < 2 * MEM_INTERVAL:
+        parser.error(f"--memory-seconds must be 0 or at least {2 * MEM_INTERVAL}")
     if args.serve_fakes:
         asyncio.run(serve_fakes())
         return
@@ -457,6 +541,12 @@ def main() -> None:
             floor = bench_baseline(base, args.scorers, args.seconds)
             idle, idle_floor = bench_idle(scratch)
             payload = asyncio.run(bench_payload(base, scratch))
+            memory = (
+                bench_memory(base, args.memory_scorers, args.memory_seconds, scratch)
+                if args.memory_seconds > 0
+                else None
+            )
+            memory_floor = bench_memory_floor() if memory is not None else float("nan")
     finally:
         fakes.terminate()
         fakes.wait(10)
@@ -506,6 +596,31 @@ def main() -> None:
             "-",
         ),
     ]
+    if memory is not None:
+        answer_mb = len(_mem_prometheus()) / 1e6
+        rows += [
+            (
+                f"{args.memory_scorers} x {answer_mb:.0f} MB / 30 s: cycles ok (%)",
+                f"{memory['done'] * 100:.1f}",
+                "100.0",
+                memory["done"],
+                "no miss",
+            ),
+            (
+                f"{args.memory_scorers} x {answer_mb:.0f} MB / 30 s: peak RSS (MB)",
+                f"{memory['peak']:.1f}",
+                f"{memory_floor:.1f}",
+                memory["peak"] / memory_floor,
+                "<= 512 MiB",
+            ),
+            (
+                f"{args.memory_scorers} x {answer_mb:.0f} MB / 30 s: RSS floor last (MB)",
+                f"{memory['floor_last']:.1f}",
+                f"{memory['floor_first']:.1f}",
+                memory["floor_last"] / memory["floor_first"],
+                "flat +-10 %",
+            ),
+        ]
     print()
     print(f"| {'measure':<34} | {'agent':>9} | {'baseline':>9} | {'ratio':>6} | target     |")
     print(f"|{'-' * 36}|{'-' * 11}|{'-' * 11}|{'-' * 8}|{'-' * 12}|")
@@ -518,6 +633,13 @@ def main() -> None:
         "Baselines: a bare httpx loop with the same cadence (rows 1-4); an interpreter importing the "
         "agent's libraries (idle); fetch + json.loads + json.dumps + POST with no checks (payload)."
     )
+    if memory is not None:
+        print(
+            f"memory case: DSF_MEMORY_LIMIT={MEM_LIMIT // 2**20} MiB, {args.memory_seconds:.0f} s, "
+            f"missed cycles {memory['missed']:.0f}, exit code {memory['exit']}. Baselines: an "
+            "interpreter importing the agent's libraries and holding one answer (peak); the RSS "
+            "floor of the first full interval (floor)."
+        )
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agent.answer import scoring_request, series_block
 from agent.config import parse_config_document, parse_config_text
 from agent.dimensions import placement_value, render_dimension, score_items
 from agent.errors import ConfigError, FetchError, ScoreError
-from agent.fetch import range_params, series_of, split_queries
+from agent.fetch import range_params, split_queries
 from agent.logs import Redactor, configure_logging, fields
 from agent.loop import next_slot, scorer_phase
 from agent.metrics import AgentMetrics
@@ -201,17 +202,49 @@ def test_split_queries_and_params() -> None:
         {"status": "success", "data": {"result": ["x"]}},
     ],
 )
-def test_series_of_rejects_non_prometheus_answers(document: Any) -> None:
+def test_series_block_rejects_non_prometheus_answers(document: Any) -> None:
     with pytest.raises(FetchError):
-        series_of(document)
+        series_block(json.dumps(document).encode())
 
 
-def test_series_of_passes_series_through() -> None:
-    series = [{"metric": {"node": "n"}, "values": [[1, "2"]]}]
-    assert (
-        series_of({"status": "success", "data": {"resultType": "matrix", "result": series}})
-        is series
-    )
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not json",
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": []}]}} trailing',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": []},]}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": [NaN]}]}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": [}]}}',
+        b'{"status": "success" "data": {"result": []}}',
+        b'{"status": "success", "data": {"result": []}',
+        b'\xff{"status": "success", "data": {"result": []}}',
+        b"[" * 100_000,
+    ],
+)
+def test_series_block_rejects_what_is_not_json(body: bytes) -> None:
+    with pytest.raises(FetchError) as caught:
+        series_block(body)
+    assert caught.value.reason == "invalid_response"
+
+
+def test_series_block_forwards_the_series_untouched() -> None:
+    series = [
+        {"metric": {"node": "n", "pod": "p\u00e9"}, "values": [[1, "2"], [2, "NaN"]]},
+        {"metric": {}, "values": []},
+    ]
+    answers = [
+        {"data": {"result": series, "resultType": "matrix"}, "status": "success"},
+        {"status": "success", "warnings": ["w"], "data": {"resultType": "matrix", "result": []}},
+        {"status": "success", "data": {"resultType": "matrix", "result": series[:1]}},
+    ]
+    blocks = [series_block(json.dumps(answer, indent=1).encode()) for answer in answers]
+    assert [block.count for block in blocks] == [2, 0, 1]
+    assert json.loads(scoring_request(blocks)) == {"data": [*series, series[0]]}
+    assert json.loads(scoring_request([])) == {"data": []}
+    # non-ASCII text is forwarded as UTF-8
+    accented = series_block(json.dumps(answers[0], ensure_ascii=False).encode())
+    assert json.loads(scoring_request([accented])) == {"data": series}
 
 
 # ------------------------------------------------------------------ score

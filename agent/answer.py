@@ -1,0 +1,198 @@
+"""A Prometheus answer checked and forwarded as JSON text, never built as Python objects.
+
+Decoded, a 20 MB ``query_range`` answer is millions of small lists and strings: 10 to 15
+times its size in memory, only to be encoded again for the Scoring API. The agent does not
+look at the points, so the answer is read one series at a time — each series is parsed
+(which checks its syntax and shape) and dropped — and only the position of the
+``data.result`` list is kept. The request to the Scoring API is then built from those
+bytes. A cycle holds the answer about twice (its bytes, then the request), not fifteen
+times.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.errors import FetchError
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# The C scanner of the standard library parses one value at a given position; NaN and
+# Infinity, which JSON does not have, are refused (they would be forwarded as is).
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(
+    parse_constant=_no_constant
+).scan_once  # type: ignore[attr-defined]  # public since Python 2, untyped in typeshed
+
+
+class _Malformed(Exception):
+    """The answer is not JSON, or not shaped as a Prometheus API response."""
+
+
+@dataclass(frozen=True)
+class SeriesBlock:
+    """The series of one answer as JSON text: ``data.result``'s items, comma-separated,
+    without the brackets (``raw[start:end]``)."""
+
+    raw: bytes | bytearray
+    start: int
+    end: int
+    count: int
+
+    @property
+    def empty(self) -> bool:
+        """Whether the answer held no series."""
+        return self.count == 0
+
+
+def scoring_request(blocks: list[SeriesBlock]) -> bytes:
+    """The ``/scoring`` body ``{"data": [...]}`` holding every series of ``blocks``, in order.
+
+    ``blocks`` is emptied: the answers are not held beside the request while it is sent.
+    """
+    parts: list[Any] = [b'{"data":[']
+    for block in blocks:
+        if block.empty:
+            continue
+        if len(parts) > 1:
+            parts.append(b",")
+        parts.append(memoryview(block.raw)[block.start : block.end])
+    parts.append(b"]}")
+    blocks.clear()
+    body = b"".join(parts)
+    parts.clear()
+    return body
+
+
+def series_block(body: bytes | bytearray) -> SeriesBlock:
+    """Check a Prometheus API answer and locate its ``data.result`` series, or
+    :class:`FetchError`.
+
+    Everything is checked as JSON; the envelope must be ``status: success`` with a
+    ``data.result`` list whose items are objects with a ``metric`` map and a ``values``
+    list. The points are not looked at.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FetchError("not a Prometheus API response", reason="invalid_response") from err
+    found = _Found()
+    try:
+        end = _object(text, _space(text, 0), found.top)
+        if _space(text, end) != len(text):
+            raise _Malformed
+    except (_Malformed, StopIteration, ValueError, IndexError, RecursionError) as err:
+        raise FetchError("not a Prometheus API response", reason="invalid_response") from err
+    if found.status is None:
+        raise FetchError("not a Prometheus API response", reason="invalid_response")
+    if found.status != "success":
+        error = str(found.error)[:200]
+        raise FetchError(
+            f"Prometheus answered status {found.status!r}: {error}", reason="query_error"
+        )
+    if found.result is None:
+        raise FetchError("Prometheus answer has no data.result list", reason="invalid_response")
+    if found.malformed_series:
+        raise FetchError("Prometheus answer holds a malformed series", reason="invalid_response")
+    start, stop, count = found.result
+    if text.isascii():  # offsets in the text are offsets in the bytes
+        return SeriesBlock(raw=body, start=start, end=stop, count=count)
+    raw = text[start:stop].encode()
+    return SeriesBlock(raw=raw, start=0, end=len(raw), count=count)
+
+
+class _Found:
+    """What the walk over an answer saw."""
+
+    def __init__(self) -> None:
+        self.status: Any = None
+        self.error: Any = ""
+        self.result: tuple[int, int, int] | None = None
+        self.malformed_series = False
+
+    def top(self, text: str, key: str, at: int) -> int:
+        if key == "data" and text.startswith("{", at):
+            self.result = None
+            return _object(text, at, self.data)
+        value, end = _scan(text, at)
+        if key == "status":
+            self.status = value
+        elif key == "error":
+            self.error = value
+        elif key == "data":
+            self.result = None
+        return int(end)
+
+    def data(self, text: str, key: str, at: int) -> int:
+        if key != "result":
+            return int(_scan(text, at)[1])
+        if not text.startswith("[", at):
+            self.result = None
+            return int(_scan(text, at)[1])
+        return self._result(text, at)
+
+    def _result(self, text: str, at: int) -> int:
+        first = index = _space(text, at + 1)
+        count = 0
+        malformed = False
+        if text.startswith("]", index):
+            self.result = (first, first, 0)
+            self.malformed_series = False
+            return index + 1
+        while True:
+            series, index = _scan(text, index)
+            count += 1
+            if (
+                not isinstance(series, dict)
+                or not isinstance(series.get("metric"), dict)
+                or not isinstance(series.get("values"), list)
+            ):
+                malformed = True
+            last = index
+            index = _space(text, index)
+            if text.startswith(",", index):
+                index = _space(text, index + 1)
+                continue
+            if text.startswith("]", index):
+                self.result = (first, last, count)
+                self.malformed_series = malformed
+                return index + 1
+            raise _Malformed
+
+
+def _space(text: str, at: int) -> int:
+    match = _SPACE.match(text, at)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _object(text: str, at: int, member: Callable[[str, str, int], int]) -> int:
+    """Walk the object at ``text[at]``, calling ``member(text, key, value_start)`` for each
+    member (it returns where the value ends); returns where the object ends."""
+    if not text.startswith("{", at):
+        raise _Malformed
+    index = _space(text, at + 1)
+    if text.startswith("}", index):
+        return index + 1
+    while True:
+        if not text.startswith('"', index):
+            raise _Malformed
+        key, index = _scan(text, index)
+        index = _space(text, index)
+        if not text.startswith(":", index):
+            raise _Malformed
+        index = _space(text, member(text, key, _space(text, index + 1)))
+        if text.startswith(",", index):
+            index = _space(text, index + 1)
+            continue
+        if text.startswith("}", index):
+            return index + 1
+        raise _Malformed
