@@ -167,7 +167,7 @@ class AgentSettings(Frozen):
     serviceMonitor: bool = False
     resources: Resources = Resources(
         requests=ResourceList(cpu="50m", memory="64Mi"),
-        limits=ResourceList(cpu="500m", memory="256Mi"),
+        limits=ResourceList(cpu="500m", memory="320Mi"),
     )
     aggregate: Aggregations = Field(
         default_factory=dict,
