@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,10 @@ class Remembered:
 
 
 def _digest_file(path: Path, sha: Any) -> None:
-    # never through a link, never blocking on a FIFO (the tree is untrusted)
+    # never through a link, never opening a FIFO or device (the tree is untrusted): lstat
+    # first, and the no-follow, non-blocking open checks again against a swap in between
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise _Unusable(str(path))
     try:
         sha.update(read_regular_file(path, max_bytes=_MAX_FILE_BYTES))
     except (NotRegularFileError, FileTooLargeError) as err:
