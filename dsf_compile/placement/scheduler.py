@@ -124,6 +124,8 @@ class ScoreIndex:
 
     objects: Mapping[tuple[str, str], AddOnPlacementScore]
     items: Mapping[tuple[str, str], Mapping[str, int]]
+    #: The keys of the objects whose agent reports them failing, sorted (usually few).
+    failing: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, scores: Iterable[AddOnPlacementScore]) -> ScoreIndex:
@@ -132,7 +134,14 @@ class ScoreIndex:
         items = {
             key: {item.name: item.value for item in s.status.scores} for key, s in objects.items()
         }
-        return cls(objects, items)
+        failing = sorted(
+            key
+            for key, s in objects.items()
+            if any(
+                c.type == "ScoresAvailable" and c.status == "False" for c in s.status.conditions
+            )
+        )
+        return cls(objects, items, tuple(failing))
 
 
 @dataclass(frozen=True)
@@ -237,7 +246,7 @@ def schedule(
     results: list[PrioritizerResult] = []
     addon_zero: dict[str, list[str]] = {}
     expired: set[tuple[str, str, datetime]] = set()
-    failing: set[tuple[str, str]] = set()
+    used_resources: set[str] = set()
     index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores or ())
     for prioritizer in prioritizers:
         coordinate = prioritizer.coordinate
@@ -248,7 +257,7 @@ def schedule(
             if missing and scores is not None:
                 addon_zero.setdefault(prioritizer.name, []).extend(missing)
             expired |= stale
-            failing |= {(c.name, coordinate.addOn.resourceName) for c in left}
+            used_resources.add(coordinate.addOn.resourceName)
         elif prioritizer.name == "Steady":
             values = {n: MAX_SCORE if n in own else 0 for n in names}
         elif prioritizer.name == "Balance":
@@ -269,7 +278,13 @@ def schedule(
             f"AddOnPlacementScore {score_namespace}/{score_name} expired at "
             f"{format_time(until)}: it scores 0"
         )
-    warnings += _failing_scores(index.objects, sorted(failing))
+    left_names = set(names)
+    failing = [
+        (cluster, resource)
+        for cluster, resource in index.failing
+        if resource in used_resources and cluster in left_names
+    ]
+    warnings += _failing_scores(index.objects, failing)
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")

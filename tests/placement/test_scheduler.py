@@ -819,3 +819,44 @@ def test_an_index_built_once_schedules_like_the_scores_themselves(
     from_index = schedule(p, clusters, [binding()], ScoreIndex.of(scores), [], AT)
     assert prioritizer(from_list, "AddOn/perf/gpu") == expected
     assert from_index == from_list
+
+
+def test_failing_scores_are_named_for_the_clusters_left_and_the_scores_used() -> None:
+    def failing(cluster: str, name: str, status: str = "False") -> AddOnPlacementScore:
+        return AddOnPlacementScore.model_validate(
+            {
+                "apiVersion": "cluster.open-cluster-management.io/v1alpha1",
+                "kind": "AddOnPlacementScore",
+                "metadata": {"name": name, "namespace": cluster},
+                "status": {
+                    "scores": [{"name": "gpu", "value": 10}],
+                    "conditions": [
+                        {"type": "ScoresAvailable", "status": status, "reason": "QueryFailed"}
+                    ],
+                },
+            }
+        )
+
+    scores = [
+        failing("c", "perf"),
+        failing("a", "perf"),
+        failing("a", "power"),  # not ranked by
+        failing("b", "perf", "True"),  # healthy
+        failing("gone", "perf"),  # removed by the predicate
+    ]
+    spec = {
+        **EXACT_ADDON,
+        "predicates": [
+            {"requiredClusterSelector": {"labelSelector": {"matchLabels": {"keep": "yes"}}}}
+        ],
+    }
+    clusters = [
+        Cluster(name=n, labels={"keep": "no" if n == "gone" else "yes"})
+        for n in ("a", "b", "c", "gone")
+    ]
+    for given_scores in (scores, ScoreIndex.of(scores)):
+        result = schedule(placement(spec), clusters, [binding()], given_scores, [], AT)
+        assert [w for w in result.warnings if "failing" in w] == [
+            "score perf failing on cluster a (QueryFailed): its last good values are used until they expire",
+            "score perf failing on cluster c (QueryFailed): its last good values are used until they expire",
+        ]
