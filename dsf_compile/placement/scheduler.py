@@ -137,9 +137,7 @@ class ScoreIndex:
         failing = sorted(
             key
             for key, s in objects.items()
-            if any(
-                c.type == "ScoresAvailable" and c.status == "False" for c in s.status.conditions
-            )
+            if any(c.type == "ScoresAvailable" and c.status == "False" for c in s.status.conditions)
         )
         return cls(objects, items, tuple(failing))
 
