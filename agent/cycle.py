@@ -191,6 +191,11 @@ async def _report_on_hub(
         log.debug(
             "condition_not_written", extra=fields(score_name=summary.scoreName, error=str(err))
         )
+    except Exception as err:  # a bug here must not end the scorer's task
+        log.warning(
+            "condition_not_written",
+            extra=fields(score_name=summary.scoreName, error=repr(err)[:300]),
+        )
 
 
 def _record_failure(

@@ -63,11 +63,9 @@ def scores_condition(
 ) -> dict[str, Any]:
     """The ``ScoresAvailable`` condition; its ``lastTransitionTime`` moves only when the status flips."""
     status = "True" if ok else "False"
-    since = (
-        previous["lastTransitionTime"]
-        if previous is not None and previous.get("status") == status
-        else now.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-    )
+    since = previous.get("lastTransitionTime") if previous is not None else None
+    if not isinstance(since, str) or previous is None or previous.get("status") != status:
+        since = now.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "type": CONDITION_TYPE,
         "status": status,
@@ -111,8 +109,9 @@ class HubPublisher:
         self._retries = retries
         # resourceVersion of our last write per object: the next write needs no read.
         self._versions: dict[str, str] = {}
-        # the status we last wrote per object: a failed cycle keeps its scores, changes
-        # only the condition, and writes nothing when the condition is already that one
+        # the status we last wrote per object (after a start: what the hub held): a failed
+        # cycle keeps its scores, changes only the condition, and writes nothing when the
+        # condition is already that one
         self._written: dict[str, dict[str, Any]] = {}
 
     async def publish(
@@ -122,7 +121,7 @@ class HubPublisher:
 
         Returns how many conflicts were retried.
         """
-        previous = self._condition(name)
+        previous = await self._condition(name)
         status = {
             **status,
             "conditions": [
@@ -141,12 +140,13 @@ class HubPublisher:
 
     async def report_failure(self, name: str, reason: str, message: str, now: datetime) -> bool:
         """Mark object ``name`` as failing (scores kept until ``validUntil``); False when unchanged."""
-        previous = self._condition(name)
-        if previous is not None and (previous["status"], previous["reason"]) == ("False", reason):
+        previous = await self._condition(name)
+        if previous is not None and (previous.get("status"), previous.get("reason")) == (
+            "False",
+            reason,
+        ):
             return False  # already said: the hub is not written every cycle of an outage
-        base = self._written.get(name)
-        if base is None:
-            base = await asyncio.to_thread(self._current_status, name)
+        base = self._written.get(name, {})
         status = {
             **{k: v for k, v in base.items() if k != "conditions"},
             "conditions": [
@@ -159,21 +159,24 @@ class HubPublisher:
         self._written[name] = status
         return True
 
-    def _condition(self, name: str) -> dict[str, Any] | None:
-        conditions = self._written.get(name, {}).get("conditions") or []
-        found: dict[str, Any] | None = next(
-            (c for c in conditions if c.get("type") == CONDITION_TYPE), None
-        )
-        return found
+    async def _condition(self, name: str) -> dict[str, Any] | None:
+        """Our condition on ``name``: as last written, else as the hub holds it.
 
-    def _current_status(self, name: str) -> dict[str, Any]:
-        """What the object holds now (a restarted agent has written nothing yet)."""
-        try:
-            found = self._get(name)
-        except _ConflictOrNotFound:
-            return {}
-        status: dict[str, Any] = found.get("status") or {}
-        return status
+        A restarted agent reads the object once (the read that finds its
+        ``resourceVersion`` anyway): a failure that outlives the restart keeps its
+        ``lastTransitionTime``, and an unchanged condition is not written again.
+        """
+        if name not in self._written:
+            version, status = await asyncio.to_thread(self._read_or_create, name)
+            self._versions[name] = version
+            self._written[name] = status
+        conditions = self._written[name].get("conditions")
+        if not isinstance(conditions, list):
+            return None
+        return next(
+            (c for c in conditions if isinstance(c, dict) and c.get("type") == CONDITION_TYPE),
+            None,
+        )
 
     async def _write(self, name: str, status: dict[str, Any]) -> int:
         conflicts = 0
@@ -181,7 +184,7 @@ class HubPublisher:
             version = self._versions.get(name)
             try:
                 if version is None:
-                    version = await asyncio.to_thread(self._current_version, name)
+                    version = (await asyncio.to_thread(self._read_or_create, name))[0]
                 self._versions[name] = await asyncio.to_thread(
                     self._write_status, name, status, version
                 )
@@ -199,8 +202,8 @@ class HubPublisher:
         self._versions.pop(name, None)
         self._written.pop(name, None)
 
-    def _current_version(self, name: str) -> str:
-        """Read the object, creating it first when it does not exist."""
+    def _read_or_create(self, name: str) -> tuple[str, dict[str, Any]]:
+        """The object's ``resourceVersion`` and status, creating it first when missing."""
         try:
             found = self._get(name)
         except _ConflictOrNotFound:  # 404: create it; 409 on create: another writer was faster
@@ -208,7 +211,8 @@ class HubPublisher:
                 found = self._create(name)
             except _ConflictOrNotFound:
                 found = self._get(name)
-        return str(found["metadata"]["resourceVersion"])
+        status = found.get("status")
+        return str(found["metadata"]["resourceVersion"]), status if isinstance(status, dict) else {}
 
     def _write_status(self, name: str, status: dict[str, Any], version: str) -> str:
         body = placement_score_object(

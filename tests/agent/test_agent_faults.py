@@ -579,3 +579,55 @@ async def test_a_cycle_that_fails_at_the_hub_leaves_dynamic_score_as_it_was(
         agent.stop.set()
         await agent.task
         api_client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_restarted_agent_keeps_the_condition_and_its_transition_time(
+    kube: FakeKube,
+) -> None:
+    """The condition on the hub outlives the agent: a failure that goes on after a restart
+    keeps its lastTransitionTime (explain's "failing since") and is not written again."""
+    from datetime import UTC, datetime
+
+    from agent.publish import HubPublisher
+
+    def at(second: int) -> datetime:
+        return datetime(2026, 1, 1, 12, 0, second, tzinfo=UTC)
+
+    def condition() -> dict[str, Any]:
+        obj = kube.get("addonplacementscores", CLUSTER, "s") or {}
+        found: dict[str, Any] = obj["status"]["conditions"][0]
+        return found
+
+    def status_writes() -> int:
+        return sum(
+            1 for r in kube.server.taken() if r.method == "PUT" and r.path.endswith("/status")
+        )
+
+    scores = {"scores": [{"name": "a", "value": 7}], "validUntil": "2026-01-01T12:05:00Z"}
+    api_client, _, custom = kube_apis(kube)
+    try:
+        await HubPublisher(custom, CLUSTER).publish("s", scores, now=at(0))
+        first = HubPublisher(custom, CLUSTER)
+        await first.report_failure("s", "PrometheusUnreachable", "down", at(10))
+        assert condition()["lastTransitionTime"] == "2026-01-01T12:00:10Z"
+
+        restarted = HubPublisher(custom, CLUSTER)  # a new process: nothing in memory
+        written = status_writes()
+        assert not await restarted.report_failure("s", "PrometheusUnreachable", "down", at(20))
+        assert status_writes() == written
+        assert await restarted.report_failure("s", "QueryFailed", "HTTP 500", at(30))
+        changed = condition()
+        assert (changed["reason"], changed["lastTransitionTime"]) == (
+            "QueryFailed",
+            "2026-01-01T12:00:10Z",  # still False: no transition
+        )
+        obj = kube.get("addonplacementscores", CLUSTER, "s") or {}
+        assert obj["status"]["scores"] == scores["scores"]
+
+        await HubPublisher(custom, CLUSTER).publish("s", scores, now=at(40))
+        assert condition()["lastTransitionTime"] == "2026-01-01T12:00:40Z"  # False → True
+        await HubPublisher(custom, CLUSTER).publish("s", scores, now=at(50))
+        assert condition()["lastTransitionTime"] == "2026-01-01T12:00:40Z"  # True stays True
+    finally:
+        api_client.close()
