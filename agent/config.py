@@ -399,12 +399,16 @@ class ConfigMapSource:
             self._deliver(event)
 
     def _run(self) -> None:
-        backoff = 1.0
+        backoff = initial = min(1.0, self._max_backoff)
+        failing: str | None = None  # the kind of error being retried, logged once
         while not self._stop.is_set():
             try:
                 document = self._list_document()
+                if failing is not None:
+                    log.info("configmap_watch_recovered", extra=fields(after=failing))
+                    failing = None
                 self._offer(_first_item(document))
-                backoff = 1.0
+                backoff = initial
                 self._watch(_resource_version(document))
             except Exception as err:  # API unreachable, 410 Gone, bad stream: list again
                 if self._stop.is_set():
@@ -414,10 +418,15 @@ class ConfigMapSource:
                         if self._last != f"error:{err}":
                             self._last = f"error:{err}"
                             self._deliver(err)
-                log.warning(
+                # An outage fails every retry the same way: say it once, repeats at debug
+                # (the message is no key: urllib3's quote object addresses).
+                kind = type(err).__name__
+                log.log(
+                    logging.WARNING if kind != failing else logging.DEBUG,
                     "configmap_watch_error",
-                    extra=fields(error=f"{type(err).__name__}: {err}"[:300], retry_seconds=backoff),
+                    extra=fields(error=f"{kind}: {err}"[:300], retry_seconds=backoff),
                 )
+                failing = kind
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
 

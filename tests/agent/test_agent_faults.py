@@ -6,6 +6,7 @@ that never answers) the health endpoint still answers and SIGTERM still stops th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -420,33 +421,138 @@ async def test_a_hub_outage_logs_no_library_retries(
     kube: FakeKube,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The agent's own client (as built for production) fails at once; the cycle speaks."""
+    """The agent's own client (as built for production) fails at once; the cycle speaks:
+    one warning per scorer when the outage starts, one line when it ends, repeats at debug."""
+    import logging
+
     from agent.kube import custom_objects_api, hub_client
 
     prometheus, scorer = serve(good_prometheus), serve(average_scorer)
-    summary = make_summary(
-        sourceEndpoint=f"{prometheus.url}/api/v1/query_range",
-        scoringEndpoint=f"{scorer.url}/scoring",
+    names = [f"score_{index}" for index in range(4)]
+    write_config(
+        tmp_path / "summaries.json",
+        [
+            make_summary(
+                name=name.replace("_", "-"),
+                scoreName=name,
+                sourceEndpoint=f"{prometheus.url}/api/v1/query_range",
+                scoringEndpoint=f"{scorer.url}/scoring",
+            )
+            for name in names
+        ],
     )
-    write_config(tmp_path / "summaries.json", [summary])
     (tmp_path / "hub.kubeconfig").write_text(kube.kubeconfig())
     api_client = hub_client(tmp_path / "hub.kubeconfig")
     try:
         agent = await start_agent(hub=custom_objects_api(api_client), request_timeout=2.0)
-        await wait_for(lambda: successes(agent, "sample_my_score") >= 1, what="first publish")
+        await wait_for(
+            lambda: all(successes(agent, name) >= 1 for name in names), what="first publish"
+        )
         caplog.clear()
         with caplog.at_level("DEBUG"):
             kube.down = True
             await wait_for(
-                lambda: failures(agent, "sample_my_score", "publish", "unreachable") >= 2,
-                what="unreachable hub counted",
+                lambda: all(failures(agent, name, "publish", "unreachable") >= 3 for name in names),
+                what="several unreachable cycles of every scorer",
             )
             kube.down = False
-        retries = [r for r in caplog.records if "Retrying" in r.getMessage()]
-        assert retries == []
+            await wait_for(
+                lambda: all(
+                    any(
+                        r.getMessage() == "scorer_recovered"
+                        and getattr(r, "dsf_fields", {}).get("score_name") == name
+                        for r in caplog.records
+                    )
+                    for name in names
+                ),
+                what="every scorer recovered",
+            )
+        library = [
+            r for r in caplog.records if r.name.startswith("urllib3") and r.levelno >= logging.INFO
+        ]
+        assert library == [], [r.getMessage() for r in library]
+        loud = [
+            r for r in caplog.records if r.name.startswith("dsf.") and r.levelno >= logging.INFO
+        ]
+        # one cycle_failed when the outage starts and one scorer_recovered per scorer
+        assert len(loud) <= 2 * len(names), [r.getMessage() for r in loud]
+        repeats = [
+            r
+            for r in caplog.records
+            if r.getMessage() == "cycle_failed" and r.levelno == logging.DEBUG
+        ]
+        assert len(repeats) >= 2 * len(names)
     finally:
         agent.stop.set()
         await agent.task
+        api_client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_api_outage_is_logged_once_by_the_configmap_watch(
+    kube: FakeKube,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The ConfigMap's list-and-watch retries every few seconds while the cluster API is
+    down: the first failure is a warning, the retries are debug, the recovery one line."""
+    import asyncio
+    import logging
+
+    from agent.config import ConfigMapSource, ParsedConfig
+    from agent.kube import core_api, hub_client
+
+    kube.set_configmap(
+        "dynamic-scoring", "dynamic-scoring-config", {"summaries": json.dumps([make_summary()])}
+    )
+    (tmp_path / "kubeconfig").write_text(kube.kubeconfig())
+    # built like the managed cluster's client (KUBECONFIG is read once, at import)
+    api_client = hub_client(tmp_path / "kubeconfig")
+    source = ConfigMapSource(
+        core_api(api_client),
+        "dynamic-scoring",
+        "dynamic-scoring-config",
+        timeout=2.0,
+        max_backoff=0.05,
+    )
+    events: list[Any] = []
+
+    async def consume() -> None:
+        async for event in source.events():
+            events.append(event)
+
+    def lists() -> int:
+        return sum(
+            1
+            for r in kube.server.taken()
+            if r.path.endswith("/configmaps") and "watch" not in r.query
+        )
+
+    task = asyncio.create_task(consume())
+    try:
+        with caplog.at_level("DEBUG"):
+            await wait_for(lambda: bool(events), what="the ConfigMap")
+            assert isinstance(events[0], ParsedConfig)
+            kube.down = True
+            before = lists()
+            await wait_for(lambda: lists() >= before + 6, what="several failed lists")
+            kube.down = False
+            await wait_for(
+                lambda: any(r.getMessage() == "configmap_watch_recovered" for r in caplog.records),
+                what="recovery",
+            )
+        watch = [r for r in caplog.records if r.name == "dsf.agent.config"]
+        errors = [r for r in watch if r.getMessage() == "configmap_watch_error"]
+        assert len(errors) >= 5
+        assert [r.levelno for r in errors if r.levelno > logging.DEBUG] == [logging.WARNING]
+        assert not [
+            r for r in caplog.records if r.name.startswith("urllib3") and r.levelno >= logging.INFO
+        ]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        source.stop()
         api_client.close()
 
 
