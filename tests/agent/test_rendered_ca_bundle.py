@@ -29,12 +29,10 @@ def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
 
 
-@pytest.fixture
-def pki(tmp_path: Path) -> Path:
-    """A private CA and a server certificate for 127.0.0.1 signed by it."""
+def make_pki(folder: Path, subject_alt_name: str) -> Path:
+    """A private CA in ``folder`` and a server certificate for ``subject_alt_name`` signed by it."""
     if shutil.which("openssl") is None:
         pytest.skip("openssl not installed")
-    folder = tmp_path / "pki"
     folder.mkdir()
     _openssl(
         "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -43,10 +41,10 @@ def pki(tmp_path: Path) -> Path:
     )  # fmt: skip
     _openssl(
         "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1",
+        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=dsf test server",
         cwd=folder,
     )  # fmt: skip
-    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    (folder / "ext.cnf").write_text(f"subjectAltName={subject_alt_name}\n")
     _openssl(
         "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf",
@@ -56,12 +54,22 @@ def pki(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def https_scorer(pki: Path) -> Iterator[FakeServer]:
+def pki(tmp_path: Path) -> Path:
+    """A private CA and a server certificate for 127.0.0.1 signed by it."""
+    return make_pki(tmp_path / "pki", "IP:127.0.0.1")
+
+
+def tls_server(pki: Path) -> FakeServer:
     server = FakeServer(average_scorer)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki / "server.crt", pki / "server.key")
     server._server.socket = context.wrap_socket(server._server.socket, server_side=True)
-    server.start()
+    return server.start()
+
+
+@pytest.fixture
+def https_scorer(pki: Path) -> Iterator[FakeServer]:
+    server = tls_server(pki)
     yield server
     server.stop()
 
@@ -150,3 +158,57 @@ def test_a_scorer_behind_a_private_ca(
     else:
         wait_outcome(agent, "failure")
         assert outcomes(agent).get("success", 0) == 0
+
+
+SERVICE = "scorer.dynamic-scoring.svc"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("url_host", "with_bundle", "succeeds"),
+    [
+        (SERVICE, True, True),
+        (SERVICE, False, False),  # the public CAs do not know the private one
+        ("other.dynamic-scoring.svc", True, False),  # mapped too, but not the certificate's name
+    ],
+)
+async def test_a_private_ca_through_resolve_checks_the_service_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    url_host: str,
+    with_bundle: bool,
+    succeeds: bool,
+) -> None:
+    """``--resolve`` to loopback keeps TLS verifying the name the URL has, against the CA
+    bundle ``SSL_CERT_FILE`` names (httpx reads it when the client is built)."""
+    from agent.errors import ScoreError
+    from agent.score import request_scores
+    from agent.transport import RequestSlots, make_client
+
+    pki = make_pki(tmp_path / "pki", f"DNS:{SERVICE}")
+    server = tls_server(pki)
+    try:
+        if with_bundle:
+            monkeypatch.setenv("SSL_CERT_FILE", str(pki / "ca.crt"))
+        else:
+            monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        connect_to = {(name, 8443): ("127.0.0.1", server.port) for name in (SERVICE, url_host)}
+        async with make_client(5.0, connect_to=connect_to) as client:
+            call = request_scores(
+                client,
+                f"https://{url_host}:8443/scoring",
+                [],
+                token=None,
+                max_bytes=1 << 20,
+                slots=RequestSlots(5.0),
+            )
+            if succeeds:
+                assert (await call).results == []
+                assert server.taken("/scoring")[0].headers["host"] == f"{SERVICE}:8443"
+            else:
+                with pytest.raises(ScoreError):
+                    await call
+                assert not server.taken("/scoring")
+    finally:
+        server.stop()
