@@ -65,7 +65,7 @@ class FileTooLargeError(OSError):
     """The file is larger than the caller accepts."""
 
 
-def read_regular_file(file: Path, *, max_bytes: int) -> bytes:
+def read_regular_file(file: str | Path, *, max_bytes: int) -> bytes:
     """The bytes of ``file`` if it is a regular file of at most ``max_bytes``.
 
     The last component is not followed if it is a symbolic link, and opening never blocks

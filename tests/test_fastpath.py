@@ -83,3 +83,37 @@ def test_every_edit_is_seen(
     with_cache = cli(root, "render", "--check")
     (root / fastpath.CACHE).unlink()
     assert cli(root, "render", "--check") == with_cache
+
+
+def test_a_record_line_leaving_rendered_is_never_read(rendered_fleet: Path, tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
+    (tmp_path / "outside.yaml").write_text("not the compiler's\n")
+    with (root / "rendered/.dsf-files").open("a") as record:
+        record.write("../../outside.yaml\n")
+    digest = fastpath.inputs_digest(root)
+    assert digest is not None
+    fastpath.remember(root, digest, fastpath.Remembered(1, 1, ()))
+    assert fastpath.unchanged(root) is None
+
+
+def test_a_linked_cluster_folder_is_not_vouched_for(rendered_fleet: Path, tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
+    folder = next(p for p in sorted((root / "rendered/clusters").iterdir()) if p.is_dir())
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy, copy_function=shutil.copy2)  # same bytes, same mtimes
+    shutil.rmtree(folder)
+    folder.symlink_to(copy, target_is_directory=True)
+    assert fastpath.unchanged(root) is None
+
+
+def test_the_libraries_that_encode_the_output_are_part_of_the_digest(
+    rendered_fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = fastpath.inputs_digest(rendered_fleet)
+    real = fastpath._installed
+    monkeypatch.setattr(
+        fastpath, "_installed", lambda name: real(name) + ("+new" if name == "yaml" else "")
+    )
+    assert fastpath.inputs_digest(rendered_fleet) != before
