@@ -183,15 +183,15 @@ def _moment(text: str) -> datetime:
 
 def _hub_state(args: argparse.Namespace) -> HubState | None:
     """The state named by the options, or None when neither scores nor a hub were given."""
-    from dsf_compile.placement.sources import HubState, read_decisions, read_hub, read_scores
-
     kubeconfig = getattr(args, "hub_kubeconfig", None)
     if kubeconfig and (args.scores or args.decisions):
         raise UsageError("--hub-kubeconfig reads scores and decisions: drop --scores/--decisions")
+    if not kubeconfig and args.scores is None and args.decisions is None:
+        return None  # before the import: a no-op --check must not load the models
+    from dsf_compile.placement.sources import HubState, read_decisions, read_hub, read_scores
+
     if kubeconfig:
         return read_hub(kubeconfig)
-    if args.scores is None and args.decisions is None:
-        return None
     scores = read_scores(args.scores) if args.scores else None
     decisions = read_decisions(args.decisions) if args.decisions else ()
     return HubState(scores, decisions)

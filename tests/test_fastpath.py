@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from dsf_compile.cli import run
 from dsf_compile.render import fastpath
-from tests.fleet_repo import copy_fleet
+from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 
 def cli(root: Path, *argv: str) -> tuple[int, str, str]:
@@ -117,3 +119,31 @@ def test_the_libraries_that_encode_the_output_are_part_of_the_digest(
         fastpath, "_installed", lambda name: real(name) + ("+new" if name == "yaml" else "")
     )
     assert fastpath.inputs_digest(rendered_fleet) != before
+
+
+@pytest.mark.parametrize(
+    "argv", [["render"], ["render", "--check"], ["diff"]], ids=["render", "check", "diff"]
+)
+def test_the_fast_path_loads_no_model_and_no_yaml(rendered_fleet: Path, argv: list[str]) -> None:
+    # what makes a no-op cheap as a whole command: nothing of the full path is imported
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "dsf_compile",
+            "--root",
+            str(rendered_fleet),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "up to date" in result.stderr or "0 added, 0 changed, 0 removed" in result.stderr
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    heavy = {"pydantic", "yaml", "jsonschema", "dsf_compile.pipeline", "dsf_compile.inputs.load"}
+    assert not imported & heavy
