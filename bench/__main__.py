@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import multiprocessing
 import platform
 import resource
@@ -43,6 +44,7 @@ class Row:
 class Sizes:
     render_clusters: tuple[int, ...]
     render_scorers: int
+    render_repeat: int
     big_clusters: int
     big_scorers: int
     sync_scorers: int
@@ -52,33 +54,58 @@ class Sizes:
     agent: tuple[int, float]
 
 
-FULL = Sizes((10, 100, 1000, 10_000), 50, 10_000, 100, 200, 0.1, (1000, 100), (20, 50), (200, 30.0))
-QUICK = Sizes((5, 10), 3, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 2.0))
+FULL = Sizes(
+    (10, 100, 1000, 10_000), 50, 3, 10_000, 100, 200, 0.1, (1000, 100), (20, 50), (200, 30.0)
+)
+QUICK = Sizes((5, 10), 3, 1, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 2.0))
 
 
 def render_rows(sizes: Sizes) -> list[Row]:
     from bench.render_bench import measure
 
     rows = []
+    measured: list[tuple[int, dict[str, float]]] = []
     for clusters in sizes.render_clusters:
         scorers = sizes.big_scorers if clusters == sizes.big_clusters else sizes.render_scorers
-        figures = _in_child(measure, clusters, scorers, 1)
+        # one run of the biggest fleet: minutes, and its noise is small against its size
+        repeat = 1 if clusters >= 10_000 else sizes.render_repeat
+        figures = _in_child(measure, clusters, scorers, repeat)
+        measured.append((clusters, figures))
         floor, full = figures["floor"], figures["full render"]
         workload = f"{clusters} clusters × {scorers} scorers"
+        # the floor's target is set for 1,000 clusters and more; below, the fixed part of a
+        # whole command (interpreter, imports, the CRDs and the addon) dwarfs a floor of
+        # milliseconds
+        at_scale = clusters >= 1000
         rows.append(
-            Row("render", "full render", workload, f"{full:.3f} s", f"floor {floor:.3f} s",
-                full / floor, "≤ 1.5× floor", full <= 1.5 * floor)
+            Row("render", "full render (command)", workload, f"{full:.3f} s", f"floor {floor:.3f} s",
+                full / floor, "≤ 1.5× floor" if at_scale else "- (fixed costs dominate)",
+                full <= 1.5 * floor if at_scale else None)
         )  # fmt: skip
         for what in ("no-op render", "render --check"):
             seconds = figures[what]
             rows.append(
-                Row("render", what, workload, f"{seconds:.3f} s", f"full {full:.3f} s",
+                Row("render", f"{what} (command)", workload, f"{seconds:.3f} s", f"full {full:.3f} s",
                     seconds / full, "≤ 20 % of full", seconds <= 0.2 * full)
             )  # fmt: skip
+        peak, output = figures["full render peak MB"], figures["output MB"]
         rows.append(
-            Row("render", "peak RSS", workload, f"{figures['peak_mb']:.0f} MB",
-                f"{int(figures['files'])} files", 0.0, "grows with the output", None)
+            Row("render", "full render peak RSS", workload, f"{peak:.0f} MB",
+                f"output {output:.1f} MB in {int(figures['files'])} files", peak / output,
+                "grows no faster than the output", None)
         )  # fmt: skip
+    for (small, a), (large, b) in itertools.pairwise(measured):
+        output = b["output MB"] / a["output MB"]
+        span = f"{small} → {large} clusters"
+        time_growth = b["full render"] / a["full render"]
+        rss_growth = b["full render peak MB"] / a["full render peak MB"]
+        rows += [
+            Row("render", "scaling: full render time", span, f"× {time_growth:.2f}",
+                f"output × {output:.2f}", time_growth / output, "≤ 1.2 (near-linear)",
+                time_growth / output <= 1.2),
+            Row("render", "scaling: peak RSS", span, f"× {rss_growth:.2f}", f"output × {output:.2f}",
+                rss_growth / output, "≤ 1 (no faster than the output)", rss_growth / output <= 1.0),
+        ]  # fmt: skip
     return rows
 
 

@@ -6,16 +6,21 @@ Prints a table of wall times (best of ``--repeat``) with the in-run floor — th
 summaries encoded with ``json.dumps(indent=2)`` and written one file per cluster by a
 bare loop — and each figure's ratio to it. A second floor, "layout floor", writes the very
 files render writes (one object per file, a kustomization per folder: about three files
-per cluster) by a bare loop, to separate the cost of the layout from the compiler's own. Targets (quality.md): full render ≤ 1.5×
-the floor, no-op render and ``--check`` ≤ 20 % of a full render, near-linear scaling.
+per cluster) by a bare loop, to separate the cost of the layout from the compiler's own.
+The renders are whole commands (``python -m dsf_compile render`` in a child process:
+interpreter start, imports and all), each with its own peak RSS; the floors run in this
+process. Targets (quality.md): full render ≤ 1.5× the floor, no-op render and ``--check``
+≤ 20 % of a full render, near-linear scaling. ``python -m bench`` imports :func:`measure`.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,12 +28,15 @@ from pathlib import Path
 
 import yaml
 
-from dsf_compile.cli import run
-from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render.manifests import render_manifests, summaries_of
-from dsf_compile.scoring_api import ScorerConfig
-from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's compiler, also when run as a script
+
+from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
+from dsf_compile.pipeline import plan_fleet  # noqa: E402
+from dsf_compile.render.manifests import render_manifests  # noqa: E402
+from dsf_compile.resolve.summaries import Plan  # noqa: E402
+from dsf_compile.scoring_api import ScorerConfig  # noqa: E402
+from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile  # noqa: E402
 
 REGIONS = ("eu-west", "us-east", "ap-south")
 
@@ -123,69 +131,116 @@ def generate_fleet(root: Path, clusters: int, scorers: int) -> None:
     write_lockfile(root, Lockfile(scorers=lock))
 
 
-def best_of(repeat: int, setup: Callable[[], None], action: Callable[[], None]) -> float:
+def best_of(repeat: int, setup: Callable[[], None], action: Callable[[], float]) -> float:
+    """The best of ``repeat`` runs; ``action`` returns its own seconds."""
     times = []
     for _ in range(repeat):
         setup()
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
+        # The previous run's dirty pages are written back now, not during the next one.
+        os.sync()
+        times.append(action())
     return min(times)
 
 
-def render_cli(root: Path, *extra: str) -> None:
-    code = run(["--root", str(root), "render", *extra], io.StringIO(), io.StringIO())
-    if code != 0:
-        raise SystemExit(f"render {' '.join(extra)} exited {code}")
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def render_command(root: Path, *extra: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of ``python -m dsf_compile render`` as a whole command."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dsf_compile", "--root", str(root), "render", *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=_env(),
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4
+        if process.returncode != 0:
+            err.seek(0)
+            raise SystemExit(
+                f"render {' '.join(extra)} exited {process.returncode}: {err.read().decode()[-2000:]}"
+            )
+    return seconds, usage.ru_maxrss / 1024
+
+
+def floor_seconds(plan: Plan, folder: Path, repeat: int) -> float:
+    """The floor: the same summaries, ``json.dumps(indent=2)``, one file per cluster."""
+    # Each scorer's summary is dumped once; the floor encodes it on every cluster.
+    dumped = {name: r.summary.model_dump() for name, r in plan.resolved.items()}
+    per_cluster = [(c.name, [dumped[n] for n in c.scorers]) for c in plan.clusters]
+
+    def clean() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+
+    def floor() -> float:
+        start = time.perf_counter()
+        for name, summaries in per_cluster:
+            (folder / f"{name}.json").write_text(json.dumps(summaries, indent=2))
+        return time.perf_counter() - start
+
+    seconds = best_of(repeat, clean, floor)
+    shutil.rmtree(folder)
+    return seconds
+
+
+def layout_floor_seconds(plan: Plan, folder: Path, repeat: int) -> float:
+    """The very files render writes, by a bare loop: the cost of the layout itself."""
+    rendered = render_manifests(plan)
+
+    def clean() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def layout_floor() -> float:
+        start = time.perf_counter()
+        for relative, text in rendered.items():
+            target = folder / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        return time.perf_counter() - start
+
+    seconds = best_of(repeat, clean, layout_floor)
+    shutil.rmtree(folder)
+    return seconds
 
 
 def measure(clusters: int, scorers: int, repeat: int) -> dict[str, float]:
+    """Floors in this process; full, no-op and ``--check`` renders as whole commands."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "fleet"
         generate_fleet(root, clusters, scorers)
         plan = plan_fleet(root)
-        per_cluster = [
-            (c.name, [s.model_dump() for s in summaries_of(plan, c.name)]) for c in plan.clusters
-        ]
-        floor_dir = Path(tmp) / "floor"
-
-        def clean_floor() -> None:
-            shutil.rmtree(floor_dir, ignore_errors=True)
-            floor_dir.mkdir()
-
-        def floor() -> None:
-            for name, summaries in per_cluster:
-                (floor_dir / f"{name}.json").write_text(json.dumps(summaries, indent=2))
+        figures = {
+            "floor": floor_seconds(plan, Path(tmp) / "floor", repeat),
+            "layout floor": layout_floor_seconds(plan, Path(tmp) / "layout", repeat),
+        }
+        del plan
+        peaks: list[float] = []
 
         def clean_rendered() -> None:
             shutil.rmtree(root / "rendered", ignore_errors=True)
+            shutil.rmtree(root / ".dsf-cache", ignore_errors=True)
 
-        rendered = render_manifests(plan)
-        layout_dir = Path(tmp) / "layout"
+        def full() -> float:
+            seconds, peak = render_command(root)
+            peaks.append(peak)
+            return seconds
 
-        def clean_layout() -> None:
-            shutil.rmtree(layout_dir, ignore_errors=True)
-
-        def layout_floor() -> None:
-            # The same files and folders render writes, by a bare loop: the cost of the
-            # layout itself (one object per file, a kustomization per folder).
-            for relative, text in rendered.items():
-                target = layout_dir / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text)
-
-        figures = {
-            "floor": best_of(repeat, clean_floor, floor),
-            "layout floor": best_of(repeat, clean_layout, layout_floor),
-            "full render": best_of(repeat, clean_rendered, lambda: render_cli(root)),
-        }
-        render_cli(root)
-        figures["no-op render"] = best_of(repeat, lambda: None, lambda: render_cli(root))
+        figures["full render"] = best_of(repeat, clean_rendered, full)
+        figures["full render peak MB"] = min(peaks)
+        figures["no-op render"] = best_of(repeat, lambda: None, lambda: render_command(root)[0])
         figures["render --check"] = best_of(
-            repeat, lambda: None, lambda: render_cli(root, "--check")
+            repeat, lambda: None, lambda: render_command(root, "--check")[0]
         )
-        files = sum(1 for p in (root / "rendered").rglob("*") if p.is_file())
-        figures["files"] = files
+        files = [p for p in (root / "rendered").rglob("*") if p.is_file()]
+        figures["files"] = len(files)
+        figures["output MB"] = sum(p.stat().st_size for p in files) / 1e6
         return figures
 
 
@@ -214,7 +269,10 @@ def main() -> None:
                 f"{clusters:>8} {what:<16} {seconds:>9.3f} {seconds / floor:>8.2f} {seconds / full:>7.2f}  "
                 f"{target.get(what, '')}"
             )
-        print(f"{clusters:>8} {'files written':<16} {int(figures['files']):>9}")
+        print(
+            f"{clusters:>8} {'files written':<16} {int(figures['files']):>9}, "
+            f"{figures['output MB']:.1f} MB; full render peak RSS {figures['full render peak MB']:.0f} MB"
+        )
     small, large = min(scaling), max(scaling)
     per_small = scaling[small] / small
     per_large = scaling[large] / large
