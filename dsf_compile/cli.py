@@ -344,7 +344,9 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
                 )
             said = fastpath.Remembered(result.files, result.clusters, result.warnings)
             if digest is not None:
-                fastpath.remember(root, digest, said)
+                changes = result.changes
+                written = {**changes.added, **{p: new for p, (_, new) in changes.changed.items()}}
+                fastpath.remember(root, digest, said, written)
             summary = result.changes.summary()
         else:
             summary = "0 added, 0 changed, 0 removed"

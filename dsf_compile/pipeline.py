@@ -6,12 +6,12 @@ repository, the network (through :mod:`dsf_compile.sync.fetch`), writing ``rende
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dsf_compile.errors import InputError, Problem, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
@@ -24,15 +24,12 @@ from dsf_compile.inputs.validate import (
     validate_settings,
 )
 from dsf_compile.placement.checks import check_placements, inventory_clusters, score_catalog
-from dsf_compile.placement.explain import DecisionChange
 from dsf_compile.placement.proposal import check_optimizations, propose
 from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex, schedule
-from dsf_compile.placement.sources import HubState
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.placements import PLACEMENTS_FOLDER
 from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
-from dsf_compile.sync.clusters import Discovery
 from dsf_compile.sync.lock import (
     LOCKFILE,
     LockEntry,
@@ -41,6 +38,11 @@ from dsf_compile.sync.lock import (
     read_lockfile,
     write_lockfile,
 )
+
+if TYPE_CHECKING:  # imported where used: render, the no-op's fallback, loads none of them
+    from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.placement.sources import HubState
+    from dsf_compile.sync.clusters import Discovery
 
 SETTINGS_FILE = "dsf.yaml"
 
@@ -171,6 +173,8 @@ def sync_fleet(
         if progress is not None:
             progress(name, entry, done, total)
 
+    import asyncio
+
     lock = asyncio.run(
         sync_lock(
             scorers,
@@ -229,6 +233,8 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
 
     Placements added or removed by the change count too (no decisions on the missing side).
     """
+    from dsf_compile.placement.explain import DecisionChange
+
     inputs = load_inputs(root)
     clusters = inventory_clusters(inputs)
     scores = _indexed(state)
@@ -336,6 +342,7 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
     from dsf_compile.files import atomic_write
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
+        Discovery,
         encode_discovered,
         list_managed_clusters,
         names_in,

@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsf_compile.cli import run
+from dsf_compile.pipeline import plan_fleet
 from dsf_compile.render import fastpath
+from dsf_compile.render.manifests import render_manifests
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 
@@ -147,3 +149,14 @@ def test_the_fast_path_loads_no_model_and_no_yaml(rendered_fleet: Path, argv: li
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     heavy = {"pydantic", "yaml", "jsonschema", "dsf_compile.pipeline", "dsf_compile.inputs.load"}
     assert not imported & heavy
+
+
+def test_the_digest_of_what_was_written_equals_the_digest_of_the_disk(
+    rendered_fleet: Path,
+) -> None:
+    files = render_manifests(plan_fleet(rendered_fleet))
+    from_disk = fastpath._rendered_digest(rendered_fleet)
+    assert fastpath._rendered_digest(rendered_fleet, files) == from_disk
+    assert fastpath._rendered_digest(rendered_fleet, {**files, "crds/x.yaml": "?"}) == from_disk
+    some = sorted(files)[len(files) // 2]
+    assert fastpath._rendered_digest(rendered_fleet, {some: files[some] + "#"}) != from_disk

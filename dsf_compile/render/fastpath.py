@@ -28,6 +28,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,8 +133,11 @@ def _owned(root: Path) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def _rendered_digest(root: Path) -> str:
+def _rendered_digest(root: Path, written: Mapping[str, str] | None = None) -> str:
     """The digest of every file ``rendered/`` owns, read without following a link.
+
+    ``written`` holds texts a render has just written: hashed from memory instead of read
+    back. That can only make the cache stale, never wrong: :func:`unchanged` reads the disk.
 
     Plain strings rather than :class:`~pathlib.Path`, and each folder checked once: at
     10,000 clusters this runs over 30,000 files, and path objects cost more than hashing.
@@ -154,7 +158,11 @@ def _rendered_digest(root: Path) -> str:
             checked.add(folder)
             folder = folder.rpartition("/")[0]
         sha.update(b"\0file\0" + relative.encode("utf-8", "surrogateescape"))
-        _digest_file(os.path.join(base, relative), sha)
+        text = written.get(relative) if written else None
+        if text is None:
+            _digest_file(os.path.join(base, relative), sha)
+        else:
+            sha.update(text.encode("utf-8"))
     return sha.hexdigest()
 
 
@@ -175,13 +183,19 @@ def unchanged(root: Path) -> Remembered | None:
         return None
 
 
-def remember(root: Path, inputs: str, said: Remembered) -> None:
-    """Record the tree just rendered (or checked clean); best effort, never fails a render."""
+def remember(
+    root: Path, inputs: str, said: Remembered, written: Mapping[str, str] | None = None
+) -> None:
+    """Record the tree just rendered (or checked clean); best effort, never fails a render.
+
+    ``written``: the files the render just wrote, path in ``rendered/`` → text (at 10,000
+    clusters, reading 0.7 GB back costs a second).
+    """
     try:
         cache = {
             "version": _VERSION,
             "inputs": inputs,
-            "rendered": _rendered_digest(root),
+            "rendered": _rendered_digest(root, written),
             "files": said.files,
             "clusters": said.clusters,
             "warnings": [
