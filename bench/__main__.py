@@ -82,6 +82,15 @@ def render_rows(sizes: Sizes) -> list[Row]:
                 full / floor, "≤ 1.5× floor" if at_scale else "- (fixed costs dominate)",
                 full <= 1.5 * floor if at_scale else None)
         )  # fmt: skip
+        warm, layout = figures["full render in process"], figures["layout floor"]
+        rows += [
+            Row("render", "full render (in process, imports done)", workload, f"{warm:.3f} s",
+                f"floor {floor:.3f} s", warm / floor, "- (what the compiler adds to its imports)",
+                None),
+            Row("render", "layout floor (render's files, bare loop)", workload, f"{layout:.3f} s",
+                f"floor {floor:.3f} s", layout / floor, "- (what the layout costs the file system)",
+                None),
+        ]  # fmt: skip
         for what in ("no-op render", "render --check"):
             seconds = figures[what]
             rows.append(
