@@ -14,8 +14,10 @@ import itertools
 import multiprocessing
 import platform
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,12 +67,18 @@ def render_rows(sizes: Sizes) -> list[Row]:
 
     rows = []
     measured: list[tuple[int, dict[str, float]]] = []
-    for clusters in sizes.render_clusters:
+    # one scratch folder for every size, removed at the end: see render_bench.best_of
+    scratch = Path(tempfile.mkdtemp(prefix="dsf-bench-render-"))
+    try:
+        for clusters in sizes.render_clusters:
+            scorers = sizes.big_scorers if clusters == sizes.big_clusters else sizes.render_scorers
+            # one run of the biggest fleet: minutes, and its noise is small against its size
+            repeat = 1 if clusters >= 10_000 else sizes.render_repeat
+            measured.append((clusters, _in_child(measure, clusters, scorers, repeat, scratch)))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for clusters, figures in measured:
         scorers = sizes.big_scorers if clusters == sizes.big_clusters else sizes.render_scorers
-        # one run of the biggest fleet: minutes, and its noise is small against its size
-        repeat = 1 if clusters >= 10_000 else sizes.render_repeat
-        figures = _in_child(measure, clusters, scorers, repeat)
-        measured.append((clusters, figures))
         floor, full = figures["floor"], figures["full render"]
         workload = f"{clusters} clusters × {scorers} scorers"
         # the floor's target is set for 1,000 clusters and more; below, the fixed part of a
