@@ -28,6 +28,7 @@ from dsf_compile.contract import CONFIG_MAP_KEY, Summary
 from dsf_compile.contract import sanitize_score_name as sanitize_name
 from dsf_compile.fields import check_http_url
 from dsf_compile.inputs.load import MAX_DEPTH, parse_yaml
+from dsf_compile.untrusted import load_json as load_untrusted_json
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (
@@ -72,23 +73,10 @@ def _semantic_problems(summary: Summary) -> list[str]:
 #
 # A configuration is read from a file or an API that someone else writes: a 100,000-deep
 # array, a 6,000-digit number or an 8 MiB alias bomb must give a ConfigError, never a
-# RecursionError or ValueError that ends the follower. Both parsers bound the nesting
-# before anything recurses: YAML goes through the compiler's loader (depth, aliases and
-# bad scalars checked on libyaml's iterative event stream and its own builder); JSON
-# through orjson, which refuses more than 1,024 levels without recursing, and the result
-# is then walked iteratively against the same MAX_DEPTH.
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests more than ``limit`` lists/maps deep (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
+# RecursionError or ValueError that ends the follower. Both parsers are the compiler's
+# bounded ones: JSON through dsf_compile.untrusted (nesting and number length checked
+# before Python's parser recurses), YAML through its loader (depth, aliases and bad
+# scalars checked on libyaml's iterative event stream).
 
 
 def load_json(text: str | bytes, what: str) -> Any:
@@ -96,16 +84,13 @@ def load_json(text: str | bytes, what: str) -> Any:
     if len(text) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{what} is larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
     try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError as err:
-        if "depth limit" in str(err):
+        return load_untrusted_json(text, max_depth=MAX_DEPTH)
+    except ValueError as err:  # also a number too long, NaN, bytes that are not text
+        if "nested deeper" in str(err):
             raise ConfigError(
                 f"{what} nests deeper than {MAX_DEPTH} levels", reason="too_deep"
             ) from None
         raise ConfigError(f"{what} is not valid JSON: {err}", reason="invalid_json") from None
-    if isinstance(document, (dict, list)) and _deeper_than(document, MAX_DEPTH):
-        raise ConfigError(f"{what} nests deeper than {MAX_DEPTH} levels", reason="too_deep")
-    return document
 
 
 def _load_yaml(text: str | bytes, source: str) -> Any:
@@ -208,8 +193,8 @@ def parse_config_text(text: str | bytes, source: str = "configuration") -> Parse
     except ConfigError as err:
         if err.reason != "invalid_json":
             raise
-        # Not JSON: YAML, or JSON that orjson refuses (a number beyond a double), which the
-        # YAML loader then reports with its line and column.
+        # Not JSON: YAML, or JSON refused for a number too long, which the YAML loader
+        # then reports with its line and column.
         document = _load_yaml(text, source)
     if document is None:
         raise ConfigError("the configuration is empty", reason="empty")
