@@ -170,15 +170,12 @@ def _add_state_options(parser: argparse.ArgumentParser, *, hub: bool) -> None:
 
 
 def _moment(text: str) -> datetime:
+    from dsf_compile.fields import parse_time  # not on the no-op path: it imports pydantic
+
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an RFC 3339 time like 2026-11-22T10:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{text!r} needs a time zone, like 2026-11-22T10:00:00Z")
-    return moment
+        return parse_time(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _hub_state(args: argparse.Namespace) -> HubState | None:

@@ -267,15 +267,21 @@ QualifiedKey = Annotated[
 ]
 
 
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 time with its zone (``2026-11-22T10:00:00Z``); ValueError saying what is wrong."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an RFC 3339 time like 2026-11-22T10:00:00Z") from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} needs a time zone, like 2026-11-22T10:00:00Z")
+    return moment
+
+
 def _parse_time(value: object) -> object:
     # YAML reads an unquoted timestamp as a datetime, JSON leaves it a string.
     if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(
-                f"{value!r} is not an RFC 3339 time like 2026-01-01T00:00:00Z"
-            ) from None
+        return parse_time(value)
     if isinstance(value, datetime) and value.tzinfo is None:
         raise ValueError("must carry a time zone (RFC 3339, like 2026-01-01T00:00:00Z)")
     return value

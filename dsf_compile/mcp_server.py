@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from dsf_compile.errors import DsfError, InputError
+from dsf_compile.fields import parse_time
 from dsf_compile.placement.sources import HubState, read_hub, read_scores
 
 try:
@@ -211,12 +212,7 @@ def _texts(folder: Path) -> dict[str, str]:
 
 
 def _moment(at: str | None) -> datetime:
-    if not at:
-        return datetime.now(UTC)
-    moment = datetime.fromisoformat(at)
-    if moment.tzinfo is None:
-        raise ValueError(f"{at!r} needs a time zone, like 2026-11-22T10:00:00Z")
-    return moment
+    return parse_time(at) if at else datetime.now(UTC)
 
 
 def _answer(call: Callable[[], T]) -> T:
