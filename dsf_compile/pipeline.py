@@ -16,16 +16,12 @@ from typing import TYPE_CHECKING
 from dsf_compile.errors import InputError, Problem, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
 from dsf_compile.inputs.load import MAX_FILE_BYTES, Document, list_input_files, read_yaml_file
-from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.validate import (
     Inputs,
     validate_documents,
     validate_model,
     validate_settings,
 )
-from dsf_compile.placement.checks import check_placements, inventory_clusters, score_catalog
-from dsf_compile.placement.proposal import check_optimizations, propose
-from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex, schedule
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.placements import PLACEMENTS_FOLDER
 from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
@@ -40,7 +36,9 @@ from dsf_compile.sync.lock import (
 )
 
 if TYPE_CHECKING:  # imported where used: render, the no-op's fallback, loads none of them
+    from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.sources import HubState
     from dsf_compile.sync.clusters import Discovery
 
@@ -84,9 +82,7 @@ def validate_fleet(root: Path) -> Inputs:
     if os.path.lexists(root / LOCKFILE):
         lock, lock_problems = read_lockfile(root)
         lock = None if lock_problems else lock
-    catalog = score_catalog(inputs, lock)
-    errors, warnings = check_placements(inputs, catalog, _now())
-    errors += check_optimizations(inputs, catalog)
+    errors, warnings = _placement_problems(inputs, lock)
     if problems or errors:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
     return replace(inputs, warnings=(*inputs.warnings, *warnings))
@@ -98,13 +94,28 @@ def plan_fleet(root: Path) -> Plan:
     lock, problems = read_lockfile(root)
     if problems:
         raise InputError(problems)
-    catalog = score_catalog(inputs, lock)
-    errors, warnings = check_placements(inputs, catalog, _now())
-    errors += check_optimizations(inputs, catalog)
+    errors, warnings = _placement_problems(inputs, lock)
     if errors:
         raise InputError([*errors, *inputs.warnings, *warnings])
     plan = resolve_fleet(inputs, lock)
     return replace(plan, warnings=(*plan.warnings, *warnings))
+
+
+def _placement_problems(
+    inputs: Inputs, lock: Lockfile | None
+) -> tuple[list[Problem], list[Problem]]:
+    """``(errors, warnings)`` of the Placements and PlacementOptimizations against the scores.
+
+    A fleet without ``placements/`` loads nothing of the scheduler or its models.
+    """
+    if not inputs.placement_objects and not inputs.optimizations:
+        return [], []
+    from dsf_compile.placement.checks import check_placements, score_catalog
+    from dsf_compile.placement.proposal import check_optimizations
+
+    catalog = score_catalog(inputs, lock)
+    errors, warnings = check_placements(inputs, catalog, _now())
+    return [*errors, *check_optimizations(inputs, catalog)], warnings
 
 
 def _now() -> datetime:
@@ -207,6 +218,9 @@ def explain_fleet(
     root: Path, names: Sequence[str], state: HubState, at: datetime
 ) -> list[PlacementResult]:
     """``explain``: OCM's scheduler replayed for the named Placements (all when none)."""
+    from dsf_compile.placement.checks import inventory_clusters
+    from dsf_compile.placement.scheduler import schedule
+
     inputs = load_inputs(root)
     wanted = set(names)
     placements = [p for p in inputs.placements if not wanted or _object_name(p.model) in wanted]
@@ -221,6 +235,8 @@ def explain_fleet(
 
 def _indexed(state: HubState) -> ScoreIndex | None:
     """The state's scores indexed once for every Placement scheduled against them."""
+    from dsf_compile.placement.scheduler import ScoreIndex
+
     return None if state.scores is None else ScoreIndex.of(state.scores)
 
 
@@ -233,7 +249,9 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
 
     Placements added or removed by the change count too (no decisions on the missing side).
     """
+    from dsf_compile.placement.checks import inventory_clusters
     from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.placement.scheduler import schedule
 
     inputs = load_inputs(root)
     clusters = inventory_clusters(inputs)
@@ -267,6 +285,8 @@ def read_rendered_placements(
     root: Path,
 ) -> tuple[list[Placement], list[ManagedClusterSetBinding]]:
     """The Placements and bindings as committed in ``rendered/hub/placements/``."""
+    from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+
     files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")
     placements: list[Placement] = []
     bindings: list[ManagedClusterSetBinding] = []
@@ -302,6 +322,8 @@ class Optimized:
 
 def optimize_fleet(root: Path, state: HubState, at: datetime) -> list[Optimized]:
     """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``."""
+    from dsf_compile.placement.proposal import propose
+
     inputs = validate_fleet(root)
     if not inputs.optimizations:
         raise UsageError("no PlacementOptimization in placements/")

@@ -1,8 +1,8 @@
-"""JSON Schemas of every format, generated from the models, and their CRD (OpenAPI) form.
+"""JSON Schemas of every format, generated from the models.
 
 ``dsf-compile schemas`` writes ``schemas/*.schema.json``; a test fails when they are
-stale. :func:`openapi_schema` turns a model into the structural OpenAPI v3 schema a
-CustomResourceDefinition needs (no ``$ref``, no ``anyOf`` with null, no ``const``).
+stale. The CRDs' structural form of the same schemas is
+:func:`dsf_compile.render.crds.openapi_schema`'s.
 """
 
 from __future__ import annotations
@@ -96,53 +96,3 @@ def _read_current(file: Path, size: int) -> bytes | None:
         reason = err.strerror or str(err)
         message = reason if isinstance(err, NotRegularFileError) else f"cannot read: {reason}"
         raise InputError([Problem(where, 0, 0, "", message)]) from None
-
-
-# ------------------------------------------------------------- OpenAPI for CRDs
-
-_DROP = {"title", "$defs", "additionalProperties", "format", "prefixItems", "$schema"}
-
-
-def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A structural OpenAPI v3 schema of ``model`` in its canonical (written) form."""
-    schema = model.model_json_schema(mode="serialization")
-    structural: dict[str, Any] = _structural(schema, schema.get("$defs", {}))
-    return structural
-
-
-def _structural(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, list):
-        return [_structural(item, defs) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target = defs[node["$ref"].rsplit("/", 1)[-1]]
-        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        return _structural(merged, defs)
-    if "anyOf" in node:
-        options = [o for o in node["anyOf"] if o.get("type") != "null"]
-        rest = {k: v for k, v in node.items() if k != "anyOf"}
-        if len(options) == 1:
-            return _structural({**options[0], **rest}, defs)
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _DROP and not (key == "additionalProperties" and isinstance(value, dict)):
-            continue
-        if key == "default" and value is None:
-            continue
-        if key == "const":
-            out["enum"] = [value]
-            continue
-        if key == "exclusiveMinimum":
-            out["minimum"] = value
-            out["exclusiveMinimum"] = True
-            continue
-        if key == "properties":
-            out[key] = {name: _structural(prop, defs) for name, prop in value.items()}
-            continue
-        out[key] = _structural(value, defs)
-    if "properties" in out or "additionalProperties" in out:
-        out.setdefault("type", "object")
-    if "maxItems" in out and out.get("type") == "array" and "items" not in out:
-        out["items"] = {"x-kubernetes-preserve-unknown-fields": True}
-    return out

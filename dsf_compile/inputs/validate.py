@@ -11,32 +11,28 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from functools import cache
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from dsf_compile.contract import CONFIG_NAME
 from dsf_compile.errors import InputError, Problem
-from dsf_compile.inputs import inventory as inventory_models
-from dsf_compile.inputs import optimization as optimization_models
-from dsf_compile.inputs import placements as placement_models
-from dsf_compile.inputs import scorer as scorer_models
-from dsf_compile.inputs import settings as settings_models
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
-from dsf_compile.inputs.optimization import PlacementOptimization
-from dsf_compile.inputs.placements import (
-    OPTIMIZATION_KIND,
-    PLACEMENT_KINDS,
-    ManagedClusterSetBinding,
-    Placement,
-    PlacementObject,
-)
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings, parse_resolve_entry
 from dsf_compile.inputs.settings_checks import check_external_secrets
 from dsf_compile.untrusted import has_secret_query
+
+if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that has one
+    from dsf_compile.inputs.optimization import PlacementOptimization
+    from dsf_compile.inputs.placements import (
+        ManagedClusterSetBinding,
+        Placement,
+        PlacementObject,
+    )
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -73,10 +69,14 @@ class Inputs:
 
     @property
     def placements(self) -> tuple[Located[Placement], ...]:
+        from dsf_compile.inputs.placements import Placement
+
         return tuple(o for o in self.placement_objects if isinstance(o.model, Placement))  # type: ignore[misc]
 
     @property
     def bindings(self) -> tuple[Located[ManagedClusterSetBinding], ...]:
+        from dsf_compile.inputs.placements import ManagedClusterSetBinding
+
         return tuple(
             o  # type: ignore[misc]
             for o in self.placement_objects
@@ -97,21 +97,20 @@ class Inputs:
 # ------------------------------------------------------------------- messages
 
 
-_ALL_FIELDS = sorted(
-    {
-        name
-        for module in (
-            scorer_models,
-            inventory_models,
-            settings_models,
-            placement_models,
-            optimization_models,
-        )
-        for model in vars(module).values()
-        if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
-        for name in model.model_fields
-    }
-)
+@cache
+def _all_fields() -> list[str]:
+    """Every field name of every input model: the did-you-mean hints of unknown fields."""
+    from dsf_compile.inputs import inventory, optimization, placements, scorer, settings
+
+    return sorted(
+        {
+            name
+            for module in (scorer, inventory, settings, placements, optimization)
+            for model in vars(module).values()
+            if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
+            for name in model.model_fields
+        }
+    )
 
 
 def _message(error: Any, plain_text: str | None = None) -> str:
@@ -124,7 +123,7 @@ def _message(error: Any, plain_text: str | None = None) -> str:
     if kind == "extra_forbidden":
         field = str(error["loc"][-1])
         # a field of another model is no hint: "labels" at the top of a scorer is not "labels"
-        candidates = [name for name in _ALL_FIELDS if name != field]
+        candidates = [name for name in _all_fields() if name != field]
         close = difflib.get_close_matches(field, candidates, n=1, cutoff=0.75)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         return f"unknown field{hint}"
@@ -383,6 +382,9 @@ def _collect(documents: Iterable[Document]) -> _Collected:
 def _collect_placement_object(
     document: Document, data: dict[str, Any], kind: str | None, out: _Collected
 ) -> None:
+    from dsf_compile.inputs.optimization import PlacementOptimization
+    from dsf_compile.inputs.placements import OPTIMIZATION_KIND, PLACEMENT_KINDS
+
     if kind == OPTIMIZATION_KIND:
         optimization = _located(PlacementOptimization, document, data, out.problems)
         if optimization is not None:
@@ -410,6 +412,10 @@ def _collect_placement_object(
 
 def check_placement_objects(objects: Sequence[Located[PlacementObject]]) -> list[Problem]:
     """What holds within ``placements/`` alone: unique objects, bindings named after their set."""
+    if not objects:
+        return []  # and the models of placements/ stay unloaded
+    from dsf_compile.inputs.placements import ManagedClusterSetBinding
+
     problems: list[Problem] = []
     seen: dict[tuple[str, str, str], Located[PlacementObject]] = {}
     for located in objects:
