@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,13 +57,20 @@ EDITS = ["flip-input-byte", "flip-rendered-byte", "add-input", "drop-rendered", 
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(edit=st.sampled_from(EDITS), pick=st.integers(0, 10_000), same_mtime=st.booleans())
+@given(
+    edit=st.sampled_from(EDITS),
+    pick=st.integers(0, 10_000),
+    same_mtime=st.booleans(),
+    vouched=st.booleans(),
+)
 def test_every_edit_is_seen(
-    rendered_fleet: Path, tmp_path: Path, edit: str, pick: int, same_mtime: bool
+    rendered_fleet: Path, tmp_path: Path, edit: str, pick: int, same_mtime: bool, vouched: bool
 ) -> None:
     root = tmp_path / f"edit-{pick}"
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
+    if vouched:  # the cache vouches for every file's lstat: no file is read
+        vouch_for(root)
     assert fastpath.unchanged(root) is not None
     if edit in ("flip-input-byte", "flip-rendered-byte"):
         folder = root / ("scorers" if edit == "flip-input-byte" else "rendered")
@@ -87,6 +96,45 @@ def test_every_edit_is_seen(
     with_cache = cli(root, "render", "--check")
     (root / fastpath.CACHE).unlink()
     assert cli(root, "render", "--check") == with_cache
+
+
+def vouch_for(root: Path) -> None:
+    """Bring ``root``'s cache to vouch for the rendered files' lstat (asserted)."""
+    time.sleep(0.02)  # past the tick the files were last changed in
+    assert fastpath.unchanged(root) is not None  # reads every file, records their lstat
+    real = fastpath._rendered_digest
+    fastpath._rendered_digest = _must_not_read  # type: ignore[assignment]
+    try:
+        assert fastpath.unchanged(root) is not None
+    finally:
+        fastpath._rendered_digest = real
+
+
+def _must_not_read(*_: object, **__: object) -> str:
+    raise AssertionError("a rendered file was read although the cache vouches for it")
+
+
+def test_the_first_check_after_a_render_reads_the_files_and_the_next_does_not(
+    tmp_path: Path,
+) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    assert cli(root, "render")[0] == 0
+    assert "stat" not in json.loads((root / fastpath.CACHE).read_text())
+    vouch_for(root)
+    assert set(json.loads((root / fastpath.CACHE).read_text())["stat"]) == {"digest", "stamp"}
+    assert not list((root / ".dsf-cache").glob(".*.tmp"))  # the probe became the cache
+
+
+def test_a_file_changed_after_the_stamp_is_read_again(rendered_fleet: Path, tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
+    vouch_for(root)
+    target = next(p for p in sorted((root / "rendered/clusters").rglob("*.yaml")))
+    info = target.stat()
+    target.write_bytes(target.read_bytes())  # the same bytes: a new ctime, no difference
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert fastpath.unchanged(root) is not None  # read again, found equal, vouched again
+    vouch_for(root)
 
 
 def test_a_record_line_leaving_rendered_is_never_read(rendered_fleet: Path, tmp_path: Path) -> None:
@@ -123,32 +171,41 @@ def test_the_libraries_that_encode_the_output_are_part_of_the_digest(
     assert fastpath.inputs_digest(rendered_fleet) != before
 
 
-@pytest.mark.parametrize(
-    "argv", [["render"], ["render", "--check"], ["diff"]], ids=["render", "check", "diff"]
-)
-def test_the_fast_path_loads_no_model_and_no_yaml(rendered_fleet: Path, argv: list[str]) -> None:
-    # what makes a no-op cheap as a whole command: nothing of the full path is imported
+def imported_by(root: Path, *argv: str) -> set[str]:
+    """The modules a whole ``dsf-compile`` command imports (it must succeed)."""
     result = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            "-m",
-            "dsf_compile",
-            "--root",
-            str(rendered_fleet),
-            *argv,
-        ],
+        [sys.executable, "-X", "importtime", "-m", "dsf_compile", "--root", str(root), *argv],
         capture_output=True,
         text=True,
         check=False,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "up to date" in result.stderr or "0 added, 0 changed, 0 removed" in result.stderr
-    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+
+
+@pytest.mark.parametrize(
+    "argv", [["render"], ["render", "--check"], ["diff"]], ids=["render", "check", "diff"]
+)
+def test_the_fast_path_loads_no_model_and_no_yaml(rendered_fleet: Path, argv: list[str]) -> None:
+    # what makes a no-op cheap as a whole command: nothing of the full path is imported
+    imported = imported_by(rendered_fleet, *argv)
     heavy = {"pydantic", "yaml", "jsonschema", "dsf_compile.pipeline", "dsf_compile.inputs.load"}
     assert not imported & heavy
+
+
+def test_a_fleet_without_placements_renders_without_the_scheduler(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    shutil.rmtree(root / "placements")
+    imported = imported_by(root, "render")
+    assert "dsf_compile.render.manifests" in imported  # the full path ran
+    placement = {
+        "dsf_compile.inputs.placements",
+        "dsf_compile.inputs.optimization",
+        "dsf_compile.placement.scheduler",
+        "dsf_compile.placement.checks",
+    }
+    assert not imported & placement
 
 
 def test_the_digest_of_what_was_written_equals_the_digest_of_the_disk(

@@ -10,11 +10,20 @@ cache that is never committed (``.dsf-cache/render.json``, git-ignored):
 - a digest of every file ``rendered/`` owns (``.dsf-files``);
 - what the render said (file and cluster counts, warnings).
 
-The next ``render``/``--check`` hashes the same bytes again and compares. Hashing reads
-every input and rendered file — tens of MB for a thousand clusters, a fraction of what
-loading, resolving and encoding them costs — and, unlike comparing sizes and mtimes, it
-cannot be fooled by an edit in the same clock tick or a restored mtime. Any difference, a
-missing or unreadable cache, a link or a special file anywhere: the full path runs.
+The next ``render``/``--check`` hashes the inputs again and compares. The rendered files
+— tens of MB for a thousand clusters — are compared by content the first time: the check
+reads and hashes every owned file. When they match, it also records what ``lstat`` says of
+each (device, inode, size, mtime, ctime) and a **stamp**: the ctime of a file it creates in
+``.dsf-cache/`` just before reading, the file system's own clock. From then on, a file whose
+``lstat`` is unchanged and whose ctime is earlier than the stamp is not read again: a change
+made after the stamp was taken sets the file's ctime to the stamp or later (the kernel sets
+ctime on every write, rename, ``chmod`` or ``utime``, and nothing sets it back), so an edit
+in the same clock tick as the previous one, or one that restores the mtime, is still seen.
+A file changed in the stamp's tick or later, a new inode, a file on another file system
+than the cache: everything is read and hashed again, as the first time. A render records
+no ``lstat`` (it hashes what it wrote from memory, not from the disk): the first check
+after it reads every file. Any difference, a missing or unreadable cache, a link or a
+special file anywhere: the full path runs.
 
 This module imports only the standard library: the fast path must not pay for pydantic,
 PyYAML or the models.
@@ -22,6 +31,7 @@ PyYAML or the models.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -41,7 +51,7 @@ INPUT_FOLDERS = ("scorers", "clusters", "placements")
 INPUT_FILES = ("dsf.yaml", "dsf.lock.json")
 RENDERED = "rendered"
 RECORD = ".dsf-files"
-_VERSION = 2
+_VERSION = 3
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 # What encodes the output besides the compiler: a new version may change its bytes.
 _OUTPUT_LIBRARIES = ("yaml", "_yaml", "pydantic", "pydantic_core")
@@ -125,38 +135,46 @@ def _installed(name: str) -> str:
 
 
 def _owned(root: Path) -> list[str]:
+    """The files ``rendered/`` owns and its record, checked to stay inside ``rendered/``.
+
+    Each folder on the way is checked once to be a folder, not a link. Plain strings
+    rather than :class:`~pathlib.Path`: at 10,000 clusters this runs over 30,000 files,
+    and path objects cost more than hashing them.
+    """
+    if root.is_symlink():
+        raise _Unusable(str(root))
     folder = root / RENDERED
     record = folder / RECORD
     if folder.is_symlink() or not folder.is_dir() or record.is_symlink() or not record.is_file():
         raise _Unusable(RENDERED)
     lines = record.read_text(encoding="utf-8").splitlines()
-    return [line for line in lines if line and not line.startswith("#")]
+    owned = [line for line in lines if line and not line.startswith("#")]
+    base = os.path.join(root, RENDERED)
+    checked: set[str] = set()
+    for relative in owned:
+        parts = relative.split("/")
+        if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            raise _Unusable(relative)  # a record line that would leave rendered/
+        parent = relative.rpartition("/")[0]
+        while parent and parent not in checked:
+            if not stat.S_ISDIR(os.lstat(os.path.join(base, parent)).st_mode):
+                raise _Unusable(parent)  # a link (or anything else) where a folder was
+            checked.add(parent)
+            parent = parent.rpartition("/")[0]
+    return [*owned, RECORD]
 
 
-def _rendered_digest(root: Path, written: Mapping[str, str] | None = None) -> str:
+def _rendered_digest(
+    root: Path, written: Mapping[str, str] | None = None, owned: list[str] | None = None
+) -> str:
     """The digest of every file ``rendered/`` owns, read without following a link.
 
     ``written`` holds texts a render has just written: hashed from memory instead of read
     back. That can only make the cache stale, never wrong: :func:`unchanged` reads the disk.
-
-    Plain strings rather than :class:`~pathlib.Path`, and each folder checked once: at
-    10,000 clusters this runs over 30,000 files, and path objects cost more than hashing.
     """
-    if root.is_symlink():
-        raise _Unusable(str(root))
     sha = hashlib.sha256()
     base = os.path.join(root, RENDERED)
-    checked: set[str] = set()
-    for relative in [*_owned(root), RECORD]:
-        parts = relative.split("/")
-        if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
-            raise _Unusable(relative)  # a record line that would leave rendered/
-        folder = relative.rpartition("/")[0]
-        while folder and folder not in checked:
-            if not stat.S_ISDIR(os.lstat(os.path.join(base, folder)).st_mode):
-                raise _Unusable(folder)  # a link (or anything else) where a folder was
-            checked.add(folder)
-            folder = folder.rpartition("/")[0]
+    for relative in _owned(root) if owned is None else owned:
         sha.update(b"\0file\0" + relative.encode("utf-8", "surrogateescape"))
         text = written.get(relative) if written else None
         if text is None:
@@ -166,8 +184,40 @@ def _rendered_digest(root: Path, written: Mapping[str, str] | None = None) -> st
     return sha.hexdigest()
 
 
+@dataclass(frozen=True)
+class _Stats:
+    """What ``lstat`` says of every owned file, digested; the newest ctime; the devices."""
+
+    digest: str
+    newest: int
+    devices: frozenset[int]
+
+
+def _stats(root: Path, owned: list[str]) -> _Stats:
+    sha = hashlib.sha256()
+    base = os.path.join(root, RENDERED)
+    newest = 0
+    devices = set()
+    for relative in owned:
+        info = os.lstat(os.path.join(base, relative))
+        if not stat.S_ISREG(info.st_mode):
+            raise _Unusable(relative)
+        sha.update(
+            f"\0{relative}\0{info.st_dev}\0{info.st_ino}\0{info.st_size}"
+            f"\0{info.st_mtime_ns}\0{info.st_ctime_ns}".encode("utf-8", "surrogateescape")
+        )
+        newest = max(newest, info.st_ctime_ns)
+        devices.add(info.st_dev)
+    return _Stats(sha.hexdigest(), newest, frozenset(devices))
+
+
 def unchanged(root: Path) -> Remembered | None:
-    """What the last render said, when nothing it depends on has changed; else None."""
+    """What the last render said, when nothing it depends on has changed; else None.
+
+    Reads every owned file unless the cache vouches for their ``lstat`` (see the module's
+    documentation); after reading them all unchanged, records their ``lstat`` for the next
+    time (best effort).
+    """
     try:
         cache_path = root / CACHE
         if cache_path.is_symlink() or not cache_path.is_file():
@@ -175,10 +225,21 @@ def unchanged(root: Path) -> Remembered | None:
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
         if cache.get("version") != _VERSION or cache.get("inputs") != _inputs_digest(root):
             return None
-        if cache["rendered"] != _rendered_digest(root):
-            return None
+        owned = _owned(root)
         warnings = tuple(Problem(*fields) for fields in cache["warnings"])
-        return Remembered(int(cache["files"]), int(cache["clusters"]), warnings)
+        said = Remembered(int(cache["files"]), int(cache["clusters"]), warnings)
+        vouched = cache.get("stat")
+        if vouched is not None:
+            stats = _stats(root, owned)
+            if stats.digest == vouched["digest"] and stats.newest < int(vouched["stamp"]):
+                return said
+        with _Probe(root) as probe:  # the stamp is taken before a file is read
+            if _rendered_digest(root, owned=owned) != cache["rendered"]:
+                return None
+            stats = _stats(root, owned)
+            if stats.devices == {probe.device}:
+                probe.commit({**cache, "stat": {"digest": stats.digest, "stamp": probe.stamp}})
+        return said
     except (_Unusable, OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
 
@@ -189,7 +250,8 @@ def remember(
     """Record the tree just rendered (or checked clean); best effort, never fails a render.
 
     ``written``: the files the render just wrote, path in ``rendered/`` → text (at 10,000
-    clusters, reading 0.7 GB back costs a second).
+    clusters, reading 0.7 GB back costs a second). No ``lstat`` is recorded: what was
+    hashed from memory may differ from the disk, so the first check reads the files.
     """
     try:
         cache = {
@@ -202,14 +264,50 @@ def remember(
                 [w.path, w.line, w.column, w.field, w.message, w.severity] for w in said.warnings
             ],
         }
-        folder = root / ".dsf-cache"
-        if folder.is_symlink():
-            return
-        folder.mkdir(exist_ok=True)
-        temporary = folder / f".render.json.{os.getpid()}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(cache, out, sort_keys=True)
-        os.replace(temporary, root / CACHE)
+        with _Probe(root) as probe:
+            probe.commit(cache)
     except (_Unusable, OSError):
         return
+
+
+class _Probe:
+    """A new file in ``.dsf-cache/``: its ctime is the stamp, then it becomes the cache."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path: Path | None = None
+        self.stamp = 0
+        self.device = -1
+
+    def __enter__(self) -> _Probe:
+        folder = self.root / ".dsf-cache"
+        try:
+            if folder.is_symlink():
+                return self  # no stamp, and nothing is recorded
+            folder.mkdir(exist_ok=True)
+            path = folder / f".render.json.{os.urandom(6).hex()}.tmp"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except OSError:
+            return self
+        self.path = path
+        try:
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        self.stamp, self.device = info.st_ctime_ns, info.st_dev
+        return self
+
+    def commit(self, cache: dict[str, Any]) -> None:
+        """Write ``cache`` into the probe and put it in the cache's place."""
+        if self.path is None:
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(cache, out, sort_keys=True)
+        os.replace(self.path, self.root / CACHE)
+        self.path = None
+
+    def __exit__(self, *_: object) -> None:
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
