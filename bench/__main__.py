@@ -100,10 +100,13 @@ def render_rows(sizes: Sizes) -> list[Row]:
                 None),
         ]  # fmt: skip
         for what in (FIRST_NO_OP, "no-op render", "render --check"):
+            # the target is quality.md's for the 1,000-cluster fleet; below, the interpreter's
+            # start is most of a no-op and a full render of a few clusters is all fixed costs
             seconds = figures[what]
             rows.append(
                 Row("render", f"{what} (command)", workload, f"{seconds:.3f} s", f"full {full:.3f} s",
-                    seconds / full, "≤ 20 % of full", seconds <= 0.2 * full)
+                    seconds / full, "≤ 20 % of full" if at_scale else "- (interpreter start dominates)",
+                    seconds <= 0.2 * full if at_scale else None)
             )  # fmt: skip
         peak, output = figures["full render peak MB"], figures["output MB"]
         rows.append(
