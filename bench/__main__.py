@@ -223,7 +223,7 @@ def agent_rows(sizes: Sizes) -> list[Row]:
     result = subprocess.run(
         [sys.executable, str(_ROOT / "bench" / "agent_bench.py"),
          "--scorers", str(scorers), "--seconds", str(seconds)],
-        capture_output=True, text=True, timeout=600, check=True,
+        capture_output=True, text=True, timeout=900, check=True,
     )  # fmt: skip
     rows = []
     workload = f"{scorers} scorers at 1 s for {seconds:g} s"

@@ -10,11 +10,13 @@ three runs, model building included. Run: ``python bench/optimize_bench.py``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import TypeVar
@@ -85,13 +87,28 @@ def pulp_objective(workloads, clusters, scores) -> float | None:
     return float(pulp.value(model.objective))
 
 
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """File descriptor 1 goes to /dev/null meanwhile (what a C++ library prints, too)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def highspy_objective(workloads, clusters, scores) -> float | None:
     """The same model through highspy's own modelling API (the HiGHS inside scipy, unwrapped)."""
     try:
         import highspy
     except ImportError:
         return None
-    h = highspy.Highs()
+    with _quiet_stdout():  # its constructor prints a banner on the process's own stdout
+        h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     keys = [(w, c, p) for w in workloads for c in clusters for p in clusters[c]]
     z = {(w.name, c, p.policy): h.addBinary() for w, c, p in keys}
