@@ -70,10 +70,11 @@ class Remembered:
     warnings: tuple[Problem, ...]
 
 
-def _digest_file(path: str | Path, sha: Any) -> None:
+def _digest_file(path: str | Path, sha: Any, *, checked: bool = False) -> None:
     # never through a link, never opening a FIFO or device (the tree is untrusted): lstat
-    # first, and the no-follow, non-blocking open checks again against a swap in between
-    if not stat.S_ISREG(os.lstat(path).st_mode):
+    # first (unless ``checked``: the caller has just done it), and the no-follow,
+    # non-blocking open checks again against a swap in between
+    if not checked and not stat.S_ISREG(os.lstat(path).st_mode):
         raise _Unusable(str(path))
     try:
         sha.update(read_regular_file(path, max_bytes=_MAX_FILE_BYTES))
@@ -165,12 +166,17 @@ def _owned(root: Path) -> list[str]:
 
 
 def _rendered_digest(
-    root: Path, written: Mapping[str, str] | None = None, owned: list[str] | None = None
+    root: Path,
+    written: Mapping[str, str] | None = None,
+    owned: list[str] | None = None,
+    *,
+    checked: bool = False,
 ) -> str:
     """The digest of every file ``rendered/`` owns, read without following a link.
 
     ``written`` holds texts a render has just written: hashed from memory instead of read
     back. That can only make the cache stale, never wrong: :func:`unchanged` reads the disk.
+    ``checked``: :func:`_stats` has just found every one of ``owned`` a regular file.
     """
     sha = hashlib.sha256()
     base = os.path.join(root, RENDERED)
@@ -178,7 +184,7 @@ def _rendered_digest(
         sha.update(b"\0file\0" + relative.encode("utf-8", "surrogateescape"))
         text = written.get(relative) if written else None
         if text is None:
-            _digest_file(os.path.join(base, relative), sha)
+            _digest_file(os.path.join(base, relative), sha, checked=checked)
         else:
             sha.update(text.encode("utf-8"))
     return sha.hexdigest()
@@ -233,10 +239,12 @@ def unchanged(root: Path) -> Remembered | None:
             stats = _stats(root, owned)
             if stats.digest == vouched["digest"] and stats.newest < int(vouched["stamp"]):
                 return said
-        with _Probe(root) as probe:  # the stamp is taken before a file is read
-            if _rendered_digest(root, owned=owned) != cache["rendered"]:
-                return None
+        with _Probe(root) as probe:  # the stamp is taken before any file is looked at
+            # lstat before reading: a change after the lstat has a ctime past the stamp,
+            # so the recorded lstat can only be too old to vouch, never wrong
             stats = _stats(root, owned)
+            if _rendered_digest(root, owned=owned, checked=True) != cache["rendered"]:
+                return None
             if stats.devices == {probe.device}:
                 probe.commit({**cache, "stat": {"digest": stats.digest, "stamp": probe.stamp}})
         return said
