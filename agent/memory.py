@@ -5,7 +5,8 @@ they are checked as, then the request to the Scoring API). Left alone, twenty sc
 with 20 MB answers whose cycles overlap would need over a gigabyte at once. The budget
 lets answers in as long as ``used <= capacity`` and makes the others wait for memory —
 except the oldest cycle holding some, which always proceeds, so waiting can never
-deadlock. After a big cycle the freed memory is handed back to the system.
+deadlock. After a big cycle the garbage it left is collected and the freed memory is
+handed back to the system.
 
 Sizing rule (``agent/README.md``): limit >= :data:`BASE_BYTES` + COST_PER_BYTE x the
 largest answer; the budget then runs as many big answers at once as
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -81,6 +83,24 @@ def _malloc_trim() -> Callable[[], None]:
     return run
 
 
+def _give_back() -> Callable[[], None]:
+    """What runs after a big cycle: the cyclic garbage collector, then ``malloc_trim``.
+
+    httpx's response and its body stream refer to each other, so a finished response —
+    and the request it keeps, with its whole body: the Scoring API request is as big as
+    the Prometheus answer — is freed only when the collector runs. Between cycles it
+    seldom does (few allocations), and an idle agent held one to three answers' worth
+    of such garbage for whole intervals; collecting it here frees them at once.
+    """
+    trim = _malloc_trim()
+
+    def run() -> None:
+        gc.collect()
+        trim()
+
+    return run
+
+
 def tune_malloc() -> None:
     """Serve every allocation above 1 MiB from its own mapping (glibc; elsewhere nothing).
 
@@ -127,7 +147,7 @@ class MemoryBudget:
         self._holders: dict[Reservation, None] = {}  # in the order they started
         self._waiters: list[asyncio.Future[None]] = []
         self._last: dict[str, int] = {}  # answer bytes each key's last cycle held
-        self._trim = trim if trim is not None else _malloc_trim()
+        self._trim = trim if trim is not None else _give_back()
 
     def last_size(self, key: str) -> int:
         """Answer bytes the last cycle of ``key`` held."""
