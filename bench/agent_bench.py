@@ -356,9 +356,10 @@ def bench_memory(base: str, scorers: int, seconds: float, scratch: Path) -> dict
     """``scorers`` scorers with ~21 MB answers every 30 s under a 512 MiB limit
     (``DSF_MEMORY_LIMIT``): cycles done, missed, peak RSS, and the RSS floor — the lowest
     RSS over the first half of the run (after the first interval) against the lowest over
-    the second half. Halves, not single intervals: between two cycles the agent may still
-    hold an answer or more for a whole interval (measured: 0 to 3 mappings of one answer's
-    size, which come and go), which says nothing of a creep; a creep lifts every floor."""
+    the second half. Halves, not single intervals: a single interval's floor can catch
+    memory that is about to be freed (before the agent collected a big cycle's garbage,
+    zero to three answers' worth lingered between cycles), which says nothing of a creep;
+    a creep lifts every floor."""
     config = scratch / "memory.json"
     config.write_text(json.dumps(_summaries(base, scorers, "/mem", MEM_INTERVAL)))
     agent = Agent(config, scratch, env={"DSF_MEMORY_LIMIT": str(MEM_LIMIT)})

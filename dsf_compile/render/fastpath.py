@@ -14,7 +14,7 @@ The next ``render``/``--check`` hashes the inputs again and compares. The render
 — tens of MB for a thousand clusters — are compared by content the first time: the check
 reads and hashes every owned file. When they match, it also records what ``lstat`` says of
 each (device, inode, size, mtime, ctime) and a **stamp**: the ctime of a file it creates in
-``.dsf-cache/`` just before reading, the file system's own clock. From then on, a file whose
+``.dsf-cache/`` before it looks at any of them, the file system's own clock. From then on, a file whose
 ``lstat`` is unchanged and whose ctime is earlier than the stamp is not read again: a change
 made after the stamp was taken sets the file's ctime to the stamp or later (the kernel sets
 ctime on every write, rename, ``chmod`` or ``utime``, and nothing sets it back), so an edit
