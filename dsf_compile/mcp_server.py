@@ -1,6 +1,6 @@
 """``dsf-mcp``: the fleet's scorers, scores, Placements and optimizer, for AI assistants.
 
-An MCP server (the official ``mcp`` SDK, ``pip install 'dsf[mcp]'``), stdio by default,
+An MCP server (the official ``mcp`` SDK, ``pip install 'ocm-dynamic-scoring[mcp]'``), stdio by default,
 streamable HTTP with ``--http HOST:PORT``. Its tools read and propose, never apply:
 
 - ``list_scorers``: the scorers of Git with their health from ``dsf.lock.json``;
@@ -38,7 +38,7 @@ except ImportError:  # the server is an optional extra
     MCPServer = None  # type: ignore[assignment,misc]
 
 T = TypeVar("T")
-INSTALL_HINT = "dsf-mcp needs the MCP SDK: pip install 'dsf[mcp]'"
+INSTALL_HINT = "dsf-mcp needs the MCP SDK: pip install 'ocm-dynamic-scoring[mcp]'"
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
 

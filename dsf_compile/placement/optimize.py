@@ -25,7 +25,7 @@ multiple of ``u``, which stays above HiGHS's absolute gap tolerance (10⁻⁶) w
 ``A² · Q`` is below 500,000 (the 20 × 50 × 4 benchmark: 80,000), so the solver tells
 them apart.
 
-The solver is HiGHS through ``scipy.optimize.milp`` (``pip install 'dsf[optimize]'``).
+The solver is HiGHS through ``scipy.optimize.milp`` (``pip install 'ocm-dynamic-scoring[optimize]'``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 from dsf_compile.contract import PLACEHOLDER_RE
 from dsf_compile.errors import DsfError
 
-SOLVER_HINT = "optimize needs the solver extra: pip install 'dsf[optimize]'"
+SOLVER_HINT = "optimize needs the solver extra: pip install 'ocm-dynamic-scoring[optimize]'"
 
 
 class OptimizationError(Exception):
