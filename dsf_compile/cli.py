@@ -254,9 +254,13 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
 def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) -> None:
-    """Print ``problems`` sorted, one line each; credentials and control characters never reach the terminal."""
-    for problem in sorted(problems):
+    """Print ``problems`` sorted, errors first (what stops the command before what does
+    not), one line each; credentials and control characters never reach the terminal."""
+    for problem in sorted(problems, key=lambda p: (_SEVERITY_ORDER.get(p.severity, 1), p)):
         print(safe_message(problem.format_github() if github else problem.format()), file=stream)
 
 
@@ -297,8 +301,14 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         from dsf_compile.pipeline import validate_fleet
 
         inputs = validate_fleet(root)
-        if args.strict and inputs.warnings:
-            raise InputError([replace(w, severity="error") for w in inputs.warnings])
+        # info lines (what the hub needs for a kind) are not findings: --strict keeps them
+        if args.strict and any(w.severity == "warning" for w in inputs.warnings):
+            raise InputError(
+                [
+                    replace(w, severity="error") if w.severity == "warning" else w
+                    for w in inputs.warnings
+                ]
+            )
         print_problems(inputs.warnings, err, github)
         print(
             f"dsf-compile: {len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid",

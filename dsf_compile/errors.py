@@ -33,7 +33,7 @@ class Problem:
         return f"{self.path}:{self.line}:{self.column}: {self.severity}: {text}"
 
     def format_github(self) -> str:
-        level = "error" if self.severity == "error" else "warning"
+        level = {"error": "error", "info": "notice"}.get(self.severity, "warning")
         where = f"{self.field}: " if self.field else ""
         text = _escape_github(f"{where}{self.message}")
         return f"::{level} file={self.path},line={self.line},col={self.column}::{text}"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from dsf_compile.errors import InputError, Problem, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
 from dsf_compile.inputs.load import MAX_FILE_BYTES, Document, list_input_files, read_yaml_file
+from dsf_compile.inputs.prerequisites import prerequisite_notes
 from dsf_compile.inputs.validate import (
     Inputs,
     validate_documents,
@@ -85,7 +86,9 @@ def validate_fleet(root: Path) -> Inputs:
     errors, warnings = _placement_problems(inputs, lock)
     if problems or errors:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
-    return replace(inputs, warnings=(*inputs.warnings, *warnings))
+    # what the hub needs for these kinds: said once the inputs are valid, not beside errors
+    notes = prerequisite_notes(inputs.placement_objects)
+    return replace(inputs, warnings=(*inputs.warnings, *warnings, *notes))
 
 
 def plan_fleet(root: Path) -> Plan:

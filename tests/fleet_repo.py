@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
+#: The upstream OCM CRDs (.ci/ocm-crds.txt): the shared folder next to the repository, or
+#: where DSF_OCM_CRDS points (the GitHub workflow downloads them with .ci/fetch-ocm-crds.sh).
+OCM_CRDS = Path(os.environ.get("DSF_OCM_CRDS") or SHARED / "ocm-crds")
 FLEET_FILES = ("scorers", "clusters", "placements", "snapshots", "dsf.yaml", "dsf.lock.json")
 
 

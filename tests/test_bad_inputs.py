@@ -658,7 +658,7 @@ CASES = [
     ),
     Case(
         "settings-repository-url-not-a-url",
-        _edit(SETTINGS, "url: https://github.com/example/dsf-fleet.git", 'url: "not a url"'),
+        _edit(SETTINGS, "url: https://github.com/acme/dsf-fleet.git", 'url: "not a url"'),
         SETTINGS,
         4,
         "repository.url",
@@ -666,7 +666,7 @@ CASES = [
     ),
     Case(
         "settings-repository-url-scp-form",
-        _edit(SETTINGS, "https://github.com/example/dsf-fleet.git", "git@github.com:example/x.git"),
+        _edit(SETTINGS, "https://github.com/acme/dsf-fleet.git", "git@github.com:example/x.git"),
         SETTINGS,
         4,
         "repository.url",

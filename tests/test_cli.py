@@ -24,10 +24,29 @@ def tree(folder: Path) -> dict[str, bytes]:
     }
 
 
+#: What validate says about the example fleet's dsf.yaml: its agents' image is published by nothing.
+EXAMPLE_URL_WARNING = (
+    "dsf.yaml:5:3: warning: repository.url: still the example's, so the agents would pull "
+    "ghcr.io/example/dsf-fleet-agent:0.1.0, which nothing publishes: set it to this "
+    "repository (its release workflow publishes ghcr.io/OWNER/NAME-agent:VERSION), or set "
+    "agent.image (docs/install.md)"
+)
+
+
 def test_validate_the_example_fleet(fleet: Path) -> None:
     code, out, err = cli("--root", str(fleet), "validate")
     assert (code, out) == (0, "")
-    assert err == "dsf-compile: 5 scorer(s), 3 cluster(s): valid\n"
+    assert err.splitlines() == [
+        EXAMPLE_URL_WARNING,
+        "placements/gpu-apps/policies.yaml:4:1: info: kind: Policy needs the governance policy "
+        "framework on the hub (its propagator serves Policy and PlacementBinding; OCM's core "
+        "does not), or the GitOps sync of rendered/ fails on an unknown kind (docs/install.md)",
+        "placements/gpu-apps/workloads.yaml:4:1: info: kind: ManifestWorkReplicaSet needs the "
+        "hub's ManifestWorkReplicaSet feature gate (ClusterManager "
+        "spec.workConfiguration.featureGates, off by default): without it no ManifestWork is "
+        "made from it (docs/install.md)",
+        "dsf-compile: 5 scorer(s), 3 cluster(s): valid",
+    ]
 
 
 def test_render_check_after_render_and_after_an_edit(fleet: Path) -> None:
@@ -82,6 +101,7 @@ def test_problems_are_all_printed_sorted_and_nothing_is_written(fleet: Path) -> 
     assert err == (
         "scorers/bad.yaml:13:7: error: spec.scoring.params.interval: must be > 0\n"
         "scorers/bad.yaml:14:7: error: spec.scoring.params.extra: unknown field\n"
+        f"{EXAMPLE_URL_WARNING}\n"
         "dsf-compile: 2 error(s); nothing was written\n"
     )
     assert tree(fleet / "rendered") == before

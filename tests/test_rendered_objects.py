@@ -1,6 +1,7 @@
 """Every rendered object against the real schemas, and ``rendered/`` through real kustomize.
 
-- OCM kinds: the ``openAPIV3Schema`` of their upstream CRD (``../shared/ocm-crds/``).
+- OCM kinds: the ``openAPIV3Schema`` of their upstream CRD (``../shared/ocm-crds/``, or
+  ``DSF_OCM_CRDS``: ``.ci/fetch-ocm-crds.sh``).
 - Our DynamicScorer / DynamicScoringConfig: the CRDs the compiler itself renders.
 - Built-in kinds: the Kubernetes schemas bundled with ``kubernetes-validate`` (loaded once
   per kind, validated with ``jsonschema`` directly; its per-call API re-reads the files).
@@ -30,9 +31,8 @@ from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import write_tree
 from tests.crd_models import MODELS, model_errors
 from tests.day2_fleet import DAY2_SETTINGS, day2_fleet
-from tests.fleet_repo import REPO_ROOT, SHARED, copy_fleet
+from tests.fleet_repo import OCM_CRDS, REPO_ROOT, copy_fleet
 
-OCM_CRDS = SHARED / "ocm-crds"
 OVERRIDES = """\
 agent:
   serviceMonitor: true
@@ -261,7 +261,7 @@ def _errors(validator: jsonschema.Validator, obj: dict[str, Any]) -> list[str]:
 def test_every_object_validates_against_its_schema(files: dict[str, str]) -> None:
     if not OCM_CRDS.is_dir():
         pytest.skip(
-            f"the upstream OCM CRDs are not here ({OCM_CRDS}); they are in the shared folder in CI"
+            f"the upstream OCM CRDs are not here ({OCM_CRDS}): .ci/fetch-ocm-crds.sh DIR, then DSF_OCM_CRDS=DIR"
         )
     own = own_validators(files)
     problems = {}

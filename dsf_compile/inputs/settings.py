@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -22,6 +22,7 @@ from dsf_compile.fields import (
     check_label_key,
     check_label_value,
 )
+from dsf_compile.inputs.agent_image import default_image, with_default_image
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 
@@ -160,8 +161,16 @@ class AgentOverride(Frozen):
         return self
 
 
+#: ``repository.url``'s default: an example, which ``validate`` warns about.
+EXAMPLE_REPOSITORY_URL = "https://github.com/example/dsf-fleet.git"
+
+
 class AgentSettings(Frozen):
-    image: AgentStr = Field(default="quay.io/dynamic-scoring/dsf-agent:0.1.0", min_length=1)
+    image: AgentStr = Field(
+        default=default_image(EXAMPLE_REPOSITORY_URL),
+        min_length=1,
+        description="Default: what the release workflow of repository.url's GitHub repository OWNER/NAME publishes, ghcr.io/owner/name-agent:VERSION (docs/install.md).",
+    )
     imagePullPolicy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     logLevel: Literal["debug", "info", "warning", "error"] = "info"
     serviceMonitor: bool = False
@@ -321,7 +330,7 @@ class AddonSettings(Frozen):
 
 
 class RepositorySettings(Frozen):
-    url: RepositoryUrl = "https://github.com/example/dsf-fleet.git"
+    url: RepositoryUrl = EXAMPLE_REPOSITORY_URL
     branch: str = Field(default="main", min_length=1)
     path: str = Field(default="rendered", min_length=1)
 
@@ -402,3 +411,9 @@ class Settings(Frozen):
     addon: AddonSettings = AddonSettings()
     externalSecrets: ExternalSecretsSettings | None = None
     observability: ObservabilitySettings = ObservabilitySettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_agent_image(cls, data: Any) -> Any:
+        # agent.image's default depends on repository.url (dsf_compile.inputs.agent_image)
+        return with_default_image(data)

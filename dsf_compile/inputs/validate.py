@@ -18,11 +18,12 @@ from pydantic import BaseModel, ValidationError
 
 from dsf_compile.contract import CONFIG_NAME
 from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import Settings, parse_resolve_entry
+from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings, parse_resolve_entry
 from dsf_compile.inputs.settings_checks import check_external_secrets
 from dsf_compile.untrusted import has_secret_query
 
@@ -535,6 +536,7 @@ def validate_documents(
     )
     problems += _check_unique_names(collected.clusters, "cluster")
     problems += check_placement_objects(collected.placement_objects)
+    problems += check_default_image(settings_document, EXAMPLE_REPOSITORY_URL)
     config = None
     for extra in collected.configs[1:]:
         first = collected.configs[0].document

@@ -28,9 +28,10 @@ from prometheus_client import CollectorRegistry
 from agent.__main__ import run_agent
 from agent.settings import Settings
 from tests.agent.agent_fakes import FakeKube, FakeServer, Handler
+from tests.fleet_repo import OCM_CRDS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = REPO_ROOT.parent / "shared" / "ocm-crds" / "addonplacementscore.crd.yaml"
+CRD_FILE = OCM_CRDS / "addonplacementscore.crd.yaml"
 CLUSTER = "worker01"
 
 # --------------------------------------------------------------------- summaries
@@ -130,7 +131,7 @@ def free_port() -> int:
 def crd_schema() -> dict[str, Any]:
     if not CRD_FILE.is_file():
         pytest.skip(
-            f"OCM CRDs not found at {CRD_FILE} (they live in shared/, next to the repository)"
+            f"OCM CRDs not found at {CRD_FILE}: .ci/fetch-ocm-crds.sh DIR, then DSF_OCM_CRDS=DIR"
         )
     crd = yaml.safe_load(CRD_FILE.read_text())
     schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]

@@ -176,7 +176,8 @@ def plan_documents(root: Path) -> list[dict[str, Any]]:
 def test_with_required_compliance_the_workload_placements_need_the_claim_and_fit_the_crd(
     fleet: Path,
 ) -> None:
-    from tests.test_rendered_objects import OCM_CRDS, ocm_validators
+    from tests.fleet_repo import OCM_CRDS
+    from tests.test_rendered_objects import ocm_validators
 
     if not OCM_CRDS.is_dir():
         pytest.skip(f"the upstream OCM CRDs are not here ({OCM_CRDS})")

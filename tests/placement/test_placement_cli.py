@@ -172,6 +172,11 @@ def test_a_bad_placement_is_a_located_error_and_nothing_is_written(
 # ---------------------------------------------------------------- warnings
 
 
+def placement_warnings(err: str) -> list[str]:
+    """The warnings about placements/ (not dsf.yaml's, about the example's repository)."""
+    return sorted(x for x in err.splitlines() if x.startswith("placements/") and ": warning: " in x)
+
+
 def test_a_masked_score_is_a_warning_and_strict_makes_it_an_error(fleet: Path) -> None:
     # without the gpu predicate the Placement can select edge01, where example_* is masked
     edit(
@@ -182,7 +187,7 @@ def test_a_masked_score_is_a_warning_and_strict_makes_it_an_error(fleet: Path) -
     )
     code, _, err = cli(fleet, "validate")
     assert code == 0, err
-    (warning,) = [line for line in err.splitlines() if ": warning: " in line]
+    (warning,) = placement_warnings(err)
     assert warning.startswith(f"{GPU_INFERENCE}:")
     assert (
         "score 'example_performance_score' is masked on 1 of the 3 clusters this Placement "
@@ -200,7 +205,7 @@ def test_an_unbound_namespace_and_an_empty_selection_are_warnings(fleet: Path) -
     edit(fleet, GPU_INFERENCE, 'gpu: "true"', 'gpu: "maybe"')
     code, _, err = cli(fleet, "validate")
     assert code == 0, err
-    warnings = sorted(line for line in err.splitlines() if ": warning: " in line)
+    warnings = placement_warnings(err)
     assert len(warnings) == 2, err
     assert "selects no cluster of the inventory" in warnings[0]
     assert (
