@@ -1,4 +1,5 @@
-"""The pinned OCM CRDs (``.ci/ocm-crds.txt``) and the script that fetches them.
+"""The GitHub workflow proves what ``.ci/run`` proves: the same packages, and the pinned
+OCM CRDs (``.ci/ocm-crds.txt``) fetched by a script.
 
 The GitHub workflow downloads them with ``.ci/fetch-ocm-crds.sh``; ``.ci/run`` reads the
 shared folder. The list must describe that folder's bytes exactly, and the script must
@@ -10,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import re
 import shutil
 import subprocess
 import threading
@@ -18,11 +20,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import yaml
 
 from tests.fleet_repo import OCM_CRDS, REPO_ROOT
 
 LIST = REPO_ROOT / ".ci" / "ocm-crds.txt"
 SCRIPT = REPO_ROOT / ".ci" / "fetch-ocm-crds.sh"
+WORKFLOW = REPO_ROOT / ".github" / "workflows" / "pull-request.yaml"
 
 
 class Pinned(NamedTuple):
@@ -132,3 +136,34 @@ def test_a_missing_file_upstream_fails_and_places_nothing(
     assert done.returncode != 0
     assert "404" in done.stderr
     assert not dest.exists()
+
+
+# ------------------------------------------------- the workflow proves what .ci/run does
+
+#: What .ci/run installs only where the machine lacks it; GitHub's runners ship them.
+ON_EVERY_RUNNER = {"kubectl", "kubernetes-client", "nodejs", "npm"}
+
+
+def apt_packages(script: str) -> set[str]:
+    found: set[str] = set()
+    for match in re.finditer(r"apt-get install -y -qq ([^>|&;\n]+)", script):
+        found.update(match.group(1).split())
+    return found
+
+
+def pip_extras(script: str) -> set[str]:
+    return set(re.findall(r"pip install [^\n]*?'\.\[([a-z,]+)\]'", script))
+
+
+def test_the_pull_request_workflow_installs_what_ci_run_does() -> None:
+    ci_run = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["checks"]["steps"]
+    runs = "\n".join(step.get("run", "") for step in steps)
+    assert apt_packages(ci_run) - ON_EVERY_RUNNER <= apt_packages(runs)
+    assert pip_extras(ci_run) == pip_extras(runs) == {"test,optimize,mcp"}
+    # the CRDs are fetched and the tests pointed at them before the tests run
+    names = [step.get("name", "") for step in steps]
+    fetch = next(i for i, s in enumerate(steps) if ".ci/fetch-ocm-crds.sh" in s.get("run", ""))
+    assert 'DSF_OCM_CRDS=$RUNNER_TEMP/ocm-crds" >> "$GITHUB_ENV"' in steps[fetch]["run"]
+    assert fetch < names.index("Tests")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -136,6 +137,7 @@ def test_the_kinds_that_need_more_than_ocm_core_are_noted_and_strict_ignores_it(
     # without those kinds, nothing is said
     for name in ("policies.yaml", "workloads.yaml", "optimization.yaml"):
         (root / "placements" / "gpu-apps" / name).unlink()
+    shutil.rmtree(root / "placements" / "optimized")
     code, err = validate(root, "--strict")
     assert code == 0 and ": info: " not in err, err
 
