@@ -115,6 +115,14 @@ def test_validate_warns_when_the_rendered_image_is_published_by_nothing(
     assert "docs/install.md" in line
 
 
+def test_a_url_that_is_not_one_is_an_error_not_also_a_warning(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path, with_rendered=False)
+    (root / "dsf.yaml").write_text('repository:\n  url: "not a url"\n', encoding="utf-8")
+    code, err = validate(root)
+    assert code == 1
+    assert [x.split(": ")[1] for x in err.splitlines() if x.startswith("dsf.yaml:")] == ["error"]
+
+
 def test_the_kinds_that_need_more_than_ocm_core_are_noted_and_strict_ignores_it(
     tmp_path: Path,
 ) -> None:

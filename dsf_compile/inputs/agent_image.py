@@ -92,8 +92,8 @@ def check_default_image(document: Document | None, example_url: str) -> list[Pro
         return []
     written = isinstance(repository, dict) and "url" in repository
     url = repository["url"] if isinstance(repository, dict) and written else example_url
-    if not isinstance(url, str):
-        return []
+    if not isinstance(url, str) or not _is_url(url):
+        return []  # the model reports a URL that is not one
     found = github_repository(url)
     image = published_image(url)
     if image is None:
@@ -112,3 +112,11 @@ def check_default_image(document: Document | None, example_url: str) -> list[Pro
     else:
         return []
     return [replace(document.problem(("repository", "url"), message), severity="warning")]
+
+
+def _is_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+        return parts.scheme in ("https", "http", "ssh") and bool(parts.hostname)
+    except ValueError:
+        return False
