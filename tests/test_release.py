@@ -178,6 +178,12 @@ def test_the_release_names_nothing_the_owner_does_not_control() -> None:
     runs = "\n".join(step.get("run", "") for step in image["steps"])
     assert 'agent/build-image.sh --tag "$IMAGE"' in runs
     assert 'push "$IMAGE"' in runs
+    archs = {entry["arch"] for entry in image["strategy"]["matrix"]["include"]}
+    assert archs == {"amd64", "arm64"}
+    (manifest,) = workflow["jobs"]["manifest"]["steps"]
+    assert manifest["env"]["IMAGE"] == "${{ needs.version.outputs.image }}"
+    assert "for arch in amd64 arm64" in manifest["run"]
+    assert 'manifest push --all "$IMAGE" "docker://$IMAGE"' in manifest["run"]
     python = workflow["jobs"]["python"]
     assert python["permissions"]["id-token"] == "write"
     assert any(
