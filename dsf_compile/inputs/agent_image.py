@@ -4,8 +4,8 @@ The rule (docs/install.md): the release workflow of a GitHub repository ``OWNER/
 publishes the agent image as ``ghcr.io/owner/name-agent:VERSION`` (lower-cased: image
 names are). A fleet's ``repository.url`` names that repository, so the rendered default
 image is derived from it; the repository's own release then publishes exactly what every
-cluster pulls. Elsewhere (not GitHub) nothing can be derived: the default is the image
-``agent/build-image.sh`` tags locally, and ``validate`` says to set ``agent.image``.
+cluster pulls. Elsewhere (not GitHub) nothing can be derived: the default is a local
+image name, and ``validate`` says to set ``agent.image``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from dsf_compile.inputs.load import Document
 GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
 #: The owner of ``repository.url``'s default (``https://github.com/example/dsf-fleet.git``).
 EXAMPLE_OWNER = "example"
-#: The default when nothing can be derived: what ``agent/build-image.sh`` tags on the host.
+#: The default when nothing can be derived: an image built on the host, which no registry
+#: serves (``agent/build-image.sh --tag localhost/dsf-agent:VERSION``).
 LOCAL_IMAGE = f"localhost/dsf-agent:{__version__}"
 # one path component of an OCI image name (distribution's reference grammar)
 _COMPONENT_RE = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*")
