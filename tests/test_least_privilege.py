@@ -60,12 +60,19 @@ def test_no_wildcard_in_any_rule() -> None:
 
 def test_the_hub_cluster_role_covers_only_addonplacementscores() -> None:
     (cluster_role,) = [r for r in roles(example_files()) if r["kind"] == "ClusterRole"]
+    # exactly what the agent uses (tests/agent/test_agent_rbac.py runs it against a hub
+    # enforcing this role, and shows each verb is needed)
     assert cluster_role["rules"] == [
         {
             "apiGroups": ["cluster.open-cluster-management.io"],
-            "resources": ["addonplacementscores", "addonplacementscores/status"],
-            "verbs": ["get", "list", "watch", "create", "update", "patch"],
-        }
+            "resources": ["addonplacementscores"],
+            "verbs": ["get", "create"],
+        },
+        {
+            "apiGroups": ["cluster.open-cluster-management.io"],
+            "resources": ["addonplacementscores/status"],
+            "verbs": ["update"],
+        },
     ]
 
 
@@ -104,6 +111,8 @@ def test_the_agent_role_names_its_configmap_and_secrets() -> None:
     by_resource = {tuple(rule["resources"]): rule for rule in role["rules"]}
     assert set(by_resource) == {("configmaps",), ("secrets",)}
     assert by_resource[("configmaps",)]["resourceNames"] == ["dynamic-scoring-config"]
+    # listed by name and watched, never read with get
+    assert by_resource[("configmaps",)]["verbs"] == ["list", "watch"]
     assert by_resource[("secrets",)]["resourceNames"] == list(secret_names(plan))
     assert by_resource[("secrets",)]["verbs"] == ["get"]
     referenced = set()

@@ -115,13 +115,16 @@ def _resources(resources: Resources) -> dict[str, Any]:
 
 def _agent_role(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
     # resourceNames everywhere: an empty list would mean "every object", so the Secret
-    # rule is left out entirely when no scorer names a Secret.
+    # rule is left out entirely when no scorer names a Secret. Exactly the verbs the agent
+    # uses (a test runs it against an API enforcing this Role): it lists and watches its
+    # ConfigMap with the field selector metadata.name=<name>, which the API server
+    # authorizes against resourceNames, and never gets it; it gets each Secret.
     rules: list[dict[str, Any]] = [
         {
             "apiGroups": [""],
             "resources": ["configmaps"],
             "resourceNames": [CONFIG_MAP_NAME],
-            "verbs": ["get", "list", "watch"],
+            "verbs": ["list", "watch"],
         }
     ]
     if secrets:
@@ -220,7 +223,9 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
             "runAsNonRoot": True,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        # The root filesystem is read-only; Python and TLS libraries still want a /tmp.
+        # The root filesystem is read-only, and this /tmp is load-bearing: the Kubernetes
+        # client writes the hub kubeconfig's CA (certificate-authority-data) to a temporary
+        # file before it can connect to the hub.
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
@@ -506,12 +511,21 @@ def hub_cluster_role(settings: Settings) -> dict[str, Any]:
             "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_HUB),
         },
+        # Exactly the verbs the agent uses (a test runs it against a hub enforcing this
+        # role): it reads its object (the resourceVersion and condition after a start),
+        # creates it when missing, and replaces its status; it never lists, watches,
+        # patches, or writes anything but the status.
         "rules": [
             {
                 "apiGroups": [SCORE_GROUP],
-                "resources": ["addonplacementscores", "addonplacementscores/status"],
-                "verbs": ["get", "list", "watch", "create", "update", "patch"],
-            }
+                "resources": ["addonplacementscores"],
+                "verbs": ["get", "create"],
+            },
+            {
+                "apiGroups": [SCORE_GROUP],
+                "resources": ["addonplacementscores/status"],
+                "verbs": ["update"],
+            },
         ],
     }
 
