@@ -65,15 +65,23 @@ async def run_agent(
     else:
         assert core is not None  # built above whenever a Secret or the ConfigMap needs it
         secrets = ApiSecretStore(core, settings.namespace, timeout=settings.request_timeout)
+    metrics = AgentMetrics(registry, settings.cluster_name)
     source: FileSource | ConfigMapSource
     if settings.config_file is not None:
         source = FileSource(settings.config_file, poll=settings.config_poll_seconds)
     else:
         assert core is not None
+
+        def count_api_error(request: str, reason: str) -> None:
+            metrics.config_api_errors.labels(request, reason).inc()
+
         source = ConfigMapSource(
-            core, settings.namespace, CONFIG_MAP_NAME, timeout=settings.request_timeout
+            core,
+            settings.namespace,
+            CONFIG_MAP_NAME,
+            timeout=settings.request_timeout,
+            on_error=count_api_error,
         )
-    metrics = AgentMetrics(registry, settings.cluster_name)
     metrics.config_ok.set(0)
     publisher = (
         HubPublisher(

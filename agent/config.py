@@ -297,8 +297,10 @@ class ConfigMapSource:
         watch_seconds: int = 300,
         timeout: float = 30.0,
         max_backoff: float = 30.0,
+        on_error: Callable[[str, str], None] = lambda request, reason: None,
     ) -> None:
         self._api = core_api
+        self._on_error = on_error
         self._namespace = namespace
         self._name = name
         self._watch_seconds = watch_seconds
@@ -387,6 +389,7 @@ class ConfigMapSource:
         backoff = initial = min(1.0, self._max_backoff)
         failing: str | None = None  # the kind of error being retried, logged once
         while not self._stop.is_set():
+            request = "list"
             try:
                 document = self._list_document()
                 if failing is not None:
@@ -394,10 +397,13 @@ class ConfigMapSource:
                     failing = None
                 self._offer(_first_item(document))
                 backoff = initial
+                request = "watch"
                 self._watch(_resource_version(document))
             except Exception as err:  # API unreachable, 410 Gone, bad stream: list again
                 if self._stop.is_set():
                     return
+                if not isinstance(err, WatchEndedError):  # a watch ending is routine
+                    self._on_error(request, api_error_reason(err))
                 if isinstance(err, ConfigError):  # the API's answer itself was unusable
                     with self._lock:
                         if self._last != f"error:{err}":
@@ -460,6 +466,20 @@ class ConfigMapSource:
         finally:
             self._response = None
             response.release_conn()
+
+
+def api_error_reason(err: Exception) -> str:
+    """A metric label for a failed request to the cluster API."""
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(err, ConfigError):
+        return err.reason
+    if isinstance(err, ApiException):
+        status = err.status or 0
+        return {401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(
+            status, f"http_{status // 100}xx"
+        )
+    return "unreachable"
 
 
 def _first_item(document: dict[str, Any]) -> Any:

@@ -17,6 +17,7 @@ the answer is what an image without them loads.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.abc
 import importlib.metadata
@@ -38,7 +39,7 @@ LAZY_IMPORTS = (
 )
 
 #: Top-level modules that libraries of the agent import only if installed, and that the
-#: agent never needs: kubernetes.dynamic's schema validation, httpx's ``httpx`` command.
+#: agent never needs: kubernetes.dynamic's schema validation, httpx's ``httpx`` command,
 #: httpcore's trio backend, oauthlib's signals.
 OPTIONAL_EXTRAS = frozenset({"kubernetes_validate", "click", "pygments", "rich", "trio", "blinker"})
 
@@ -59,10 +60,8 @@ def import_agent() -> list[ModuleType]:
     import httpx
 
     httpx.AsyncHTTPTransport()
-    try:
+    with contextlib.suppress(ImportError):  # the agent falls back to asyncio's loop
         modules.append(importlib.import_module("uvloop"))
-    except ImportError:
-        pass  # the agent falls back to asyncio's loop
     return modules
 
 

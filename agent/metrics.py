@@ -112,6 +112,13 @@ class AgentMetrics:
             ("result",),
             registry=registry,
         )
+        self.config_api_errors = Counter(
+            "dynamic_scoring_config_api_errors",
+            "Failed requests for the ConfigMap to the cluster API, by request (list or watch) "
+            "and reason (forbidden: the agent's Role does not allow it).",
+            ("request", "reason"),
+            registry=registry,
+        )
         self.config_ok = Gauge(
             "dynamic_scoring_config_last_reload_successful",
             "1 when the latest configuration could be used, 0 when the last good one is kept.",

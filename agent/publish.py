@@ -92,6 +92,9 @@ def placement_score_object(
     return body
 
 
+_AUTH_REASONS = {401: "unauthorized", 403: "forbidden"}
+
+
 class _ConflictOrNotFound(Exception):
     """The hub answered HTTP 409 (a write lost a race, or a create found the object) or
     HTTP 404 (the object does not exist, or vanished): both mean "read it again"."""
@@ -271,9 +274,10 @@ class HubPublisher:
             if err.status in (404, 409):
                 raise _ConflictOrNotFound from None
             status = err.status or 0
-            raise PublishError(
-                f"hub answered HTTP {status} to {method}", reason=f"http_{status // 100}xx"
-            ) from None
+            # 401 and 403 say the agent's hub credentials or their RBAC are wrong: named,
+            # so a missing verb shows as itself, not as one more 4xx.
+            reason = _AUTH_REASONS.get(status, f"http_{status // 100}xx")
+            raise PublishError(f"hub answered HTTP {status} to {method}", reason=reason) from None
         except Exception as err:  # urllib3 and socket errors: the hub cannot be reached
             raise PublishError(
                 f"hub unreachable ({type(err).__name__})", reason="unreachable"

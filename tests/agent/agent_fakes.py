@@ -6,9 +6,11 @@ the fixture that started it.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.agent.kube_rbac import Identity, Rbac, request_attributes
 
 
 @dataclass
@@ -60,8 +64,11 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeServer:
     """A threaded HTTP/1.1 server whose answers come from ``handler`` (replaceable live)."""
 
-    def __init__(self, handler: Handler, port: int = 0) -> None:
+    def __init__(
+        self, handler: Handler, port: int = 0, *, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.handler = handler
+        self.scheme = "https" if tls is not None else "http"
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         fake = self
@@ -118,6 +125,10 @@ class FakeServer:
 
         self._server = _QuietServer(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
+        if tls is not None:  # the handshake runs in the request's thread, not in accept()
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
         )
@@ -128,7 +139,7 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> FakeServer:
         self._thread.start()
@@ -210,16 +221,33 @@ class FakeKube:
     field selector and watch (chunked event stream). Faults: ``fail`` queues statuses for
     the next matching requests, ``conflicts`` forces 409s on status writes, and ``down``
     closes every connection without an answer.
+
+    With ``tls`` it serves HTTPS; with ``tokens`` every request needs one of those bearer
+    tokens (401 otherwise), and with ``rbac`` as well its identity must be allowed the
+    request (403 otherwise, recorded in ``denied``); ``used`` collects the (verb,
+    resource) pairs of the allowed requests.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        tls: ssl.SSLContext | None = None,
+        ca_pem: str | None = None,
+        tokens: dict[str, Identity] | None = None,
+        rbac: Rbac | None = None,
+    ) -> None:
+        self.ca_pem = ca_pem
+        self.tokens = tokens
+        self.rbac = rbac
+        self.denied: list[str] = []
+        self.used: set[tuple[str, str]] = set()
         self.state = KubeState()
         self.cond = threading.Condition()
         self.fail: list[tuple[str, str, int]] = []  # (method, path fragment, status)
         self.conflicts = 0
         self.down = False
         self.pages_served = 0  # answers to lists across namespaces
-        self.server = FakeServer(self._handle)
+        self.server = FakeServer(self._handle, tls=tls)
 
     # -- test helpers
     @property
@@ -236,13 +264,19 @@ class FakeKube:
             self.cond.notify_all()
         self.server.stop()
 
-    def kubeconfig(self, token: str = "kube-test-token-123") -> str:
+    def kubeconfig(self, token: str = "kube-test-token-123", *, token_file: str = "") -> str:
+        """A kubeconfig for this API: the token itself, or ``tokenFile`` (the file's path,
+        relative to the kubeconfig's folder, as OCM's token registration writes it)."""
+        cluster: dict[str, str] = {"server": self.url}
+        if self.ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem.encode()).decode()
+        user = {"tokenFile": token_file} if token_file else {"token": token}
         return json.dumps(
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-                "users": [{"name": "agent", "user": {"token": token}}],
+                "clusters": [{"name": "fake", "cluster": cluster}],
+                "users": [{"name": "agent", "user": user}],
                 "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "agent"}}],
                 "current-context": "fake",
             }
@@ -278,8 +312,6 @@ class FakeKube:
         )
 
     def set_secret(self, namespace: str, name: str, data: dict[str, str]) -> None:
-        import base64
-
         encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
         self.put(
             "secrets",
@@ -297,9 +329,39 @@ class FakeKube:
         self.state.objects[key] = obj
         return obj
 
+    def _authorized(self, request: Request) -> Reply | None:
+        """The 401 or 403 the request gets, or ``None`` when it may proceed."""
+        if self.tokens is None:
+            return None
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        who = self.tokens.get(token) if scheme.lower() == "bearer" else None
+        if who is None:
+            return _status(401, "Unauthorized", "Unauthorized")
+        if self.rbac is None:
+            return None
+        attributes = request_attributes(request.method, request.path, request.query)
+        if attributes is None or not self.rbac.allows(who, attributes):
+            message = (
+                attributes.describe(who)
+                if attributes is not None
+                else f'forbidden: User "{who.user}" cannot {request.method} path "{request.path}"'
+            )
+            with self.cond:
+                self.denied.append(message)
+            return _status(403, "Forbidden", message)
+        resource = attributes.resource + (
+            f"/{attributes.subresource}" if attributes.subresource else ""
+        )
+        with self.cond:
+            self.used.add((attributes.verb, resource))
+        return None
+
     def _handle(self, request: Request) -> Reply:
         if self.down:
             return Reply(status=0)
+        refused = self._authorized(request)
+        if refused is not None:
+            return refused
         for index, (method, fragment, code) in enumerate(self.fail):
             if request.method == method and fragment in request.path:
                 del self.fail[index]
