@@ -144,6 +144,5 @@ def scorer_summary(
         scoringEndpoint=f"{scorer}/scoring",
         scoringEndpointAuthName=secret_names(template)[0],
         scoringEndpointAuthKey="token",
-        scoreName=SCORE_NAME,
-        **changes,
+        **{"scoreName": SCORE_NAME, **changes},
     )

@@ -1,0 +1,323 @@
+"""The agent's image, built by ``agent/build-image.sh`` and run as the rendered Deployment
+says, the way a kubelet runs it after OCM's addon framework processed the AddOnTemplate
+(:mod:`tests.agent.kubelet`), against emulated managed-cluster and hub APIs over TLS that
+enforce the rendered RBAC (:mod:`tests.agent.fleet_apis`), real Prometheus and the
+reference sample scorer.
+
+The base image is Debian bookworm made by ``mmdebstrap`` (python3 and python3-venv),
+cached as a tarball under ``~/.cache/dsf-test`` (``$XDG_CACHE_HOME``) and imported into
+podman once. podman runs with this test's own ``containers.conf`` (``CONTAINERS_CONF``):
+no default ulimits (these machines cannot raise them) and ``runc``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsf_compile.inputs.quantity import quantity_value
+from tests.agent.agent_fakes import FakeServer, Reply, prometheus_matrix
+from tests.agent.conftest import free_port
+from tests.agent.fleet_apis import (
+    CLUSTER,
+    HUB_TOKEN,
+    SA_TOKEN,
+    SCORE_NAME,
+    FleetApis,
+    fleet_apis,
+    sample_scorer,
+    scorer_summary,
+    serve_configuration,
+)
+from tests.agent.kube_rbac import addon_template, rendered_cluster_roles
+from tests.agent.kubelet import PodFiles, podman_run_args, probe_path, processed_manifests
+from tests.fleet_repo import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+BASE_IMAGE = "localhost/dsf-test-base:bookworm-python3"
+AGENT_IMAGE = "localhost/dsf-agent-test:latest"
+BIG_SCORE = "big_answer_score"
+BIG_SERIES, BIG_POINTS = 20, 48_000  # about 21 MB of query_range answer
+WAIT = 120.0  # generous: a loaded 2-core CI machine
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dsf-test"
+
+
+@pytest.fixture(scope="module")
+def podman_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman not installed (Debian packages podman and runc)")
+    conf = tmp_path_factory.mktemp("podman") / "containers.conf"
+    engine = '[engine]\nruntime = "runc"\n' if shutil.which("runc") else ""
+    conf.write_text(f"[containers]\ndefault_ulimits = []\n{engine}")
+    return {**os.environ, "CONTAINERS_CONF": str(conf)}
+
+
+def podman(env: dict[str, str], *args: str, timeout: float = 600) -> str:
+    done = subprocess.run(
+        ["podman", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"podman {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def container_logs(env: dict[str, str], name: str) -> str:
+    """What the container wrote (the agent logs to stderr)."""
+    done = subprocess.run(
+        ["podman", "logs", name], env=env, capture_output=True, text=True, timeout=60
+    )
+    return done.stdout + done.stderr
+
+
+def debian_base(env: dict[str, str]) -> str:
+    """Debian bookworm with python3 and its venv module, made by mmdebstrap once."""
+    exists = subprocess.run(["podman", "image", "exists", BASE_IMAGE], env=env, timeout=60)
+    if exists.returncode == 0:
+        return BASE_IMAGE
+    tarball = cache_dir() / "debian-bookworm-python3.tar"
+    if not tarball.is_file():
+        if shutil.which("mmdebstrap") is None:
+            pytest.skip("mmdebstrap not installed (Debian package mmdebstrap)")
+        tarball.parent.mkdir(parents=True, exist_ok=True)
+        # mmdebstrap picks the output's format by its extension
+        partial = tarball.with_name(f"{tarball.stem}.{os.getpid()}.partial.tar")
+        subprocess.run(
+            ["mmdebstrap", "--variant=apt", "--include=python3,python3-venv", "--quiet",
+             "bookworm", str(partial)],
+            check=True, timeout=900,
+        )  # fmt: skip
+        if tarball.is_dir():  # left by an older, broken run
+            shutil.rmtree(tarball)
+        partial.replace(tarball)
+    podman(env, "import", "--quiet", str(tarball), BASE_IMAGE)
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="module")
+def image(podman_env: dict[str, str]) -> str:
+    """The agent image, built by agent/build-image.sh from the Debian base."""
+    base = debian_base(podman_env)
+    done = subprocess.run(
+        [str(REPO_ROOT / "agent" / "build-image.sh"), "--base", base, "--tag", AGENT_IMAGE],
+        env=podman_env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, f"build-image.sh failed:\n{done.stdout}\n{done.stderr}"
+    return AGENT_IMAGE
+
+
+def test_the_image_runs_as_the_rendered_pod_requires(
+    image: str, podman_env: dict[str, str]
+) -> None:
+    (config,) = json.loads(podman(podman_env, "image", "inspect", image))
+    # runAsNonRoot without runAsUser: a kubelet runs the image's user, which must be numeric
+    user = config["Config"]["User"]
+    assert user.split(":")[0].isdigit() and int(user.split(":")[0]) == 65532
+    assert config["Config"]["Entrypoint"][-1].endswith("dsf-agent")
+    # what the image holds: the agent's runtime and none of the compiler's dependencies
+    listing = podman(
+        podman_env, "run", "--rm", "--network", "none", "--read-only", "--cap-drop", "all",
+        "--entrypoint", "/opt/dsf-agent/bin/python", image, "-c",
+        "import importlib.metadata as m; print(sorted(d.metadata['Name'].lower() for d in m.distributions()))",
+    )  # fmt: skip
+    for absent in ("jinja2", "jsonschema", "scipy", "mcp", "pip", "setuptools"):
+        assert f"'{absent}'" not in listing
+    for present in ("kubernetes", "httpx", "orjson", "prometheus_client", "pydantic"):
+        assert f"'{present}'" in listing
+
+
+def big_answer() -> bytes:
+    """A query_range answer of about 21 MB: BIG_SERIES series of BIG_POINTS points."""
+    values = [[1718600000 + i, f"{i % 100}.5"] for i in range(BIG_POINTS)]
+    series = [
+        {"metric": {"node": f"n{i}", "namespace": "big", "pod": f"p{i}"}, "values": values}
+        for i in range(BIG_SERIES)
+    ]
+    return json.dumps(prometheus_matrix(series)).encode()
+
+
+@pytest.fixture(scope="module")
+def big_prometheus() -> Iterator[FakeServer]:
+    body = big_answer()
+    assert len(body) > 20_000_000
+    server = FakeServer(lambda request: Reply(body=body)).start()
+    yield server
+    server.stop()
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except OSError:
+        return 0
+
+
+def metric_value(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        if all(f'{key}="{value}"' in line for key, value in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def wait_for(predicate: Any, what: str, logs: Any, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}\n{logs()[-4000:]}")
+
+
+def pod_args(
+    deployment: dict[str, Any], apis: FleetApis, folder: Path, image: str, name: str, port: int
+) -> list[str]:
+    """``podman run`` arguments for the Deployment on :data:`CLUSTER`, with the hub
+    kubeconfig Secret as OCM's token registration writes it (``kubeconfig`` naming the
+    ``token`` file beside it)."""
+    hub_secret = {"kubeconfig": apis.hub.kubeconfig(token_file="token"), "token": HUB_TOKEN}
+    files = PodFiles(
+        secrets={f"{apis.addon}-hub-kubeconfig": hub_secret},
+        token=SA_TOKEN,
+        ca_pem=apis.ca_pem,
+        api_port=apis.managed.server.port,
+    )
+    return podman_run_args(deployment, files, folder, image=image, name=name, metrics_port=port)
+
+
+def rendered_deployment() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The AddOnTemplate of ``rendered/`` and its Deployment as OCM processes it."""
+    template = addon_template(REPO_ROOT / "rendered")
+    (deployment,) = [m for m in processed_manifests(template, CLUSTER) if m["kind"] == "Deployment"]
+    return template, deployment
+
+
+def test_the_rendered_tmp_volume_is_needed(
+    image: str, podman_env: dict[str, str], tmp_path: Path
+) -> None:
+    # The Kubernetes client writes the hub kubeconfig's CA to a temporary file: without the
+    # rendered emptyDir at /tmp, the read-only root refuses it and the agent cannot start.
+    template, deployment = rendered_deployment()
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    mounts = container["volumeMounts"]
+    assert [m["mountPath"] for m in mounts].count("/tmp") == 1
+    container["volumeMounts"] = [m for m in mounts if m["mountPath"] != "/tmp"]
+    name = f"dsf-agent-test-notmp-{os.getpid()}"
+    rendered = REPO_ROOT / "rendered"
+    with fleet_apis(template, rendered_cluster_roles(rendered), tmp_path) as apis:
+        args = pod_args(deployment, apis, tmp_path / "pod", image, name, free_port())
+        try:
+            podman(podman_env, *args)
+            podman(podman_env, "wait", name, timeout=120)
+            (state,) = json.loads(podman(podman_env, "container", "inspect", name))
+            log = container_logs(podman_env, name)
+            assert state["State"]["ExitCode"] == 2, log
+            assert "hub kubeconfig" in log and "No usable temporary directory" in log, log
+        finally:
+            subprocess.run(
+                ["podman", "rm", "--force", name], env=podman_env, capture_output=True, timeout=120
+            )
+
+
+def test_the_rendered_deployment_runs_as_a_kubelet_runs_it(
+    image: str,
+    podman_env: dict[str, str],
+    prometheus: str,
+    big_prometheus: FakeServer,
+    tmp_path: Path,
+) -> None:
+    rendered = REPO_ROOT / "rendered"
+    template = addon_template(rendered)
+    (deployment,) = [m for m in processed_manifests(template, CLUSTER) if m["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    limits = container["resources"]["limits"]
+    grace = int(deployment["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30))
+    port = free_port()
+    name = f"dsf-agent-test-{os.getpid()}"
+    with (
+        fleet_apis(template, rendered_cluster_roles(rendered), tmp_path) as apis,
+        sample_scorer() as scorer,
+    ):
+        serve_configuration(
+            apis,
+            template,
+            [
+                scorer_summary(template, prometheus, scorer, scoringInterval=5),
+                scorer_summary(
+                    template,
+                    big_prometheus.url,
+                    scorer,
+                    name="big-answer",
+                    scoreName=BIG_SCORE,
+                    scoringInterval=30,
+                ),
+            ],
+        )
+        args = pod_args(deployment, apis, tmp_path / "pod", image, name, port)
+        podman(podman_env, *args)
+        try:
+
+            def logs() -> str:
+                return container_logs(podman_env, name)
+
+            base = f"http://127.0.0.1:{port}"
+            for probe in ("livenessProbe", "readinessProbe"):
+                path = probe_path(container, probe)
+                wait_for(lambda path=path: http_status(base + path) == 200, f"{probe} {path}", logs)
+
+            def metrics() -> str:
+                with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+                    return str(response.read().decode())
+
+            wait_for(
+                lambda: "dynamic_score{" in metrics()
+                and metric_value(metrics(), "dynamic_scoring_requests_total", score_name=BIG_SCORE, status="success") >= 1,
+                "dynamic_score and a cycle of the 20 MB answer",
+                logs,
+            )  # fmt: skip
+            for score_name in (SCORE_NAME, BIG_SCORE):
+                stored = wait_for(
+                    lambda score_name=score_name: apis.hub.get(
+                        "addonplacementscores", CLUSTER, score_name.replace("_", "-")
+                    ),
+                    f"the AddOnPlacementScore of {score_name}",
+                    logs,
+                )
+                assert stored["status"]["scores"], stored
+            assert len(stored["status"]["scores"]) == BIG_SERIES
+            text = metrics()
+            assert metric_value(text, "dynamic_scoring_failures_total") == 0, text
+            (state,) = json.loads(podman(podman_env, "container", "inspect", name))
+            assert state["State"]["Running"] and not state["State"]["OOMKilled"]
+            assert state["HostConfig"]["Memory"] == int(quantity_value(limits["memory"]))
+            assert state["HostConfig"]["ReadonlyRootfs"] is True
+            assert apis.denied() == []
+            started = time.monotonic()
+            podman(podman_env, "stop", "--time", str(grace), name, timeout=grace + 30)
+            stopped_in = time.monotonic() - started
+            (state,) = json.loads(podman(podman_env, "container", "inspect", name))
+            assert state["State"]["ExitCode"] == 0, logs()
+            assert not state["State"]["OOMKilled"]
+            assert stopped_in < grace
+            assert "agent_stopped" in logs()
+        finally:
+            subprocess.run(
+                ["podman", "rm", "--force", name], env=podman_env, capture_output=True, timeout=120
+            )
