@@ -11,7 +11,8 @@
 #
 # IMAGE: any image with python3 (3.11 or later) and its venv module, of the same
 # minor version as the python3 running this script (PYTHON=... picks another);
-# default docker.io/library/python:<that version>-slim. TAG: default dsf-agent:latest.
+# default docker.io/library/python:<that version>-slim. TAG: default
+# localhost/dsf-agent:VERSION, the compiler's version.
 # Exit 0 means the image TAG exists locally.
 set -euo pipefail
 
@@ -19,14 +20,14 @@ usage() { echo "usage: agent/build-image.sh [--base IMAGE] [--tag TAG]" >&2; exi
 
 python="${PYTHON:-python3}"
 base=""
-tag="dsf-agent:latest"
+tag=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --base) [ $# -ge 2 ] || usage; base="$2"; shift 2 ;;
     --base=*) base="${1#--base=}"; shift ;;
     --tag) [ $# -ge 2 ] || usage; tag="$2"; shift 2 ;;
     --tag=*) tag="${1#--tag=}"; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage ;;
   esac
 done
@@ -34,6 +35,7 @@ done
 cd "$(dirname "$0")/.."
 version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 base="${base:-docker.io/library/python:${version}-slim}"
+tag="${tag:-localhost/dsf-agent:$("$python" -c 'from dsf_compile import __version__; print(__version__)')}"
 
 if command -v podman >/dev/null; then
   engine=podman

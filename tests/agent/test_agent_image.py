@@ -46,7 +46,7 @@ from tests.fleet_repo import REPO_ROOT
 pytestmark = pytest.mark.integration
 
 BASE_IMAGE = "localhost/dsf-test-base:bookworm-python3"
-AGENT_IMAGE = "localhost/dsf-agent-test:latest"
+AGENT_IMAGE = f"localhost/dsf-agent-test:{os.getpid()}"  # this run's, removed after it
 BIG_SCORE = "big_answer_score"
 BIG_SERIES, BIG_POINTS = 20, 48_000  # about 21 MB of query_range answer
 WAIT = 120.0  # generous: a loaded 2-core CI machine
@@ -107,7 +107,7 @@ def debian_base(env: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def image(podman_env: dict[str, str]) -> str:
+def image(podman_env: dict[str, str]) -> Iterator[str]:
     """The agent image, built by agent/build-image.sh from the Debian base."""
     base = debian_base(podman_env)
     done = subprocess.run(
@@ -115,7 +115,10 @@ def image(podman_env: dict[str, str]) -> str:
         env=podman_env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, f"build-image.sh failed:\n{done.stdout}\n{done.stderr}"
-    return AGENT_IMAGE
+    yield AGENT_IMAGE
+    subprocess.run(
+        ["podman", "rmi", "--force", AGENT_IMAGE], env=podman_env, capture_output=True, timeout=120
+    )
 
 
 def test_the_image_runs_as_the_rendered_pod_requires(
