@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from samples.sample_scorer import config as sample_config
 from samples.sample_scorer import score as sample_score
@@ -146,3 +149,17 @@ def scorer_summary(
         scoringEndpointAuthKey="token",
         **{"scoreName": SCORE_NAME, **changes},
     )
+
+
+def poll_until(
+    predicate: Callable[[], Any], what: str, explain: Callable[[], str], timeout: float = 120.0
+) -> Any:
+    """``predicate()``'s first true value; fails the test with ``explain()`` (the agent's
+    log) after ``timeout`` seconds (generous: a loaded 2-core CI machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}\n{explain()[-4000:]}")

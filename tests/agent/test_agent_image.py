@@ -17,9 +17,9 @@ import os
 import shutil
 import subprocess
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from tests.agent.fleet_apis import (
     SCORE_NAME,
     FleetApis,
     fleet_apis,
+    poll_until,
     sample_scorer,
     scorer_summary,
     serve_configuration,
@@ -49,7 +50,6 @@ BASE_IMAGE = "localhost/dsf-test-base:bookworm-python3"
 AGENT_IMAGE = f"localhost/dsf-agent-test:{os.getpid()}"  # this run's, removed after it
 BIG_SCORE = "big_answer_score"
 BIG_SERIES, BIG_POINTS = 20, 48_000  # about 21 MB of query_range answer
-WAIT = 120.0  # generous: a loaded 2-core CI machine
 
 
 def cache_dir() -> Path:
@@ -160,14 +160,13 @@ def big_prometheus() -> Iterator[FakeServer]:
     server.stop()
 
 
-def http_status(url: str) -> int:
+def answers_ok(url: str) -> bool:
+    """An HTTP GET of ``url`` answers 200, as a kubelet's httpGet probe wants."""
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as err:
-        return int(err.code)
-    except OSError:
-        return 0
+            return int(response.status) == 200
+    except OSError:  # refused, or an HTTPError (not 2xx)
+        return False
 
 
 def metric_value(text: str, name: str, **labels: str) -> float:
@@ -177,16 +176,6 @@ def metric_value(text: str, name: str, **labels: str) -> float:
         if all(f'{key}="{value}"' in line for key, value in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
-
-
-def wait_for(predicate: Any, what: str, logs: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}\n{logs()[-4000:]}")
 
 
 def pod_args(
@@ -283,23 +272,22 @@ def test_the_rendered_deployment_runs_as_a_kubelet_runs_it(
             base = f"http://127.0.0.1:{port}"
             for probe in ("livenessProbe", "readinessProbe"):
                 path = probe_path(container, probe)
-                wait_for(lambda path=path: http_status(base + path) == 200, f"{probe} {path}", logs)
+                poll_until(partial(answers_ok, base + path), f"{probe} {path}", logs)
 
             def metrics() -> str:
                 with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
                     return str(response.read().decode())
 
-            wait_for(
+            poll_until(
                 lambda: "dynamic_score{" in metrics()
                 and metric_value(metrics(), "dynamic_scoring_requests_total", score_name=BIG_SCORE, status="success") >= 1,
                 "dynamic_score and a cycle of the 20 MB answer",
                 logs,
             )  # fmt: skip
             for score_name in (SCORE_NAME, BIG_SCORE):
-                stored = wait_for(
-                    lambda score_name=score_name: apis.hub.get(
-                        "addonplacementscores", CLUSTER, score_name.replace("_", "-")
-                    ),
+                object_name = score_name.replace("_", "-")
+                stored = poll_until(
+                    partial(apis.hub.get, "addonplacementscores", CLUSTER, object_name),
                     f"the AddOnPlacementScore of {score_name}",
                     logs,
                 )

@@ -11,7 +11,6 @@ visible and named in a counter.
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from tests.agent.fleet_apis import (
     SCORE_NAME,
     FleetApis,
     fleet_apis,
+    poll_until,
     sample_scorer,
     scorer_summary,
     serve_configuration,
@@ -82,18 +82,6 @@ def value(agent: AgentProcess, name: str, **labels: str) -> float:
     return samples(agent).get((name, frozenset(labels.items())), 0.0)
 
 
-def wait_until(
-    predicate: Callable[[], Any], what: str, agent: AgentProcess, timeout: float = 45.0
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}\n{agent.log()[-3000:]}")
-
-
 def start_agent(
     apis: FleetApis, folder: Path, agent_process: Callable[..., AgentProcess]
 ) -> AgentProcess:
@@ -131,7 +119,7 @@ def test_the_agent_uses_exactly_what_the_rendered_rbac_grants(
     with fleet_apis(template, cluster_roles, tmp_path) as apis:
         serve_configuration(apis, template, [scorer_summary(template, prometheus, scorer)])
         agent = start_agent(apis, tmp_path / "agent", agent_process)
-        wait_until(
+        poll_until(
             lambda: (
                 value(
                     agent, "dynamic_scoring_requests_total", score_name=SCORE_NAME, status="success"
@@ -139,7 +127,7 @@ def test_the_agent_uses_exactly_what_the_rendered_rbac_grants(
                 >= 2
             ),
             "two successful cycles",
-            agent,
+            agent.log,
         )
         stored = apis.hub.get("addonplacementscores", CLUSTER, OBJECT)
         assert stored is not None and stored["status"]["scores"]
@@ -180,11 +168,13 @@ def test_each_granted_verb_is_needed(
     with fleet_apis(template, cluster_roles, tmp_path) as apis:
         serve_configuration(apis, rendered[0], [scorer_summary(template, prometheus, scorer)])
         agent = start_agent(apis, tmp_path / "agent", agent_process)
-        wait_until(lambda: value(agent, counter, **labels) >= 1, f"{counter}{labels}", agent)
+        poll_until(lambda: value(agent, counter, **labels) >= 1, f"{counter}{labels}", agent.log)
         assert apis.denied()
         if resource == "secrets":  # the hub is told, in the object's condition
-            stored = wait_until(
-                lambda: apis.hub.get("addonplacementscores", CLUSTER, OBJECT), "the object", agent
+            stored = poll_until(
+                lambda: apis.hub.get("addonplacementscores", CLUSTER, OBJECT),
+                "the object",
+                agent.log,
             )
             (condition,) = stored["status"]["conditions"]
             assert (condition["status"], condition["reason"]) == ("False", "SecretMissing")
