@@ -7,7 +7,9 @@ reference sample scorer.
 The base image is Debian bookworm made by ``mmdebstrap`` (python3 and python3-venv),
 cached as a tarball under ``~/.cache/dsf-test`` (``$XDG_CACHE_HOME``) and imported into
 podman once. podman runs with this test's own ``containers.conf`` (``CONTAINERS_CONF``):
-no default ulimits (these machines cannot raise them) and ``runc``.
+no default ulimits (these machines cannot raise them) and ``runc``. The agent image is
+built per run and removed after it; the first run on a machine also makes the base
+(about a minute more).
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ def podman_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     conf = tmp_path_factory.mktemp("podman") / "containers.conf"
     engine = '[engine]\nruntime = "runc"\n' if shutil.which("runc") else ""
     conf.write_text(f"[containers]\ndefault_ulimits = []\n{engine}")
-    return {**os.environ, "CONTAINERS_CONF": str(conf)}
+    # BUILDAH_LAYERS=false: podman build keeps no intermediate images (each run's wheels
+    # differ, so a cache would only pile up on a machine CI reuses)
+    return {**os.environ, "CONTAINERS_CONF": str(conf), "BUILDAH_LAYERS": "false"}
 
 
 def podman(env: dict[str, str], *args: str, timeout: float = 600) -> str:
