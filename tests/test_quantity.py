@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dsf_compile.inputs.quantity import QuantityError, QuantityText, parse_quantity
+from tests.fleet_repo import copy_fleet
 
 
 @pytest.mark.parametrize(
@@ -31,7 +35,11 @@ from dsf_compile.inputs.quantity import QuantityError, QuantityText, parse_quant
         ("1Ei", Fraction(1024**6)),
         (2, Fraction(2)),
         (0.1, Fraction(1, 10)),
-        (1e20, Fraction(10**20)),
+        (1e18, Fraction(10**18)),
+        ("1Pi", Fraction(1024**5)),
+        ("2e18", Fraction(2 * 10**18)),
+        ("1Gi", parse_quantity("1024Mi").value),
+        ("9223372036854775807", Fraction(2**63 - 1)),
     ],
 )
 def test_values_are_exact(raw: str | int | float, value: Fraction) -> None:
@@ -91,3 +99,54 @@ def test_model_field_keeps_the_text(raw: str | int | float, text: str) -> None:
 def test_model_field_refuses_garbage_with_the_grammar() -> None:
     with pytest.raises(ValidationError, match="'lots' is not a quantity"):
         _Holder.model_validate({"cpu": "lots"})
+
+
+@pytest.mark.parametrize(
+    "raw", ["1e400", "1e19", "10E", "8Ei", "9223372036854775808", "-1e400", 1e300, "1" * 101]
+)
+def test_absurd_magnitudes_are_refused(raw: str | float) -> None:
+    # past Kubernetes' 2^63-1 a float64 on the hub (and here) overflows or rounds
+    with pytest.raises(QuantityError, match="out of range|more than 100 digits"):
+        parse_quantity(raw)
+
+
+def test_a_long_quantity_is_shortened_in_the_message() -> None:
+    with pytest.raises(QuantityError) as caught:
+        parse_quantity("1" * 500)
+    assert len(str(caught.value)) < 120
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["validate"],
+        ["render"],
+        ["render", "--check"],
+        ["diff"],
+        ["explain", "--scores", "snapshots", "--at", "2026-11-22T10:00:00Z"],
+    ],
+)
+def test_an_absurd_allocatable_is_a_located_error_in_every_command(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # issue 17 row 13: "1e400" used to pass validate, then every command crashed with
+    # OverflowError where the ResourceAllocatable prioritizer reads it as a float
+    root = copy_fleet(tmp_path / "fleet")
+    inventory = root / "clusters/inventory.yaml"
+    text = inventory.read_text(encoding="utf-8")
+    inventory.write_text(text.replace('cpu: "28"', 'cpu: "1e400"', 1), encoding="utf-8")
+    before = sorted((p, p.read_bytes()) for p in (root / "rendered").rglob("*") if p.is_file())
+    done = subprocess.run(
+        [sys.executable, "-m", "dsf_compile", "--root", str(root), *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        "clusters/inventory.yaml:13:5: error: status.allocatable.cpu: '1e400' is out of range"
+    ), done.stderr
+    after = sorted((p, p.read_bytes()) for p in (root / "rendered").rglob("*") if p.is_file())
+    assert after == before

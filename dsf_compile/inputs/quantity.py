@@ -8,9 +8,13 @@ The grammar is apimachinery's ``resource.Quantity``::
     binarySI  ::= Ki | Mi | Gi | Ti | Pi | Ei
     decimalSI ::= n | u | m | k | M | G | T | P | E
 
-The value is a :class:`fractions.Fraction`, so ``100m`` is exactly ``1/10`` and two
-quantities compare without rounding. A negative quantity parses; callers that need a
-non-negative one check :attr:`Quantity.value` themselves.
+The value is a :class:`fractions.Fraction`, so ``100m`` is exactly ``1/10``, ``1Gi`` is
+exactly ``1024Mi`` and two quantities compare without rounding. A negative quantity
+parses; callers that need a non-negative one check :attr:`Quantity.value` themselves.
+
+Kubernetes documents that no quantity may exceed 2^63 − 1 in magnitude; a larger one
+(``1e400``, ``10E``, ``8Ei``) is refused here, so no caller ever meets a value that overflows a
+float64 or an int64 on the hub.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ _QUANTITY_RE = re.compile(
 )
 #: A quantity's exponent is bounded so that ``1e999999999`` cannot exhaust memory.
 _MAX_EXPONENT = 1000
+#: Digits of the number itself: Python refuses to convert longer ones (and would be slow).
+_MAX_DIGITS = 100
+#: apimachinery: "no quantity may represent a number greater than 2^63-1 in magnitude".
+MAX_MAGNITUDE = 2**63 - 1
 
 
 class QuantityError(ValueError):
@@ -60,6 +68,8 @@ def parse_quantity(raw: str | int | float) -> Quantity:
     found = _QUANTITY_RE.fullmatch(text)
     if found is None:
         raise QuantityError(f"{text!r} is not a quantity; {_EXPECTED}")
+    if len(found["number"]) > _MAX_DIGITS:
+        raise QuantityError(f"{_shown(text)}: more than {_MAX_DIGITS} digits")
     value = Fraction(found["number"])
     if found["binary"]:
         value *= 1024 ** _BINARY[found["binary"]]
@@ -67,13 +77,22 @@ def parse_quantity(raw: str | int | float) -> Quantity:
         if found["exponent"] is not None:
             exponent = int(found["exponent"])
             if abs(exponent) > _MAX_EXPONENT:
-                raise QuantityError(f"{text!r}: the exponent is out of range")
+                raise QuantityError(f"{_shown(text)}: the exponent is out of range")
         else:
             exponent = _DECIMAL[found["decimal"]]
         value *= Fraction(10) ** exponent
+    if abs(value) > MAX_MAGNITUDE:
+        raise QuantityError(
+            f"{_shown(text)} is out of range: a Kubernetes quantity is at most 2^63-1 "
+            f"({MAX_MAGNITUDE}) in magnitude"
+        )
     if found["sign"] == "-":
         value = -value
     return Quantity(value=value, text=text)
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 def quantity_value(raw: str | int | float) -> Fraction:
