@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose configurations and placements together; writes placements/optimized/",
     )
     _add_state_options(optimize, hub=True)
+    optimize.add_argument(
+        "--time-limit",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop the solver after this many seconds, an error (default: 60)",
+    )
 
     explain = commands.add_parser(
         "explain", help="which clusters each Placement picks, and why (OCM's scheduler, offline)"
@@ -405,9 +412,19 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
     if command == "optimize":
         from dsf_compile.pipeline import optimize_fleet
 
-        for plan in optimize_fleet(root, _hub_state(args) or _no_scores(), args.at or _now()):
+        plans = optimize_fleet(
+            root, _hub_state(args) or _no_scores(), args.at or _now(), args.time_limit
+        )
+        for plan in plans:
+            print_problems(plan.warnings, err, github)
             state_word = "written" if plan.changed else "unchanged"
-            print(f"dsf-compile: {plan.path} {state_word} (objective {plan.objective})", file=err)
+            left_out = f"; left out: {', '.join(plan.left_out)}" if plan.left_out else ""
+            print(
+                safe_message(
+                    f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"
+                ),
+                file=err,
+            )
         return EXIT_OK
     if command == "explain":
         from dsf_compile.pipeline import explain_fleet

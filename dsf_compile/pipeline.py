@@ -321,12 +321,24 @@ class Optimized:
     path: str
     objective: int
     changed: bool
+    left_out: tuple[str, ...] = ()  # target workloads that do not fit
+    warnings: tuple[Problem, ...] = ()  # one per workload left out
 
 
-def optimize_fleet(root: Path, state: HubState, at: datetime) -> list[Optimized]:
-    """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``."""
-    from dsf_compile.placement.proposal import propose
+def optimize_fleet(
+    root: Path, state: HubState, at: datetime, time_limit: float | None = None
+) -> list[Optimized]:
+    """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``.
 
+    ``time_limit`` (seconds, default the spec's 60) bounds the solver over the whole
+    command; past it, or past the size bound, an InputError and nothing is written.
+    """
+    import time
+
+    from dsf_compile.placement.optimize import DEFAULT_TIME_LIMIT
+    from dsf_compile.placement.proposal import Proposal, propose
+
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     inputs = validate_fleet(root)
     if not inputs.optimizations:
         raise UsageError("no PlacementOptimization in placements/")
@@ -334,27 +346,32 @@ def optimize_fleet(root: Path, state: HubState, at: datetime) -> list[Optimized]
         raise UsageError("optimize needs the scores: --scores PATH or --hub-kubeconfig PATH")
     # every plan is solved before any is written: a failing one leaves all files as they
     # were, and every failing one is reported
-    plans: list[tuple[str, str, int]] = []
+    deadline = time.monotonic() + limit
+    plans: list[Proposal] = []
     problems: list[Problem] = []
     for located in inputs.optimizations:
         try:
-            plans.append(propose(inputs, located, state.scores, at))
+            plans.append(
+                propose(inputs, located, state.scores, at, deadline=deadline, time_limit=limit)
+            )
         except InputError as error:
             problems += error.problems
     if problems:
         raise InputError(problems)
     written = []
-    for relative, text, objective in plans:
-        target = root / relative
+    for plan in plans:
+        target = root / plan.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = text.encode("utf-8")
+        data = plan.text.encode("utf-8")
         try:
             unchanged = read_regular_file(target, max_bytes=MAX_FILE_BYTES) == data
         except FileNotFoundError:
             unchanged = False
         if not unchanged:
             atomic_write(target, data)
-        written.append(Optimized(relative, objective, not unchanged))
+        written.append(
+            Optimized(plan.path, plan.objective, not unchanged, plan.left_out, plan.warnings)
+        )
     return written
 
 

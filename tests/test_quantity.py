@@ -106,7 +106,7 @@ def test_model_field_refuses_garbage_with_the_grammar() -> None:
 )
 def test_absurd_magnitudes_are_refused(raw: str | float) -> None:
     # past Kubernetes' 2^63-1 a float64 on the hub (and here) overflows or rounds
-    with pytest.raises(QuantityError, match="out of range|more than 100 digits"):
+    with pytest.raises(QuantityError, match=r"out of range|more than 100 digits"):
         parse_quantity(raw)
 
 

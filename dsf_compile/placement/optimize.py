@@ -4,18 +4,24 @@ Pure but for the solver call. For workloads ``a``, clusters ``c`` and the config
 (Policies) ``p`` each cluster may take, binary variables
 
 - ``y[c, p]``: cluster ``c`` takes configuration ``p`` (at most one per cluster),
-- ``x[a, c]``: workload ``a`` runs on cluster ``c`` (exactly one cluster per workload),
+- ``x[a, c]``: workload ``a`` runs on cluster ``c`` (at most one cluster per workload),
 - ``z[a, c, p]``: both, linked by ``z ≤ x``, ``z ≤ y``, ``z ≥ x + y − 1`` and
   ``x = Σ_p z``,
 
 with capacity ``Σ_a request(a) · z[a, c, p] ≤ supply(p) · y[c, p]`` (a workload only uses a
 configuration that supplies its kind of resource), and the objective ``Σ score(a, c,
-device(p)) · z`` maximized or minimized.
+device(p)) · z`` maximized or minimized. :mod:`dsf_compile.placement.optimize_model`
+builds it as sparse arrays and solves it exactly (quantities are fractions).
+
+Lexicographic: the plan places as many workloads as fit, then takes the best objective.
+The model with every workload placed is solved first (the usual case, one solve); when
+it has no plan, a first solve finds the largest number ``k`` that fits and a second the
+best objective among the plans that place ``k``.
 
 Ties are broken deterministically by a tiny perturbation. Number the ``A`` workloads
 ``i = 0 … A−1`` and the ``Q`` (cluster, configuration) pairs ``q = 0 … Q−1`` in name
 order; ``z[i, q]`` gets the bonus ``(A − i) · (Q − q) · u`` with ``u = 1 / (2 · A² · Q + 2)``.
-A plan sets exactly ``A`` of the ``z``, so its bonuses add up to less than 1/2; scores
+A plan sets at most ``A`` of the ``z``, so its bonuses add up to less than 1/2; scores
 are integers, so two plans with different objectives differ by at least 1 and the
 bonuses never change the optimum's value. Among equal optima the largest bonus wins: the
 earliest clusters and configurations, and — a product, not a sum, so that swapping two
@@ -23,32 +29,57 @@ workloads' clusters changes it (the rearrangement inequality) — the earliest w
 the earliest of them; the same plan on every run. Two plans' bonuses differ by a whole
 multiple of ``u``, which stays above HiGHS's absolute gap tolerance (10⁻⁶) while
 ``A² · Q`` is below 500,000 (the 20 × 50 × 4 benchmark: 80,000), so the solver tells
-them apart.
+them apart; past that the plan is still the same on every run (the model is built in
+name order and HiGHS is deterministic), only no longer surely the earliest names.
+
+Bounds: at most :data:`MAX_Z_VARIABLES` ``z`` variables, checked before anything is
+built, and a deadline on the solver.
 
 The solver is HiGHS through ``scipy.optimize.milp`` (``pip install 'ocm-dynamic-scoring[optimize]'``).
 """
 
 from __future__ import annotations
 
-import math
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from dsf_compile.contract import PLACEHOLDER_RE
-from dsf_compile.errors import DsfError
+from dsf_compile.placement.optimize_model import (
+    SOLVER_HINT,
+    Model,
+    OptimizationError,
+    Pair,
+    SolverMissingError,
+    TimeLimitError,
+)
 
-SOLVER_HINT = "optimize needs the solver extra: pip install 'ocm-dynamic-scoring[optimize]'"
+__all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "MAX_Z_VARIABLES",
+    "SOLVER_HINT",
+    "Configuration",
+    "ModelTooLargeError",
+    "OptimizationError",
+    "Plan",
+    "SolverMissingError",
+    "TimeLimitError",
+    "Workload",
+    "check_size",
+    "item_pattern",
+    "solve",
+]
+
+#: The spec's bound on the model: workloads × clusters × Policies.
+MAX_Z_VARIABLES = 250_000
+#: Seconds the solver may take (``optimize --time-limit``).
+DEFAULT_TIME_LIMIT = 60.0
 
 
-class OptimizationError(Exception):
-    """The model cannot be solved (infeasible, a score missing)."""
-
-
-class SolverMissingError(DsfError):
-    """The optional solver extra is not installed."""
+class ModelTooLargeError(OptimizationError):
+    """The model would have more ``z`` variables than :data:`MAX_Z_VARIABLES`."""
 
 
 @dataclass(frozen=True)
@@ -73,11 +104,12 @@ class Configuration:
 
 @dataclass(frozen=True)
 class Plan:
-    """The solution: a configuration per used cluster and a cluster per workload."""
+    """The solution: a configuration per used cluster, a cluster per placed workload."""
 
     objective: int
     configurations: Mapping[str, str]  # cluster -> policy
     placements: Mapping[str, str]  # workload -> cluster
+    left_out: tuple[str, ...] = ()  # the workloads that do not fit, in name order
 
 
 ScoreTable = Mapping[tuple[str, str, str], int]
@@ -99,120 +131,72 @@ def item_pattern(dimension_format: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
+def check_size(workloads: int, pairs: int) -> None:
+    """:class:`ModelTooLargeError` when ``workloads`` × ``pairs`` passes :data:`MAX_Z_VARIABLES`."""
+    size = workloads * pairs
+    if size > MAX_Z_VARIABLES:
+        raise ModelTooLargeError(
+            f"the model is too large: {workloads:,} workloads × {pairs:,} (cluster, Policy) "
+            f"pairs = {size:,} z variables, {size - MAX_Z_VARIABLES:,} over the bound of "
+            f"{MAX_Z_VARIABLES:,}"
+        )
+
+
 def solve(
     workloads: Sequence[Workload],
     clusters: Mapping[str, Sequence[Configuration]],
     scores: ScoreTable,
     *,
     maximize: bool,
+    deadline: float | None = None,
 ) -> Plan:
-    """The optimal plan; :class:`OptimizationError` when a score is missing or none exists."""
-    try:
-        import numpy as np
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_array
-    except ImportError as err:  # the solver is an optional extra
-        raise SolverMissingError(SOLVER_HINT) from err
+    """The lexicographic optimum: most workloads placed, then the best objective.
 
+    ``deadline`` is a :func:`time.monotonic` instant (default: :data:`DEFAULT_TIME_LIMIT`
+    from now). Raises :class:`OptimizationError` when a score is missing,
+    :class:`ModelTooLargeError` past the size bound and :class:`TimeLimitError` past the
+    deadline.
+    """
+    check_size(len(workloads), sum(len(configs) for configs in clusters.values()))
     names = sorted(w.name for w in workloads)
     by_name = {w.name: w for w in workloads}
     cluster_names = sorted(clusters)
-    configs = {c: sorted(clusters[c], key=lambda p: p.policy) for c in cluster_names}
+    pairs = [(c, p) for c in cluster_names for p in sorted(clusters[c], key=lambda p: p.policy)]
+    apps = sorted({w.app for w in workloads})
     missing = sorted(
-        (by_name[a].app, c, p.device)
-        for a in names
-        for c in cluster_names
-        for p in configs[c]
-        if (by_name[a].app, c, p.device) not in scores
+        (app, c, p.device) for app in apps for c, p in pairs if (app, c, p.device) not in scores
     )
     if missing:
         shown = ", ".join(f"({app}, {c}, {device})" for app, c, device in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise OptimizationError(f"no score for (app, cluster, device) {shown}{more}")
+    if not names or not pairs:
+        return Plan(0, {}, {}, tuple(names))
 
-    # variable indices, in sorted order
-    y = {
-        (c, p.policy): i
-        for i, (c, p) in enumerate((c, p) for c in cluster_names for p in configs[c])
-    }
-    x = {
-        (a, c): len(y) + i for i, (a, c) in enumerate((a, c) for a in names for c in cluster_names)
-    }
-    z_keys = [(a, c, p) for a in names for c in cluster_names for p in configs[c]]
-    z = {(a, c, p.policy): len(y) + len(x) + i for i, (a, c, p) in enumerate(z_keys)}
-    count = len(y) + len(x) + len(z)
+    import numpy as np  # the solver extra: optimize_model has checked it is there
 
-    rows: list[dict[int, float]] = []
-    lower: list[float] = []
-    upper: list[float] = []
-
-    def row(coefficients: dict[int, float], low: float, high: float) -> None:
-        rows.append(coefficients)
-        lower.append(low)
-        upper.append(high)
-
-    for c in cluster_names:  # one configuration per cluster
-        row({y[c, p.policy]: 1.0 for p in configs[c]}, -math.inf, 1.0)
-    for a in names:  # one cluster per workload
-        row({x[a, c]: 1.0 for c in cluster_names}, 1.0, 1.0)
-        for c in cluster_names:  # x = Σ_p z
-            coefficients = {x[a, c]: 1.0}
-            coefficients.update({z[a, c, p.policy]: -1.0 for p in configs[c]})
-            row(coefficients, 0.0, 0.0)
-            for p in configs[c]:
-                k = z[a, c, p.policy]
-                row({k: 1.0, x[a, c]: -1.0}, -math.inf, 0.0)  # z ≤ x
-                row({k: 1.0, y[c, p.policy]: -1.0}, -math.inf, 0.0)  # z ≤ y
-                row({x[a, c]: 1.0, y[c, p.policy]: 1.0, k: -1.0}, -math.inf, 1.0)  # z ≥ x + y − 1
-    for c in cluster_names:  # capacity
-        for p in configs[c]:
-            coefficients = {y[c, p.policy]: -float(p.amount)}
-            coefficients.update({z[a, c, p.policy]: float(by_name[a].amount) for a in names})
-            row(coefficients, -math.inf, 0.0)
-
-    objective = np.zeros(count)
-    upper_bounds = np.ones(count)
-    # a plan sets one z per workload: A bonuses of at most A · Q units each
-    pairs = {key: q for q, key in enumerate(y)}  # (cluster, policy) in name order
-    workload_rank = {a: i for i, a in enumerate(names)}
-    bonus_unit = 1.0 / (2 * len(names) ** 2 * len(pairs) + 2)
-    for a, c, p in z_keys:
-        k = z[a, c, p.policy]
-        score = scores[by_name[a].app, c, p.device]
-        weight = (len(names) - workload_rank[a]) * (len(pairs) - pairs[c, p.policy])
-        bonus = weight * bonus_unit
-        objective[k] = -(score + bonus) if maximize else score - bonus
-        if by_name[a].kind != p.kind:
-            upper_bounds[k] = 0.0  # this configuration does not supply what the workload needs
-    # sparse: a row touches at most a few variables, a dense matrix would be rows × count
-    row_index, column_index, values = [], [], []
-    for index, coefficients in enumerate(rows):
-        for k, value in coefficients.items():
-            row_index.append(index)
-            column_index.append(k)
-            values.append(value)
-    matrix = coo_array((values, (row_index, column_index)), shape=(len(rows), count)).tocsr()
-    result: Any = milp(
-        objective,
-        integrality=np.ones(count),
-        bounds=Bounds(np.zeros(count), upper_bounds),
-        constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
-        options={"mip_rel_gap": 0.0, "presolve": True},
+    by_app = np.array([[scores[app, c, p.device] for c, p in pairs] for app in apps])
+    app_row = {app: i for i, app in enumerate(apps)}
+    model = Model(
+        pairs=[Pair(c, p.kind, p.amount) for c, p in pairs],
+        kinds=[by_name[a].kind for a in names],
+        requests=[by_name[a].amount for a in names],
+        scores=by_app[[app_row[by_name[a].app] for a in names]],
+        deadline=time.monotonic() + DEFAULT_TIME_LIMIT if deadline is None else deadline,
     )
-    if result.status == 2 or result.x is None:
-        raise OptimizationError(
-            "no plan fits: the workloads' requests exceed what the clusters' configurations supply"
-        )
-    if result.status != 0:
-        raise OptimizationError(f"the solver stopped without an optimum: {result.message}")
-    chosen = [round(v) == 1 for v in result.x]
-    configurations = {c: policy for (c, policy), k in y.items() if chosen[k]}
-    placements = {a: c for (a, c), k in x.items() if chosen[k]}
-    value = 0
-    for a, c, p in z_keys:
-        if chosen[z[a, c, p.policy]]:
-            value += scores[by_name[a].app, c, p.device]
+    objective = model.objective(maximize=maximize)
+    assignment = model.solve_exactly(objective, every=True)
+    if assignment is None:
+        most = model.solve_exactly(model.count_objective(), every=False)
+        placed = len(most or {})
+        assignment = model.solve_exactly(objective, every=False, placed=placed) if placed else {}
+    if assignment is None:  # cannot happen: the count solve found a plan of that size
+        raise OptimizationError("the solver lost the plan it had found")
+    value = sum(int(model.scores[a, q]) for a, q in assignment.items())
     # a configuration no workload uses is left out: the cluster keeps what it has
-    used = set(placements.values())
-    configurations = {c: policy for c, policy in configurations.items() if c in used}
-    return Plan(value, dict(sorted(configurations.items())), dict(sorted(placements.items())))
+    configurations = {pairs[q][0]: pairs[q][1].policy for q in assignment.values()}
+    placements = {names[a]: pairs[q][0] for a, q in assignment.items()}
+    left_out = tuple(a for i, a in enumerate(names) if i not in assignment)
+    return Plan(
+        value, dict(sorted(configurations.items())), dict(sorted(placements.items())), left_out
+    )

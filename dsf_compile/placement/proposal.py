@@ -11,8 +11,8 @@ cluster not in the inventory, a score no scorer publishes), each at its field;
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from fractions import Fraction
 from typing import Any
 
 from dsf_compile.errors import InputError, Problem
@@ -37,8 +37,11 @@ from dsf_compile.inputs.validate import Inputs, Located
 from dsf_compile.placement.checks import ScoreCatalog
 from dsf_compile.placement.optimize import (
     Configuration,
+    ModelTooLargeError,
     OptimizationError,
+    TimeLimitError,
     Workload,
+    check_size,
     item_pattern,
     solve,
 )
@@ -241,16 +244,39 @@ def _label_problems(located: Located[Any], required: Sequence[str], number: str)
 # ------------------------------------------------------------------- proposal
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """The file ``optimize`` writes for one PlacementOptimization, and what it says."""
+
+    path: str
+    text: str
+    objective: int
+    left_out: tuple[str, ...]  # target workloads that do not fit, in name order
+    warnings: tuple[Problem, ...]  # one per workload left out, at its targetWorkloads entry
+
+
 def propose(
     inputs: Inputs,
     located: Located[PlacementOptimization],
     scores: Sequence[AddOnPlacementScore],
     at: datetime,
-) -> tuple[str, str, int]:
-    """``(path, YAML text, objective)`` of the optimal plan; InputError when there is none."""
+    *,
+    deadline: float | None = None,
+    time_limit: float | None = None,
+) -> Proposal:
+    """The lexicographically optimal plan; InputError when there is none.
+
+    ``deadline`` is the :func:`time.monotonic` instant the solver must finish by (the
+    whole command's); ``time_limit`` the seconds it stands for, named in the error.
+    """
     optimization = located.model
     spec = optimization.spec
     namespace = optimization.metadata.namespace
+    pairs = sum(len(c.availablePolicies) for c in spec.clusters)
+    try:  # before anything is read or built
+        check_size(len(spec.targetWorkloads), pairs)
+    except ModelTooLargeError as err:
+        raise InputError([located.problem(("spec", "targetWorkloads"), str(err))]) from None
     policies: dict[str, Policy] = {}
     clusters: dict[str, list[Configuration]] = {}
     for cluster in spec.clusters:
@@ -281,7 +307,7 @@ def propose(
                 name,
                 labels[DEMAND_APP],
                 labels[DEMAND_KIND],
-                Fraction(quantity_value(labels[DEMAND_AMOUNT])),
+                quantity_value(labels[DEMAND_AMOUNT]),
             )
         )
     table = score_table(
@@ -292,7 +318,20 @@ def propose(
         at,
     )
     try:
-        plan = solve(workloads, clusters, table, maximize=spec.objective == "Maximize")
+        plan = solve(
+            workloads, clusters, table, maximize=spec.objective == "Maximize", deadline=deadline
+        )
+    except TimeLimitError:
+        limit = f" of {time_limit:g} s" if time_limit is not None else ""
+        raise InputError(
+            [
+                located.problem(
+                    ("spec",),
+                    f"the solver reached the time limit{limit} (--time-limit) before it proved "
+                    "an optimal plan; give it more time or split the optimization",
+                )
+            ]
+        ) from None
     except OptimizationError as err:
         hint = _score_hint(scores, spec.preference.addOnPlacementScore, set(clusters), at)
         raise InputError([located.problem(("spec",), f"{err}{hint}")]) from None
@@ -305,7 +344,21 @@ def propose(
         f"{optimization.metadata.name} ({spec.objective} {spec.preference.addOnPlacementScore}: "
         f"{plan.objective}). Review it like code; run optimize again to refresh it.\n"
     )
-    return optimized_path(optimization), header + text, plan.objective
+    if plan.left_out:
+        header += f"# Left out (they do not fit with the others): {', '.join(plan.left_out)}.\n"
+    placed = len(plan.placements)
+    warnings = tuple(
+        located.problem(
+            ("spec", "targetWorkloads", spec.targetWorkloads.index(name)),
+            f"{name} is left out of the plan: {placed} of {len(workloads)} workloads fit "
+            "together, and this one is not among them",
+            severity="warning",
+        )
+        for name in plan.left_out
+    )
+    return Proposal(
+        optimized_path(optimization), header + text, plan.objective, plan.left_out, warnings
+    )
 
 
 def score_table(

@@ -322,8 +322,7 @@ def test_a_plan_that_would_collide_or_repeat_is_a_located_error(
 
 
 def test_one_failing_optimization_leaves_every_plan_unwritten(fleet: Path) -> None:
-    # a second optimization of the same clusters for power, whose workloads ask for more
-    # than any layout supplies
+    # a second optimization of the same clusters, whose workloads' app has no score
     second = (fleet / OPTIMIZATION).read_text().replace("name: gpu-apps", "name: gpu-batch")
     second = second.replace("mwrs-app0", "mwrs-batch0")
     (fleet / "placements/gpu-apps/batch.yaml").write_text(second)
@@ -332,11 +331,11 @@ def test_one_failing_optimization_leaves_every_plan_unwritten(fleet: Path) -> No
         "placement-app0", "placement-batch0"
     )
     (fleet / "placements/gpu-apps/batch-workloads.yaml").write_text(
-        batch.replace('resource-request-amount: "1"', 'resource-request-amount: "4"')
+        batch.replace("    app: app01\n", "    app: batch01\n")
     )
     code, err = optimize(fleet)
     assert code == 1, err
-    assert "placements/gpu-apps/batch.yaml:" in err and "no plan fits" in err
+    assert "placements/gpu-apps/batch.yaml:" in err and "no score for" in err
     assert not (fleet / "placements/optimized").exists() or not any(
         (fleet / "placements/optimized").iterdir()
     )
@@ -361,3 +360,160 @@ def test_missing_scores_say_which_cluster_has_none_or_stale_ones(fleet: Path) ->
         "(no AddOnPlacementScore example-performance-score on worker02; the scores of "
         "worker01 expired before 2026-11-22T10:00:00Z (validUntil))"
     ) in err
+
+
+# ------------------------------------------------- partial plans, quantities, bounds
+
+WORKLOADS = "placements/gpu-apps/workloads.yaml"
+POLICIES = "placements/gpu-apps/policies.yaml"
+
+
+def edit(root: Path, relative: str, *replacements: tuple[str, str]) -> None:
+    path = root / relative
+    text = path.read_text()
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+
+
+def only_worker01(root: Path) -> None:
+    path = root / OPTIMIZATION
+    text = path.read_text()
+    start = text.index("    - name: worker02\n")
+    end = text.index("  targetWorkloads:")
+    path.write_text(text[:start] + text[end:])
+
+
+def test_a_workload_that_does_not_fit_is_left_out_and_named(fleet: Path) -> None:
+    # mwrs-app02 asks for 4 slices; no layout supplies more than 3
+    path = fleet / WORKLOADS
+    text = path.read_text()
+    second = text.index("name: mwrs-app02")
+    path.write_text(
+        text[:second]
+        + text[second:].replace('resource-request-amount: "1"', 'resource-request-amount: "4"', 1)
+    )
+    code, err = optimize(fleet)
+    assert code == 0, err
+    assert err.splitlines() == [
+        f"{OPTIMIZATION}:26:7: warning: spec.targetWorkloads[1]: mwrs-app02 is left out of the "
+        "plan: 1 of 2 workloads fit together, and this one is not among them",
+        f"dsf-compile: {PLAN} written (objective 85; left out: mwrs-app02)",
+    ]
+    text = (fleet / PLAN).read_text()
+    assert "# Left out (they do not fit with the others): mwrs-app02.\n" in text
+    assert "placement-app01" in text and "placement-app02" not in text
+    # the plan is an input like any other: validate and render take it
+    assert cli(fleet, "validate")[0] == 0
+
+
+def test_nano_quantities_do_not_over_commit(fleet: Path) -> None:
+    # issue 17 row 12: requests of 1n each on layouts of 1n (3g) and 2n (2g) used to
+    # land both on the 3g layout (float rounding dropped the 1n coefficients)
+    only_worker01(fleet)
+    edit(fleet, POLICIES, ('amount: "2"', 'amount: "1n"'), ('amount: "3"', 'amount: "2n"'))
+    edit(fleet, WORKLOADS, ('amount: "1"', 'amount: "1n"'))
+    code, err = optimize(fleet)
+    assert code == 0, err
+    # both fit only on the 2g layout: app01 40 + app02 50
+    assert f"{PLAN} written (objective 90)" in err, err
+    assert "policy-enable-mig-2g-worker01" in (fleet / PLAN).read_text()
+
+
+@pytest.mark.parametrize(
+    ("supply", "demand"), [("2Pi", "1Pi"), ("2e18", "1e18"), ("2Gi", "1024Mi"), ("2Ei", "1Ei")]
+)
+def test_large_and_binary_quantities_fit_exactly(fleet: Path, supply: str, demand: str) -> None:
+    # issue 17 row 12: in Pi or e18 a fitting plan was refused ("no plan fits")
+    only_worker01(fleet)
+    edit(fleet, POLICIES, ('amount: "3"', f'amount: "{supply}"'))
+    edit(fleet, WORKLOADS, ('amount: "1"', f'amount: "{demand}"'))
+    code, err = optimize(fleet)
+    assert code == 0, err
+    assert "left out" not in err
+    assert f"{PLAN} written (objective 90)" in err, err
+
+
+def test_an_absurd_quantity_label_is_a_located_error(fleet: Path) -> None:
+    edit(fleet, WORKLOADS, ('amount: "1"', 'amount: "1e400"'))
+    code, err = optimize(fleet)
+    assert code == 1, err
+    assert (
+        f"{WORKLOADS}:11:5: error: metadata.labels.resource-request-amount: '1e400' is out of range"
+        in err
+    )
+    assert "Traceback" not in err
+    assert not (fleet / PLAN).exists()
+
+
+def big_fleet(root: Path, side: int) -> None:
+    """``side`` clusters, each offered the same ``side`` Policies, for ``side`` workloads."""
+    names = [f"n{i:03d}" for i in range(side)]
+    (root / "clusters/big.yaml").write_text(
+        "".join(
+            f"---\napiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\n"
+            f"metadata:\n  name: {n}\n  labels:\n    name: {n}\n"
+            for n in names
+        )
+    )
+    policy = (root / POLICIES).read_text().split("---\n")[1]
+    workload = (root / WORKLOADS).read_text().split("---\n")[1]
+    (root / "placements/big").mkdir()
+    (root / "placements/big/policies.yaml").write_text(
+        "---\n".join(policy.replace("policy-enable-mig-3g-worker01", f"big-p{n}") for n in names)
+    )
+    (root / "placements/big/workloads.yaml").write_text(
+        "---\n".join(
+            workload.replace("mwrs-app02", f"big-w{n}").replace("placement-app02", f"big-pl{n}")
+            for n in names
+        )
+    )
+    clusters = "".join(
+        f"    - name: {n}\n      availablePolicies: [{', '.join(f'big-p{m}' for m in names)}]\n"
+        for n in names
+    )
+    (root / "placements/big/optimization.yaml").write_text(
+        "apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1\n"
+        "kind: PlacementOptimization\nmetadata: {name: big, namespace: default}\nspec:\n"
+        "  objective: Maximize\n  preference:\n"
+        "    addOnPlacementScore: example-performance-score\n"
+        '    scoreDimensionFormat: "${app};${device}"\n'
+        f"  clusters:\n{clusters}"
+        f"  targetWorkloads: [{', '.join(f'big-w{n}' for n in names)}]\n"
+    )
+
+
+def test_a_model_past_the_size_bound_is_a_located_error(fleet: Path) -> None:
+    # issue 17 row 8: 64 workloads × 64 clusters × 64 Policies = 262,144 z variables
+    big_fleet(fleet, 64)
+    assert cli(fleet, "validate")[0] == 0
+    code, err = optimize(fleet)
+    assert code == 1, err
+    assert err.splitlines()[0] == (
+        "placements/big/optimization.yaml:138:3: error: spec.targetWorkloads: the model is too "
+        "large: 64 workloads × 4,096 (cluster, Policy) pairs = 262,144 z variables, 12,144 "
+        "over the bound of 250,000"
+    )
+    assert not any((fleet / "placements/optimized").iterdir())
+
+
+def test_past_the_time_limit_nothing_is_written(fleet: Path) -> None:
+    # a limit too short for anything: the deadline has passed before the first solve
+    code, _, err = cli(
+        fleet, "optimize", "--scores", str(fleet / "snapshots"), "--at", AT, "--time-limit", "1e-9"
+    )
+    assert code == 1, err
+    assert err.splitlines()[0] == (
+        f"{OPTIMIZATION}:8:1: error: spec: the solver reached the time limit of 1e-09 s "
+        "(--time-limit) before it proved an optimal plan; give it more time or split the "
+        "optimization"
+    )
+    assert not (fleet / PLAN).exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon", "1e9"])
+def test_a_bad_time_limit_is_refused(fleet: Path, value: str) -> None:
+    code, _, err = cli(fleet, "optimize", "--scores", "snapshots", f"--time-limit={value}")
+    assert code == 2, err
+    assert "--time-limit" in err and "Traceback" not in err
