@@ -323,6 +323,7 @@ class Optimized:
     changed: bool
     left_out: tuple[str, ...] = ()  # target workloads that do not fit
     warnings: tuple[Problem, ...] = ()  # one per workload left out
+    text: str = ""  # the plan file's content
 
 
 def optimize_fleet(
@@ -370,7 +371,9 @@ def optimize_fleet(
         if not unchanged:
             atomic_write(target, data)
         written.append(
-            Optimized(plan.path, plan.objective, not unchanged, plan.left_out, plan.warnings)
+            Optimized(
+                plan.path, plan.objective, not unchanged, plan.left_out, plan.warnings, plan.text
+            )
         )
     return written
 

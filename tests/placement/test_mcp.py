@@ -154,7 +154,9 @@ def test_the_assistant_reads_what_went_wrong(tmp_path: Path) -> None:
         ("placements/gpu-apps/optimization.yaml", 23, "spec.clusters[1].availablePolicies[2]")
     ]
     assert "yesterday" in error_text(explained)
-    assert not scorers.is_error
+    # every tool validates first, as validate does
+    assert "no Policy default/policy-enable-mig-4g" in error_text(scorers)
+    assert "nothing was written" not in error_text(scorers)
     assert tree_digest(root) == before
 
 
@@ -227,3 +229,228 @@ def test_the_tools_answer_over_streamable_http(tmp_path: Path) -> None:
     assert {tool.name for tool in tools.tools} == TOOLS
     names = {(s["cluster"], s["name"]) for s in structured(scores)}
     assert ("worker01", "example-powerconsumption-score") in names
+
+
+# ------------------------------------------------------------- hostile files (issue 17 row 6)
+
+PLAN = "placements/optimized/default-gpu-apps.yaml"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_optimize_never_reads_hidden_files_of_the_plan_folder(tmp_path: Path) -> None:
+    # a hidden FIFO used to hang the tool for ever, a hidden link to /dev/zero to exhaust memory
+    root = copy_fleet(tmp_path / "fleet")
+    folder = root / "placements/optimized"
+    os.mkfifo(folder / ".pending.yaml")
+    (folder / ".zero.yaml").symlink_to("/dev/zero")
+    _, (optimized, validation) = asyncio.run(
+        session_run(root, [("optimize", {"at": AT}), ("validate", {})])
+    )
+    report = structured(optimized)
+    assert report["objective"] == {PLAN: 145}
+    assert structured(validation)["valid"] is True
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_fifo_in_place_of_the_plan_is_a_located_error_not_a_hang(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    (root / PLAN).unlink()
+    os.mkfifo(root / PLAN)
+    _, (optimized, scorers) = asyncio.run(
+        session_run(root, [("optimize", {"at": AT}), ("list_scorers", {})])
+    )
+    assert f"{PLAN}:0:0: error: must be a regular file (not a FIFO or device)" in error_text(
+        optimized
+    )
+    assert f"{PLAN}:0:0: error" in error_text(scorers)
+
+
+# ----------------------------------------------------------------- the tools (issue 20 item 7)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_tools_have_titles_described_parameters_and_typed_outputs(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    tools, (explained,) = asyncio.run(
+        session_run(root, [("explain_placement", {"placement": "default/gpu-inference", "at": AT})])
+    )
+    by_name = {tool.name: tool for tool in tools.tools}
+    for tool in by_name.values():
+        assert tool.title, tool.name
+        assert tool.description, tool.name
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+        for name, parameter in tool.input_schema.get("properties", {}).items():
+            assert parameter.get("description"), (tool.name, name)
+    assert "RFC 3339" in by_name["get_scores"].input_schema["properties"]["at"]["description"]
+    assert (
+        "NAMESPACE/NAME"
+        in (by_name["explain_placement"].input_schema["properties"]["placement"]["description"])
+    )
+    # explain_placement's output is typed to the spec's JSON, not an untyped object
+    schema = by_name["explain_placement"].output_schema
+    placement = schema["$defs"]["ExplainedPlacement"]
+    assert {"namespace", "name", "decisions", "totals", "unscheduled"} <= set(placement["required"])
+    assert {"decisionGroups", "placementDecisions", "conditions", "margins"} <= set(
+        placement["properties"]
+    )
+    assert explained.structured_content["placements"][0]["decisions"] == ["worker02"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_unknown_arguments_are_refused(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    (root / PLAN).unlink()
+    before = tree_digest(root)
+    _, (validation, optimized, explained) = asyncio.run(
+        session_run(
+            root,
+            [
+                ("validate", {"strict": True}),
+                ("optimize", {"at": AT, "dryRun": True}),
+                ("explain_placement", {"placements": "default/gpu-inference"}),
+            ],
+        )
+    )
+    assert "strict" in error_text(validation)
+    assert "dryRun" in error_text(optimized)
+    assert "placements" in error_text(explained)
+    assert tree_digest(root) == before
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_get_scores_without_scores_is_an_error_that_says_how(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    _, (scores,) = asyncio.run(session_run(root, [("get_scores", {})], scores=False))
+    assert "started without scores" in error_text(scores)
+    assert "--scores PATH" in error_text(scores)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_relative_scores_path_is_relative_to_the_root(tmp_path: Path) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    root = copy_fleet(tmp_path / "fleet")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dsf_compile.mcp_server", "--root", str(root), "--scores", "snapshots"],
+        env=server_env(),
+        cwd=str(elsewhere),
+    )
+
+    async def call() -> Any:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.call_tool("get_scores", {"at": AT})
+
+    scores = structured(asyncio.run(call()))
+    assert ("worker01", "example-powerconsumption-score") in {
+        (s["cluster"], s["name"]) for s in scores
+    }
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_expired_and_failing_scores_are_flagged(tmp_path: Path) -> None:
+    import yaml
+
+    root = copy_fleet(tmp_path / "fleet")
+    snapshot = root / "snapshots/addonplacementscores.yaml"
+    documents = list(yaml.safe_load_all(snapshot.read_text()))
+    items = [i for d in documents for i in d.get("items", [d])]
+    for item in items:
+        name, cluster = item["metadata"]["name"], item["metadata"]["namespace"]
+        status = item.setdefault("status", {})
+        if (name, cluster) == ("example-performance-score", "worker01"):
+            status["validUntil"] = "2026-11-22T09:00:00Z"
+        if (name, cluster) == ("example-performance-score", "worker02"):
+            status["conditions"] = [
+                {
+                    "type": "ScoresAvailable",
+                    "status": "False",
+                    "reason": "ScorerUnreachable",
+                    "message": "connection refused\x1b[2J",
+                }
+            ]
+    snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    _, (result,) = asyncio.run(session_run(root, [("get_scores", {"at": AT})]))
+    scores = {(s["cluster"], s["name"]): s for s in structured(result)}
+    stale = scores["worker01", "example-performance-score"]
+    assert stale["expired"] is True
+    assert stale["warnings"] == [
+        "expired: validUntil 2026-11-22T09:00:00Z is before 2026-11-22T10:00:00Z"
+    ]
+    failing = scores["worker02", "example-performance-score"]
+    assert failing["expired"] is False
+    assert failing["scoresAvailable"]["status"] == "False"
+    assert "\x1b" not in json.dumps(failing["scoresAvailable"], ensure_ascii=False)
+    assert failing["warnings"][0].startswith(
+        "failing: ScoresAvailable is False (ScorerUnreachable: connection refused"
+    )
+    healthy = scores["worker01", "example-powerconsumption-score"]
+    assert (healthy["expired"], healthy["warnings"]) == (False, [])
+
+
+def git(root: Path, *arguments: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *arguments],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_optimize_reports_the_change_against_the_committed_plan_every_time(
+    tmp_path: Path,
+) -> None:
+    # a second call used to report an empty diff although the change was uncommitted
+    root = copy_fleet(tmp_path / "fleet")
+    (root / PLAN).unlink()
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "fleet without a plan")
+    _, (first, second) = asyncio.run(
+        session_run(root, [("optimize", {"at": AT}), ("optimize", {"at": AT})])
+    )
+    first_report, second_report = structured(first), structured(second)
+    assert first_report["written"] == [PLAN] and second_report["written"] == []
+    for report in (first_report, second_report):
+        assert report["files"] == [PLAN]
+        assert "+  name: placement-app01" in report["diff"]
+        assert report["leftOut"] == {PLAN: []}
+    assert first_report["diff"] == second_report["diff"]
+    # once committed, the plan is no change
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "plan")
+    _, (third,) = asyncio.run(session_run(root, [("optimize", {"at": AT})]))
+    assert (structured(third)["files"], structured(third)["diff"]) == ([], "")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_optimize_names_the_workloads_left_out(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    workloads = root / "placements/gpu-apps/workloads.yaml"
+    text = workloads.read_text()
+    second = text.index("name: mwrs-app02")
+    workloads.write_text(
+        text[:second]
+        + text[second:].replace('resource-request-amount: "1"', 'resource-request-amount: "4"', 1)
+    )
+    _, (optimized,) = asyncio.run(session_run(root, [("optimize", {"at": AT})]))
+    report = structured(optimized)
+    assert report["leftOut"] == {PLAN: ["mwrs-app02"]}
+    assert report["warnings"] == [
+        "placements/gpu-apps/optimization.yaml:26:7: warning: spec.targetWorkloads[1]: "
+        "mwrs-app02 is left out of the plan: 1 of 2 workloads fit together, and this one is "
+        "not among them"
+    ]
