@@ -53,13 +53,15 @@ class Sizes:
     sync_delay: float
     explain: tuple[int, int]
     optimize: tuple[int, int]
+    optimize_large: tuple[int, int]
     agent: tuple[int, float]
 
 
 FULL = Sizes(
-    (10, 100, 1000, 10_000), 50, 3, 10_000, 100, 200, 0.1, (1000, 100), (20, 50), (200, 30.0)
-)
-QUICK = Sizes((5, 10), 3, 1, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 2.0))
+    (10, 100, 1000, 10_000), 50, 3, 10_000, 100, 200, 0.1, (1000, 100), (20, 50), (100, 100),
+    (200, 30.0),
+)  # fmt: skip
+QUICK = Sizes((5, 10), 3, 1, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 10), (5, 2.0))
 
 
 def render_rows(sizes: Sizes) -> list[Row]:
@@ -200,13 +202,23 @@ def explain_rows(sizes: Sizes) -> list[Row]:
 
 
 def optimize_rows(sizes: Sizes) -> list[Row]:
-    from bench.optimize_bench import DEVICES, measure
+    from bench.optimize_bench import DEVICES, measure, measure_large
+    from dsf_compile.placement.optimize import DEFAULT_TIME_LIMIT
 
     workloads, clusters = sizes.optimize
     figures = measure(workloads, clusters)
     workload = f"{workloads} workloads × {clusters} clusters × {len(DEVICES)} configurations"
     cbc, highspy = figures["cbc"], figures["highspy"]
+    big_workloads, big_clusters = sizes.optimize_large
+    large = measure_large(big_workloads, big_clusters)
+    big = (
+        f"{big_workloads} workloads × {big_clusters} clusters × {len(DEVICES)} configurations "
+        f"({big_workloads * big_clusters * len(DEVICES):,} z)"
+    )
     return [
+        Row("optimize", "solve, large (bounded)", big, f"{large:.3f} s",
+            f"time limit {DEFAULT_TIME_LIMIT:g} s", large / DEFAULT_TIME_LIMIT,
+            "within the default time limit", large <= DEFAULT_TIME_LIMIT),
         Row("optimize", "solve (HiGHS)", workload, f"{figures['dsf']:.3f} s",
             "PuLP/CBC n/a" if cbc != cbc else f"PuLP/CBC {cbc:.3f} s",
             figures["dsf"] / cbc if cbc == cbc else 0.0, "faster than CBC",

@@ -47,6 +47,14 @@ def instance(
     return loads, configs, scores
 
 
+def measure_large(workloads: int, clusters: int) -> float:
+    """Seconds of one solve of a large instance (model building included), dsf only."""
+    loads, configs, scores = instance(workloads, clusters)
+    start = time.perf_counter()
+    solve(loads, configs, scores, maximize=True)
+    return time.perf_counter() - start
+
+
 def pulp_objective(workloads, clusters, scores) -> float | None:
     try:
         import pulp

@@ -454,3 +454,155 @@ def test_optimize_names_the_workloads_left_out(tmp_path: Path) -> None:
         "mwrs-app02 is left out of the plan: 1 of 2 workloads fit together, and this one is "
         "not among them"
     ]
+
+
+# ---------------------------------------------------------- streamable HTTP (issue 17 row 11)
+
+
+class HttpServer:
+    """``dsf-mcp --http`` in a subprocess, its stderr in a file."""
+
+    def __init__(self, tmp_path: Path, root: Path, listen: str, *extra: str, env: dict[str, str]):
+        self.log = tmp_path / "server.log"
+        self.log_file = self.log.open("wb")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dsf_compile.mcp_server",
+                "--root",
+                str(root),
+                "--scores",
+                "snapshots",
+                "--http",
+                listen,
+                *extra,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log_file,
+        )
+
+    def wait_listening(self, family: socket.AddressFamily, host: str, port: int) -> None:
+        for _ in range(300):  # up to 30 s for the interpreter and the SDK to start
+            with socket.socket(family) as probe:
+                if probe.connect_ex((host, port)) == 0:
+                    return
+            assert self.process.poll() is None, self.log.read_text()
+            time.sleep(0.1)
+        raise AssertionError(self.log.read_text())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log_file.close()
+
+
+async def http_session(url: str, headers: dict[str, str] | None = None) -> tuple[Any, Any]:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(trust_env=False, timeout=30, headers=headers) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await session.list_tools(), await session.call_tool("get_scores", {"at": AT})
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def post_initialize(url: str, headers: dict[str, str]) -> int:
+    import httpx2
+
+    with httpx2.Client(trust_env=False, timeout=30) as client:
+        return int(
+            client.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **headers}).status_code
+        )
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_ipv6_loopback_works_and_foreign_hosts_and_origins_are_refused(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    port = free_port()
+    server = HttpServer(tmp_path, root, f"[::1]:{port}", env=server_env())
+    try:
+        server.wait_listening(socket.AF_INET6, "::1", port)
+        url = f"http://[::1]:{port}/mcp"
+        tools, scores = asyncio.run(http_session(url))
+        assert {tool.name for tool in tools.tools} == TOOLS
+        assert not scores.is_error
+        # what a DNS-rebinding page sends: its own name as Host, its own page as Origin
+        assert post_initialize(url, {"Host": f"evil.example:{port}"}) == 421
+        assert post_initialize(url, {"Origin": f"http://evil.example:{port}"}) == 403
+        assert post_initialize(url, {"Origin": f"http://[::1]:{port}"}) == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_beyond_loopback_without_a_token_the_server_does_not_start(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    env = {k: v for k, v in server_env().items() if k != "DSF_MCP_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-m", "dsf_compile.mcp_server", "--root", str(root), "--http",
+         f"0.0.0.0:{free_port()}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "needs a bearer token; set DSF_MCP_TOKEN or pass --token-file PATH" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("source", ["environment", "file"])
+def test_beyond_loopback_every_request_needs_the_token(tmp_path: Path, source: str) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    (root / PLAN).unlink()
+    before = tree_digest(root)
+    token = "s3cret-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:24]
+    env = server_env()
+    extra: list[str] = []
+    if source == "environment":
+        env["DSF_MCP_TOKEN"] = token
+    else:
+        (tmp_path / "token").write_text(token + "\n")
+        extra = ["--token-file", str(tmp_path / "token")]
+    port = free_port()
+    server = HttpServer(tmp_path, root, f"0.0.0.0:{port}", *extra, env=env)
+    try:
+        server.wait_listening(socket.AF_INET, "127.0.0.1", port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        tools, scores = asyncio.run(http_session(url, {"Authorization": f"Bearer {token}"}))
+        assert {tool.name for tool in tools.tools} == TOOLS
+        assert not scores.is_error
+        assert post_initialize(url, {}) == 401
+        assert post_initialize(url, {"Authorization": f"Bearer {token}x"}) == 401
+        assert post_initialize(url, {"Authorization": f"Basic {token}"}) == 401
+        assert post_initialize(url, {"Authorization": f"Bearer {token}"}) == 200
+        # the token does not lift the Host check
+        rebinding = {"Authorization": f"Bearer {token}", "Host": f"evil.example:{port}"}
+        assert post_initialize(url, rebinding) == 421
+    finally:
+        server.stop()
+    assert token not in server.log.read_text()
+    assert tree_digest(root) == before
