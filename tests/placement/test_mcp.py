@@ -162,10 +162,15 @@ def test_the_assistant_reads_what_went_wrong(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_optimize_without_scores_says_how_to_give_them(tmp_path: Path) -> None:
+def test_without_scores_the_tools_say_how_to_give_them(tmp_path: Path) -> None:
+    # get_scores used to answer [] silently
     root = copy_fleet(tmp_path / "fleet")
-    _, (optimized,) = asyncio.run(session_run(root, [("optimize", {})], scores=False))
+    _, (optimized, scores) = asyncio.run(
+        session_run(root, [("optimize", {}), ("get_scores", {})], scores=False)
+    )
     assert "--scores PATH or --hub-kubeconfig PATH" in error_text(optimized)
+    assert "started without scores" in error_text(scores)
+    assert "--scores PATH" in error_text(scores)
 
 
 def free_port() -> int:
@@ -177,55 +182,14 @@ def free_port() -> int:
 @pytest.mark.integration
 @pytest.mark.timeout(120)
 def test_the_tools_answer_over_streamable_http(tmp_path: Path) -> None:
-    import httpx2
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
     root = copy_fleet(tmp_path / "fleet")
     port = free_port()
-    log = tmp_path / "server.log"
-    log_file = log.open("wb")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "dsf_compile.mcp_server",
-            "--root",
-            str(root),
-            "--scores",
-            str(root / "snapshots"),
-            "--http",
-            f"127.0.0.1:{port}",
-        ],
-        env=server_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=log_file,
-    )
+    server = HttpServer(tmp_path, root, f"127.0.0.1:{port}", env=server_env())
     try:
-        for _ in range(300):  # up to 30 s for the interpreter and the SDK to start
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert server.poll() is None, log.read_text()
-            time.sleep(0.1)
-
-        async def call() -> tuple[Any, Any]:
-            async with (
-                httpx2.AsyncClient(trust_env=False, timeout=30) as client,
-                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (
-                    read,
-                    write,
-                ),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                return await session.list_tools(), await session.call_tool("get_scores", {})
-
-        tools, scores = asyncio.run(call())
+        server.wait_listening(socket.AF_INET, "127.0.0.1", port)
+        tools, scores = asyncio.run(http_session(f"http://127.0.0.1:{port}/mcp"))
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log_file.close()
+        server.stop()
     assert {tool.name for tool in tools.tools} == TOOLS
     names = {(s["cluster"], s["name"]) for s in structured(scores)}
     assert ("worker01", "example-powerconsumption-score") in names
@@ -319,15 +283,6 @@ def test_unknown_arguments_are_refused(tmp_path: Path) -> None:
     assert "dryRun" in error_text(optimized)
     assert "placements" in error_text(explained)
     assert tree_digest(root) == before
-
-
-@pytest.mark.integration
-@pytest.mark.timeout(120)
-def test_get_scores_without_scores_is_an_error_that_says_how(tmp_path: Path) -> None:
-    root = copy_fleet(tmp_path / "fleet")
-    _, (scores,) = asyncio.run(session_run(root, [("get_scores", {})], scores=False))
-    assert "started without scores" in error_text(scores)
-    assert "--scores PATH" in error_text(scores)
 
 
 @pytest.mark.integration
