@@ -418,7 +418,9 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         for plan in plans:
             print_problems(plan.warnings, err, github)
             state_word = "written" if plan.changed else "unchanged"
-            left_out = f"; left out: {', '.join(plan.left_out)}" if plan.left_out else ""
+            shown = ", ".join(plan.left_out[:20])
+            more = f" and {len(plan.left_out) - 20} more" if len(plan.left_out) > 20 else ""
+            left_out = f"; left out: {shown}{more}" if plan.left_out else ""
             print(
                 safe_message(
                     f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"

@@ -346,19 +346,44 @@ def propose(
     )
     if plan.left_out:
         header += f"# Left out (they do not fit with the others): {', '.join(plan.left_out)}.\n"
-    placed = len(plan.placements)
-    warnings = tuple(
+    return Proposal(
+        optimized_path(optimization),
+        header + text,
+        plan.objective,
+        plan.left_out,
+        _left_out_warnings(located, plan.left_out, len(plan.placements)),
+    )
+
+
+#: Located warnings for workloads left out; past these, one more says how many remain.
+LEFT_OUT_WARNINGS = 20
+
+
+def _left_out_warnings(
+    located: Located[PlacementOptimization], left_out: Sequence[str], placed: int
+) -> tuple[Problem, ...]:
+    """A warning at each left-out workload's ``spec.targetWorkloads`` entry (the first few)."""
+    targets = located.model.spec.targetWorkloads
+    position = {name: index for index, name in enumerate(targets)}
+    warnings = [
         located.problem(
-            ("spec", "targetWorkloads", spec.targetWorkloads.index(name)),
-            f"{name} is left out of the plan: {placed} of {len(workloads)} workloads fit "
+            ("spec", "targetWorkloads", position[name]),
+            f"{name} is left out of the plan: {placed} of {len(targets)} workloads fit "
             "together, and this one is not among them",
             severity="warning",
         )
-        for name in plan.left_out
-    )
-    return Proposal(
-        optimized_path(optimization), header + text, plan.objective, plan.left_out, warnings
-    )
+        for name in left_out[:LEFT_OUT_WARNINGS]
+    ]
+    if len(left_out) > LEFT_OUT_WARNINGS:
+        warnings.append(
+            located.problem(
+                ("spec", "targetWorkloads"),
+                f"and {len(left_out) - LEFT_OUT_WARNINGS} more workloads are left out (the plan "
+                "file names them all)",
+                severity="warning",
+            )
+        )
+    return tuple(warnings)
 
 
 def score_table(

@@ -517,3 +517,31 @@ def test_a_bad_time_limit_is_refused(fleet: Path, value: str) -> None:
     code, _, err = cli(fleet, "optimize", "--scores", "snapshots", f"--time-limit={value}")
     assert code == 2, err
     assert "--time-limit" in err and "Traceback" not in err
+
+
+def test_many_left_out_are_summed_up_after_twenty(fleet: Path) -> None:
+    workload = (fleet / WORKLOADS).read_text().split("---\n")[1]
+    names = [f"mwrs-huge{i:02d}" for i in range(25)]
+    (fleet / "placements/gpu-apps/huge.yaml").write_text(
+        "---\n".join(
+            workload.replace("mwrs-app02", name)
+            .replace("placement-app02", f"placement-{name}")
+            .replace('resource-request-amount: "1"', 'resource-request-amount: "4"')
+            for name in names
+        )
+    )
+    edit(
+        fleet,
+        OPTIMIZATION,
+        ("    - mwrs-app02\n", "".join(f"    - {n}\n" for n in ["mwrs-app02", *names])),
+    )
+    code, err = optimize(fleet)
+    assert code == 0, err
+    lines = err.splitlines()
+    assert sum("is left out of the plan: 2 of 27 workloads" in line for line in lines) == 20
+    assert (
+        f"{OPTIMIZATION}:24:3: warning: spec.targetWorkloads: and 5 more workloads are left out"
+        in err
+    )
+    assert lines[-1].endswith(", mwrs-huge19 and 5 more)")
+    assert "mwrs-huge24" in (fleet / PLAN).read_text()
