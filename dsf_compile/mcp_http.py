@@ -107,11 +107,20 @@ def read_token(environment: MutableMapping[str, str], token_file: str | None) ->
 
 
 def allowed_hosts(listen: Listen, extra: Sequence[str]) -> list[str]:
-    """The Host header values the server answers to: its own address, loopback names, ``--allow-host``."""
+    """The Host header values the server answers to: its own address, loopback names, ``--allow-host``.
+
+    An ``--allow-host`` value is allowed as written (``dsf.example`` behind a proxy on the
+    default port, ``dsf.example:8443``) and, without a port, also with the server's port.
+    """
     hosts = [] if listen.wildcard else [listen.authority()]
     if listen.loopback or listen.wildcard:
         hosts += [f"{name}:{listen.port}" for name in _LOOPBACK_NAMES]
-    hosts += [listen.authority(name) if ":" not in name else name for name in extra]
+    for name in extra:
+        if _is_ipv6(name):
+            name = f"[{name}]"
+        hosts.append(name)
+        if not name.rpartition(":")[2].isdigit() or name.endswith("]"):
+            hosts.append(f"{name}:{listen.port}")
     return sorted(set(hosts))
 
 
