@@ -34,6 +34,7 @@ from pydantic import ConfigDict, Field
 
 from dsf_compile.errors import DsfError, InputError
 from dsf_compile.fields import parse_time
+from dsf_compile.inputs.validate import Inputs
 from dsf_compile.mcp_models import (
     ExplainDocument,
     OptimizeReport,
@@ -79,7 +80,14 @@ class Fleet:
         self.scores = str(root / scores) if scores and not Path(scores).is_absolute() else scores
         self.hub_kubeconfig = hub_kubeconfig
 
+    def validated(self) -> Inputs:
+        """The repository as ``validate`` reads and checks it; InputError when it does not pass."""
+        from dsf_compile.pipeline import validate_fleet
+
+        return validate_fleet(self.root)
+
     def state(self) -> HubState:
+        """The scores (and decisions) to replay against; read after :meth:`validated`."""
         if self.hub_kubeconfig:
             return read_hub(self.hub_kubeconfig)
         if self.scores:
@@ -88,11 +96,10 @@ class Fleet:
 
     def list_scorers(self) -> list[ScorerInfo]:
         from dsf_compile.contract import sanitize_score_name
-        from dsf_compile.pipeline import validate_fleet
         from dsf_compile.placement.checks import score_catalog
         from dsf_compile.sync.lock import read_lockfile
 
-        inputs = validate_fleet(self.root)
+        inputs = self.validated()
         lock, _ = read_lockfile(self.root)
         by_scorer = {s.scorer: s for s in score_catalog(inputs, lock).scores.values()}
         out = []
@@ -171,6 +178,7 @@ class Fleet:
         from dsf_compile.placement.explain import explain_document
 
         moment = _moment(at)
+        self.validated()  # before the scores are read, and stricter than explain's own load
         results = explain_fleet(self.root, [placement] if placement else [], self.state(), moment)
         return ExplainDocument.model_validate(explain_document(results, moment))
 
@@ -202,9 +210,11 @@ class Fleet:
         from dsf_compile.inputs.load import MAX_FILE_BYTES
         from dsf_compile.pipeline import optimize_fleet
 
-        # optimize_fleet validates first and reads nothing of placements/optimized/ but
-        # the plans it replaces, through the safe reader
-        plans = optimize_fleet(self.root, self.state(), _moment(at))
+        # validated before the scores are read; optimize_fleet reads nothing of
+        # placements/optimized/ but the plans it replaces, through the safe reader
+        moment = _moment(at)
+        self.validated()
+        plans = optimize_fleet(self.root, self.state(), moment)
         diffs: list[str] = []
         differing: list[str] = []
         for plan in plans:

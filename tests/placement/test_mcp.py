@@ -137,10 +137,11 @@ def test_the_assistant_reads_what_went_wrong(tmp_path: Path) -> None:
                 ("validate", {}),
                 ("explain_placement", {"at": "yesterday"}),
                 ("list_scorers", {}),
+                ("explain_placement", {"at": AT}),
             ],
         )
     )
-    optimized, validation, explained, scorers = results
+    optimized, validation, explained, scorers, explained_now = results
     # the located problem, not only "Error executing tool optimize"
     assert (
         "placements/gpu-apps/optimization.yaml:23:11: error: spec.clusters[1].availablePolicies[2]: "
@@ -157,6 +158,7 @@ def test_the_assistant_reads_what_went_wrong(tmp_path: Path) -> None:
     # every tool validates first, as validate does
     assert "no Policy default/policy-enable-mig-4g" in error_text(scorers)
     assert "nothing was written" not in error_text(scorers)
+    assert "no Policy default/policy-enable-mig-4g" in error_text(explained_now)
     assert tree_digest(root) == before
 
 
