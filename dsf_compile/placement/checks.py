@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
+from typing import Any
 
 from dsf_compile.contract import PLACEHOLDER_RE, sanitize_score_name
 from dsf_compile.errors import Problem
 from dsf_compile.inputs.load import Pointer
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, Placement
 from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
-from dsf_compile.placement.scheduler import Cluster, cluster_from_inventory, schedule
+from dsf_compile.placement.scheduler import Cluster, cel_view, cluster_from_inventory, schedule
 from dsf_compile.resolve.summaries import resolve_scorer
 from dsf_compile.sync.lock import Lockfile
 
@@ -88,10 +89,21 @@ def inventory_clusters(inputs: Inputs) -> tuple[Cluster, ...]:
     """The inventory as the scheduler sees it."""
     return tuple(
         cluster_from_inventory(
-            c.model.metadata.name, c.model.metadata.labels, c.model.spec, c.model.status
+            c.model.metadata.name,
+            c.model.metadata.labels,
+            c.model.spec,
+            c.model.status,
+            deleting=c.model.metadata.deletionTimestamp is not None,
+            view=cel_view(_document_at(c.document.data, c.base)),
         )
         for c in inputs.clusters
     )
+
+
+def _document_at(data: object, pointer: Pointer) -> dict[str, Any]:
+    for part in pointer:
+        data = data[part] if isinstance(data, dict | list) else None  # type: ignore[index]
+    return data if isinstance(data, dict) else {}
 
 
 def dimension_pattern(dimension_format: str) -> re.Pattern[str]:

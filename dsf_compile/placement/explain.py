@@ -48,6 +48,7 @@ def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
             lines.append(
                 f"  decisions: {_names(result.decisions)}; unscheduled: {result.unscheduled}"
             )
+        lines.extend(f"  {line}" for line in _outcome(result))
         lines.extend(f"  warning: {warning}" for warning in result.warnings)
     return "\n".join(lines) + "\n"
 
@@ -74,6 +75,10 @@ def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
             lines.append(
                 f"Decisions: {_md(_names(result.decisions))}; unscheduled: {result.unscheduled}."
             )
+        outcome = _outcome(result)
+        if outcome:
+            lines.append("")
+            lines.extend(f"- {_md(line)}" for line in outcome)
         if result.warnings:
             lines.append("")
             lines.extend(f"- ⚠️ {_md(warning)}" for warning in result.warnings)
@@ -98,8 +103,39 @@ def _placement_document(result: PlacementResult) -> dict[str, Any]:
         "totals": dict(sorted(result.totals.items())),
         "decisions": list(result.decisions),
         "unscheduled": result.unscheduled,
+        "decisionGroups": [
+            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)}
+            for g in result.decision_groups
+        ],
+        "placementDecisions": [
+            {"name": o.name, "labels": dict(o.labels), "clusters": list(o.clusters)}
+            for o in result.placement_decisions
+        ],
+        "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+            for c in result.conditions
+        ],
+        **({} if result.margins is None else {"margins": dict(result.margins)}),
         "warnings": list(result.warnings),
     }
+
+
+def _outcome(result: PlacementResult) -> list[str]:
+    """Steps 7 and 8 and the margins, one line each (the same words in text and markdown)."""
+    lines = [
+        f"decision group {g.index} {g.name or '(unnamed)'}: {_names(g.clusters)}"
+        for g in result.decision_groups
+    ]
+    lines += [
+        f"PlacementDecision {o.name}: {_names(o.clusters)}" for o in result.placement_decisions
+    ]
+    lines += [f"{c.type} {c.status} ({c.reason}): {c.message}" for c in result.conditions]
+    if result.margins:
+        lines.append(
+            "margins over the best cluster left out: "
+            + ", ".join(f"{name} +{result.margins[name]}" for name in result.decisions)
+        )
+    return lines
 
 
 def _sorted(results: Sequence[PlacementResult]) -> list[PlacementResult]:

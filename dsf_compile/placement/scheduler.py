@@ -11,11 +11,13 @@ Pure: every input is a value, the time of the simulation included.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
+from typing import Any
 
 from dsf_compile.inputs.inventory import (
     ClusterTaint,
@@ -28,6 +30,8 @@ from dsf_compile.inputs.placements import (
     CLUSTERSET_LABEL,
     SCHEDULING_DISABLED_ANNOTATION,
     AddOnPlacementScore,
+    ClusterSelector,
+    GroupClusterSelector,
     ManagedClusterSetBinding,
     Placement,
     PlacementDecision,
@@ -36,6 +40,19 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.inputs.selectors import selector_matches
+from dsf_compile.placement.cel import CelExpression, compile_expression
+from dsf_compile.placement.cel import matches as cel_matches
+from dsf_compile.placement.decisions import (
+    Condition,
+    DecisionGroup,
+    DecisionObject,
+    Misconfigured,
+    SchedulingCounts,
+    conditions,
+    decision_groups,
+    decision_objects,
+    margins,
+)
 
 GLOBAL_CLUSTER_SET = "global"
 MAX_SCORE = 100
@@ -55,6 +72,28 @@ class Cluster:
     taints: tuple[ClusterTaint, ...] = ()
     allocatable: Mapping[str, Fraction] = field(default_factory=dict)
     capacity: Mapping[str, Fraction] = field(default_factory=dict)
+    #: ``metadata.deletionTimestamp`` is set: never a candidate.
+    deleting: bool = False
+    #: The ManagedCluster as CEL's ``managedCluster`` sees it (OCM's unstructured form).
+    view: Mapping[str, Any] = field(default_factory=dict)
+
+    def cel_view(self) -> Mapping[str, Any]:
+        """``managedCluster`` for CEL: the object as read, or its name and labels."""
+        if self.view:
+            return self.view
+        metadata: dict[str, Any] = {"name": self.name}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        return {"metadata": metadata, "spec": {"hubAcceptsClient": False}}
+
+
+def cel_view(document: Mapping[str, Any]) -> dict[str, Any]:
+    """OCM's conversion of a ManagedCluster for CEL: the object without apiVersion and kind.
+
+    What ``kubectl get -o yaml`` prints is the typed object's JSON (empty fields
+    omitted, times in RFC 3339 UTC), which is what OCM's unstructured conversion gives.
+    """
+    return {k: v for k, v in document.items() if k not in ("apiVersion", "kind")}
 
 
 def cluster_from_inventory(
@@ -62,6 +101,9 @@ def cluster_from_inventory(
     labels: Mapping[str, str],
     spec: ManagedClusterSpec | None = None,
     status: ManagedClusterStatus | None = None,
+    *,
+    deleting: bool = False,
+    view: Mapping[str, Any] | None = None,
 ) -> Cluster:
     """Build a :class:`Cluster` from a validated ManagedCluster's parts."""
     spec = spec or ManagedClusterSpec()
@@ -75,6 +117,8 @@ def cluster_from_inventory(
         taints=tuple(spec.taints),
         allocatable={k: quantity_value(v) for k, v in status.allocatable.items()},
         capacity={k: quantity_value(v) for k, v in status.capacity.items()},
+        deleting=deleting,
+        view=view or {},
     )
 
 
@@ -110,6 +154,13 @@ class PlacementResult:
     decisions: tuple[str, ...]
     unscheduled: int
     warnings: tuple[str, ...]
+    #: Step 7: the decision groups in order, and the PlacementDecisions OCM writes.
+    decision_groups: tuple[DecisionGroup, ...] = ()
+    placement_decisions: tuple[DecisionObject, ...] = ()
+    #: Step 8: PlacementMisconfigured and PlacementSatisfied (none when not scheduled).
+    conditions: tuple[Condition, ...] = ()
+    #: By how much each decided cluster beats the best one left out; None when none is.
+    margins: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +192,17 @@ class ScoreIndex:
         )
         return cls(objects, items, tuple(failing))
 
+    def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
+        """``managedCluster.scores(name)``: the object's items in order; None when absent."""
+        found = self.objects.get((cluster, name))
+        if found is None:
+            return None
+        return [{"name": item.name, "value": item.value} for item in found.status.scores]
+
+
+#: Every distinct expression is compiled once per run, however many Placements use it.
+compile_cached = functools.lru_cache(maxsize=4096)(compile_expression)
+
 
 @dataclass(frozen=True)
 class _Prioritizer:
@@ -169,10 +231,10 @@ def schedule(
         raise ValueError("the time of the simulation must carry a time zone")
     namespace, name = placement.metadata.namespace, placement.metadata.name
     spec = placement.spec
-    warnings: list[str] = []
+    warnings: list[str] = _no_effect(placement, decisions)
     by_name = sorted(clusters, key=lambda c: c.name)
 
-    # 1. cluster sets
+    # 1. cluster sets (a cluster being deleted is never available: GetAvailableClusters)
     bound = sorted({b.metadata.name for b in bindings if b.metadata.namespace == namespace})
     wanted = set(spec.clusterSets)
     cluster_sets = tuple(s for s in bound if s in wanted) if wanted else tuple(bound)
@@ -186,73 +248,156 @@ def schedule(
         warnings.append(
             f"spec.clusterSets names sets not bound to namespace {namespace}: {unbound}"
         )
-    members = [c for c in by_name if _in_sets(c, cluster_sets)]
-    removed_by_sets = _removed(by_name, members)
-
-    def not_simulated(reason: str) -> PlacementResult:
-        return PlacementResult(
-            namespace=namespace,
-            name=name,
-            simulated=False,
-            cluster_sets=cluster_sets,
-            filtered_cluster_sets=removed_by_sets,
-            filtered_predicates=(),
-            filtered_taints=(),
-            prioritizers=(),
-            totals={},
-            ranking=(),
-            decisions=(),
-            unscheduled=0,
-            warnings=(*warnings, reason),
-        )
+    members = [c for c in by_name if _in_sets(c, cluster_sets) and not c.deleting]
+    deleting = sorted(c.name for c in by_name if c.deleting and _in_sets(c, cluster_sets))
+    if deleting:
+        warnings.append(f"being deleted, never a candidate: {_some(deleting)}")
+    base = PlacementResult(
+        namespace=namespace,
+        name=name,
+        simulated=True,
+        cluster_sets=cluster_sets,
+        filtered_cluster_sets=_removed(by_name, members),
+        filtered_predicates=(),
+        filtered_taints=(),
+        prioritizers=(),
+        totals={},
+        ranking=(),
+        decisions=(),
+        unscheduled=0,
+        warnings=(),
+    )
+    counts = SchedulingCounts(spec.clusterSets, cluster_sets, len(bound), len(members), 0, 0)
 
     if (placement.metadata.annotations or {}).get(SCHEDULING_DISABLED_ANNOTATION) == "true":
-        return not_simulated(
-            f'not simulated: the annotation {SCHEDULING_DISABLED_ANNOTATION}: "true" '
-            "keeps OCM from scheduling this Placement"
+        existing = _existing_objects(placement, decisions)
+        return replace(
+            base,
+            simulated=False,
+            decisions=tuple(c for o in existing for c in o.clusters),
+            placement_decisions=existing,
+            warnings=(
+                *warnings,
+                f'not scheduled: the annotation {SCHEDULING_DISABLED_ANNOTATION}: "true" '
+                "keeps OCM from scheduling this Placement; its existing decisions stay",
+            ),
         )
-    if any(
-        p.requiredClusterSelector is not None
-        and p.requiredClusterSelector.celSelector is not None
-        and p.requiredClusterSelector.celSelector.celExpressions
-        for p in spec.predicates
-    ):
-        return not_simulated(
-            "not simulated: a predicate uses celSelector, which dsf does not evaluate"
+    index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores or ())
+
+    # 2. predicates (OCM compiles CEL only when there are clusters to filter)
+    selectors = _compiled_predicates(placement) if members and spec.predicates else []
+    unsupported = next((u for _, e in selectors for u in _unsupported(e)), None)
+    if unsupported is not None:
+        return replace(
+            base,
+            simulated=False,
+            warnings=(*warnings, f"not simulated: a celSelector {unsupported}"),
         )
-    prioritizers = _prioritizers(placement)
-    unknown = sorted(
-        {p.name for p in prioritizers if p.coordinate.type == "BuiltIn"}
-        - {"Balance", "Steady", *_RESOURCES}
+    misconfigured = next((m for m in (_cel_misconfigured(selectors),) if m), None)
+    passed = members if misconfigured else [c for c in members if _passes(selectors, c, index)]
+    # 3. taints and tolerations
+    if misconfigured is None and passed:
+        misconfigured = _toleration_misconfigured(spec.tolerations)
+    own = _own_decisions(placement, decisions)
+    left = (
+        passed
+        if misconfigured
+        else [c for c in passed if _tolerated(c, spec.tolerations, c.name in own, at)]
     )
-    if unknown:
-        return not_simulated(
-            f"not simulated: OCM reports the Placement misconfigured (unknown built-in "
-            f"prioritizer {', '.join(unknown)})"
-        )
+    prioritizers = _prioritizers(placement)
+    if misconfigured is None:
+        misconfigured = _prioritizer_misconfigured(prioritizers)
     if spec.spreadPolicy is not None and spec.spreadPolicy.spreadConstraints:
         warnings.append("spreadPolicy is not simulated: the decisions ignore it")
-
-    # 2. predicates
-    passed = [c for c in members if _passes_predicates(placement, c)]
-    # 3. taints and tolerations
-    own = _own_decisions(placement, decisions)
-    left = [c for c in passed if _tolerated(c, spec.tolerations, c.name in own, at)]
-    names = [c.name for c in left]
+    base = replace(
+        base,
+        filtered_predicates=_removed(members, passed),
+        filtered_taints=_removed(passed, left),
+    )
+    if misconfigured is not None:
+        warnings.append(
+            f"OCM reports the Placement misconfigured ({misconfigured.plugin}:"
+            f"{misconfigured.message}) and decides no cluster"
+        )
+        return _with_decisions(base, placement, (), {}, counts, misconfigured, warnings)
 
     # 4, 5. weights and scores
+    results = _score(prioritizers, left, index, scores is None, placement, decisions, at, warnings)
+    names = [c.name for c in left]
+
+    # 6. selection
+    totals = {n: sum(r.weight * r.scores[n] for r in results) for n in names}
+    ranking = tuple(sorted(names, key=lambda n: (-totals[n], n)))
+    wanted_count = spec.numberOfClusters
+    chosen = ranking if wanted_count is None else ranking[:wanted_count]
+    unscheduled = 0 if wanted_count is None else max(0, wanted_count - len(chosen))
+    base = replace(
+        base,
+        prioritizers=tuple(results),
+        totals=totals,
+        ranking=ranking,
+        decisions=chosen,
+        unscheduled=unscheduled,
+        margins=margins(ranking, len(chosen), totals),
+    )
+    counts = replace(counts, decisions=len(chosen), unscheduled=unscheduled)
+    labels = {c.name: c for c in left}
+    return _with_decisions(base, placement, chosen, labels, counts, None, warnings)
+
+
+def _with_decisions(
+    result: PlacementResult,
+    placement: Placement,
+    chosen: Sequence[str],
+    clusters: Mapping[str, Cluster],
+    counts: SchedulingCounts,
+    misconfigured: Misconfigured | None,
+    warnings: list[str],
+) -> PlacementResult:
+    """Step 7 and 8: groups, PlacementDecisions and the conditions."""
+    groups = decision_groups(
+        placement, chosen, lambda selector, name: _group_selects(selector, clusters[name])
+    )
+    if isinstance(groups, Misconfigured):
+        # OCM writes no PlacementDecision at all then (and deletes the old ones)
+        warnings.append(
+            f"OCM reports the Placement misconfigured (:{groups.message}) and writes "
+            "no PlacementDecision"
+        )
+        misconfigured, groups = groups, ()
+    return replace(
+        result,
+        decision_groups=groups,
+        placement_decisions=decision_objects(placement.metadata.name, groups),
+        conditions=conditions(counts, misconfigured),
+        warnings=tuple(warnings),
+    )
+
+
+def _score(
+    prioritizers: Sequence[_Prioritizer],
+    left: Sequence[Cluster],
+    index: ScoreIndex,
+    no_scores: bool,
+    placement: Placement,
+    decisions: Sequence[PlacementDecision],
+    at: datetime,
+    warnings: list[str],
+) -> list[PrioritizerResult]:
+    """Steps 4 and 5: every prioritizer's score for the clusters left; warnings appended."""
+    names = [c.name for c in left]
+    own = _own_decisions(placement, decisions)
     results: list[PrioritizerResult] = []
     addon_zero: dict[str, list[str]] = {}
     expired: set[tuple[str, str, datetime]] = set()
     used_resources: set[str] = set()
-    index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores or ())
     for prioritizer in prioritizers:
         coordinate = prioritizer.coordinate
         if coordinate.type == "AddOn" and coordinate.addOn is not None:
             values, missing, stale = _addon_scores(
                 left, index, coordinate.addOn.resourceName, coordinate.addOn.scoreName, at
             )
-            if missing and scores is not None:
+            if missing and not no_scores:
                 addon_zero.setdefault(prioritizer.name, []).extend(missing)
             expired |= stale
             used_resources.add(coordinate.addOn.resourceName)
@@ -265,7 +410,7 @@ def schedule(
         results.append(PrioritizerResult(prioritizer.name, prioritizer.weight, values))
     results.sort(key=lambda r: r.name)
 
-    if scores is None and any(p.coordinate.type == "AddOn" for p in prioritizers):
+    if no_scores and any(p.coordinate.type == "AddOn" for p in prioritizers):
         warnings.append("no AddOnPlacementScores were given: every AddOn score is 0")
     for prioritizer_name, zero in sorted(addon_zero.items()):
         warnings.append(
@@ -286,27 +431,7 @@ def schedule(
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
-
-    # 6. selection
-    totals = {n: sum(r.weight * r.scores[n] for r in results) for n in names}
-    ranking = tuple(sorted(names, key=lambda n: (-totals[n], n)))
-    wanted_count = spec.numberOfClusters
-    chosen = ranking if wanted_count is None else ranking[:wanted_count]
-    return PlacementResult(
-        namespace=namespace,
-        name=name,
-        simulated=True,
-        cluster_sets=cluster_sets,
-        filtered_cluster_sets=removed_by_sets,
-        filtered_predicates=_removed(members, passed),
-        filtered_taints=_removed(passed, left),
-        prioritizers=tuple(results),
-        totals=totals,
-        ranking=ranking,
-        decisions=chosen,
-        unscheduled=0 if wanted_count is None else max(0, wanted_count - len(chosen)),
-        warnings=tuple(warnings),
-    )
+    return results
 
 
 def _failing_scores(
@@ -350,12 +475,74 @@ def _removed(before: Sequence[Cluster], after: Sequence[Cluster]) -> tuple[str, 
     return tuple(sorted(c.name for c in before if c.name not in kept))
 
 
-def _passes_predicates(placement: Placement, cluster: Cluster) -> bool:
-    predicates = placement.spec.predicates
-    if not predicates:
-        return True
-    for predicate in predicates:
+def _no_effect(placement: Placement, decisions: Sequence[PlacementDecision]) -> list[str]:
+    """Fields in OCM's API that its scheduler never reads: accepted, said to do nothing."""
+    fields = sorted({"sortBy", "scoreRateLimit"} & placement.spec.model_fields_set)
+    said = [f"spec.{f} has no effect: OCM's scheduler does not read it" for f in fields]
+    scored = any(
+        d.score is not None
+        for pd in decisions
+        if pd.metadata.namespace == placement.metadata.namespace
+        and pd.placement_name == placement.metadata.name
+        for d in pd.status.decisions
+    )
+    if scored:
+        said.append("ClusterDecision.score has no effect: OCM's scheduler does not read it")
+    return said
+
+
+def _existing_objects(
+    placement: Placement, decisions: Sequence[PlacementDecision]
+) -> tuple[DecisionObject, ...]:
+    """This Placement's PlacementDecisions as they are, sorted by name."""
+    own = [
+        pd
+        for pd in decisions
+        if pd.metadata.namespace == placement.metadata.namespace
+        and pd.placement_name == placement.metadata.name
+    ]
+    return tuple(
+        DecisionObject(
+            pd.metadata.name,
+            dict(sorted(pd.metadata.labels.items())),
+            tuple(d.clusterName for d in pd.status.decisions),
+        )
+        for pd in sorted(own, key=lambda pd: pd.metadata.name)
+    )
+
+
+_Selector = tuple[ClusterSelector | None, tuple[CelExpression, ...]]
+
+
+def _compiled_predicates(placement: Placement) -> list[_Selector]:
+    """Each predicate's selector and its CEL expressions, compiled once for every cluster."""
+    out: list[_Selector] = []
+    for predicate in placement.spec.predicates:
         selector = predicate.requiredClusterSelector
+        cel_selector = selector.celSelector if selector is not None else None
+        sources = (cel_selector.celExpressions or ()) if cel_selector is not None else ()
+        out.append((selector, tuple(compile_cached(source) for source in sources)))
+    return out
+
+
+def _unsupported(expressions: Sequence[CelExpression]) -> list[str]:
+    return [e.unsupported for e in expressions if e.unsupported is not None]
+
+
+def _cel_misconfigured(selectors: Sequence[_Selector]) -> Misconfigured | None:
+    """The Predicate plugin's first compile error, as OCM reports it."""
+    for _, expressions in selectors:
+        for expression in expressions:
+            if expression.error is not None:
+                return Misconfigured("Predicate", expression.error)
+    return None
+
+
+def _passes(selectors: Sequence[_Selector], cluster: Cluster, index: ScoreIndex) -> bool:
+    """Step 2: the cluster matches any predicate (no predicates: every cluster passes)."""
+    if not selectors:
+        return True
+    for selector, expressions in selectors:
         if selector is None:
             return True
         labels_ok = selector.labelSelector is None or selector_matches(
@@ -363,9 +550,46 @@ def _passes_predicates(placement: Placement, cluster: Cluster) -> bool:
         )
         claims = selector.claimSelector
         claims_ok = claims is None or _expressions_match(claims.matchExpressions, cluster.claims)
-        if labels_ok and claims_ok:
+        if (
+            labels_ok
+            and claims_ok
+            and cel_matches(expressions, cluster.cel_view(), index.cel_scores)
+        ):
             return True
     return False
+
+
+def _group_selects(selector: GroupClusterSelector, cluster: Cluster) -> bool:
+    """A decision group's selector: labels and claims (an empty one selects every cluster)."""
+    labels_ok = selector.labelSelector is None or selector_matches(
+        selector.labelSelector, cluster.labels
+    )
+    claims = selector.claimSelector
+    return labels_ok and (
+        claims is None or _expressions_match(claims.matchExpressions, cluster.claims)
+    )
+
+
+def _toleration_misconfigured(tolerations: Sequence[Toleration]) -> Misconfigured | None:
+    """The TaintToleration plugin's check of the tolerations, with OCM's messages."""
+    for toleration in tolerations:
+        if not toleration.key and toleration.operator != "Exists":
+            return Misconfigured("TaintToleration", "If the key is empty, operator must be Exists.")
+        if toleration.operator == "Exists" and toleration.value:
+            return Misconfigured(
+                "TaintToleration", "If the operator is Exists, the value should be empty."
+            )
+    return None
+
+
+def _prioritizer_misconfigured(prioritizers: Sequence[_Prioritizer]) -> Misconfigured | None:
+    """``getPrioritizers``: a built-in OCM does not implement (Spread) with a weight."""
+    unknown = sorted(
+        {p.name for p in prioritizers if p.coordinate.type == "BuiltIn"}
+        - {"Balance", "Steady", *_RESOURCES}
+    )
+    # OCM walks a Go map, so which of several it names varies; the first by name here
+    return Misconfigured("", f"incorrect builtin prioritizer: {unknown[0]}") if unknown else None
 
 
 def _expressions_match(
