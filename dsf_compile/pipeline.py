@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # imported where used: render, the no-op's fallback, loads no
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.sources import HubState
+    from dsf_compile.placement.verify import Drift
     from dsf_compile.sync.clusters import Discovery
 
 SETTINGS_FILE = "dsf.yaml"
@@ -268,20 +269,20 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
             scores,
             state.decisions,
             at,
-        ).decisions
+        )
         for p in inputs.placements
     }
     old = {
         _object_name(p): schedule(
             p, clusters, [*old_bindings, *state.bindings], scores, state.decisions, at
-        ).decisions
+        )
         for p in old_placements
     }
-    return [
-        DecisionChange(name, old.get(name, ()), new.get(name, ()))
+    changes = (
+        DecisionChange.between(name, old.get(name), new.get(name))
         for name in sorted(set(old) | set(new))
-        if old.get(name, ()) != new.get(name, ())
-    ]
+    )
+    return [change for change in changes if change.changed]
 
 
 def read_rendered_placements(
@@ -387,3 +388,54 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
         removed=tuple(sorted(then - now)),
         changed=changed,
     )
+
+
+def verify_hub(
+    kubeconfig: str, names: Sequence[str], at: datetime
+) -> tuple[list[Drift], list[str], int]:
+    """``explain --verify``: replay the hub's Placements on its own state, compare decisions.
+
+    Returns the drifted Placements, the lines saying what could not be verified, and how
+    many Placements were compared.
+    """
+    from pydantic import ValidationError
+
+    from dsf_compile.placement.scheduler import ScoreIndex, schedule
+    from dsf_compile.placement.sources import read_hub, read_hub_objects
+    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, unreadable
+
+    state = read_hub(kubeconfig)
+    objects = read_hub_objects(kubeconfig)
+    skipped: list[str] = []
+    placements = []
+    for item in objects.placements:
+        try:
+            placements.append(hub_placement(item))
+        except (ValidationError, ValueError) as err:
+            skipped.append(unreadable("Placement", item, err))
+    clusters = []
+    for item in objects.clusters:
+        try:
+            clusters.append(hub_cluster(item))
+        except (ValidationError, ValueError) as err:
+            skipped.append(unreadable("ManagedCluster", item, err))
+    wanted = set(names)
+    chosen = [p for p in placements if not wanted or _object_name(p) in wanted]
+    missing = sorted(wanted - {_object_name(p) for p in chosen})
+    if missing:
+        raise UsageError(f"no Placement {', '.join(missing)} on the hub (NAMESPACE/NAME)")
+    # OCM's GetValidManagedClusterSetBindings: a binding of a set that does not exist is ignored
+    bindings = [b for b in state.bindings if b.metadata.name in objects.cluster_sets]
+    index = ScoreIndex.of(state.scores or ())
+    drifts = []
+    for placement in sorted(chosen, key=_object_name):
+        result = schedule(placement, clusters, bindings, index, state.decisions, at)
+        if not result.simulated and result.warnings[-1].startswith("not simulated"):
+            skipped.append(
+                f"placement {_object_name(placement)} not verified: {result.warnings[-1]}"
+            )
+            continue
+        drift = compare(result, state.decisions)
+        if drift is not None:
+            drifts.append(drift)
+    return drifts, skipped, len(chosen)

@@ -21,7 +21,14 @@ from dsf_compile.errors import Problem
 from dsf_compile.inputs.load import Pointer
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, Placement
 from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
-from dsf_compile.placement.scheduler import Cluster, cel_view, cluster_from_inventory, schedule
+from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
+from dsf_compile.placement.scheduler import (
+    Cluster,
+    cel_view,
+    cluster_from_inventory,
+    compile_cached,
+    schedule,
+)
 from dsf_compile.resolve.summaries import resolve_scorer
 from dsf_compile.sync.lock import Lockfile
 
@@ -128,6 +135,10 @@ def check_placements(
     for located in inputs.placements:
         found_errors, used = _check_coordinates(located, catalog)
         errors += found_errors
+        errors += _check_tolerations(located)
+        found_errors, found_warnings = _check_cel(located, catalog, clusters)
+        errors += found_errors
+        warnings += found_warnings
         # whatever the Placement selects, a score nobody publishes any more ranks nothing
         warnings += [
             located.problem(
@@ -222,6 +233,91 @@ def _check_coordinates(
             continue
         used.append(((*base, "addOn", "resourceName"), published))
     return errors, used
+
+
+def _check_tolerations(located: Located[Placement]) -> list[Problem]:
+    """Tolerations the CRD accepts and OCM's TaintToleration plugin calls misconfigured."""
+    errors = []
+    for index, toleration in enumerate(located.model.spec.tolerations):
+        base: Pointer = ("spec", "tolerations", index)
+        if not toleration.key and toleration.operator != "Exists":
+            errors.append(
+                located.problem(
+                    (*base, "operator"),
+                    "a toleration without a key must use operator Exists "
+                    "(OCM reports the Placement misconfigured)",
+                )
+            )
+        elif toleration.operator == "Exists" and toleration.value:
+            errors.append(
+                located.problem(
+                    (*base, "value"),
+                    "a toleration with operator Exists takes no value "
+                    "(OCM reports the Placement misconfigured)",
+                )
+            )
+    return errors
+
+
+_SCORES_CALL_RE = re.compile(r"""\.\s*scores\s*\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)""")
+
+
+def _check_cel(
+    located: Located[Placement], catalog: ScoreCatalog, clusters: Sequence[Cluster]
+) -> tuple[list[Problem], list[Problem]]:
+    """CEL expressions that do not compile, cannot be boolean, or read unpublished scores."""
+    errors: list[Problem] = []
+    warnings: list[Problem] = []
+    for p_index, predicate in enumerate(located.model.spec.predicates):
+        selector = predicate.requiredClusterSelector
+        cel_selector = selector.celSelector if selector is not None else None
+        sources = (cel_selector.celExpressions or ()) if cel_selector is not None else ()
+        for e_index, source in enumerate(sources):
+            pointer: Pointer = (
+                "spec", "predicates", p_index, "requiredClusterSelector", "celSelector",
+                "celExpressions", e_index,
+            )  # fmt: skip
+            compiled = compile_cached(source)
+            if compiled.error is not None:
+                errors.append(
+                    located.problem(
+                        pointer, f"{compiled.error} (OCM reports the Placement misconfigured)"
+                    )
+                )
+                continue
+            if compiled.unsupported is not None:
+                warnings.append(
+                    located.problem(pointer, f"not checked: {compiled.unsupported}", "warning")
+                )
+                continue
+            for match in _SCORES_CALL_RE.finditer(source):
+                name = match.group(1) if match.group(1) is not None else match.group(2)
+                if name not in catalog.scores and catalog.complete:
+                    errors.append(located.problem(pointer, _unknown_score(name, catalog)))
+            kind = _non_boolean(compiled, clusters)
+            if kind is not None:
+                errors.append(
+                    located.problem(
+                        pointer, f"evaluates to {kind}, not a bool: every cluster would fail it"
+                    )
+                )
+    return errors, warnings
+
+
+def _non_boolean(compiled: CelExpression, clusters: Sequence[Cluster]) -> str | None:
+    """The type an expression gives instead of a bool, tried on the inventory (CEL's result
+    type does not depend on the cluster); None when it gives a bool or only errors."""
+    for cluster in clusters:
+        try:
+            value = evaluate(compiled, cluster.cel_view(), lambda _c, _n: [])
+        except CelEvaluationError:
+            continue
+        return None if isinstance(value, bool) else _CEL_TYPES.get(type(value), "dyn")
+    return None
+
+
+_CEL_TYPES = {int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
+_CEL_TYPES.update({dict: "map", type(None): "null_type"})
 
 
 def _unknown_score(resource_name: str, catalog: ScoreCatalog) -> str:

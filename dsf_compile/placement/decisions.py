@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dsf_compile.inputs.placements import PLACEMENT_LABEL, Placement
+from dsf_compile.inputs.placements import PLACEMENT_LABEL, GroupClusterSelector, Placement
 
 #: OCM's ``maxNumOfClusterDecisions``: clusters per PlacementDecision object.
 MAX_DECISIONS_PER_OBJECT = 100
@@ -77,7 +77,7 @@ def group_length(per_group: int | str, total: int) -> int | Misconfigured:
 def decision_groups(
     placement: Placement,
     decided: Sequence[str],
-    selects: Callable[[object, str], bool],
+    selects: Callable[[GroupClusterSelector, str], bool],
 ) -> tuple[DecisionGroup, ...] | Misconfigured:
     """``generateDecisionGroups``: named groups first, then the unnamed rest.
 
