@@ -45,6 +45,17 @@ def edit(root: Path, relative: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
+def add_cel(root: Path, expression: str) -> None:
+    """A celSelector beside gpu-inference's label selector (its expression on line 19)."""
+    edit(
+        root,
+        GPU_INFERENCE,
+        '            gpu: "true"\n',
+        '            gpu: "true"\n        celSelector:\n          celExpressions:\n'
+        f"            - {json.dumps(expression)}\n",
+    )
+
+
 def write(root: Path, relative: str, text: str) -> None:
     (root / relative).parent.mkdir(parents=True, exist_ok=True)
     (root / relative).write_text(text, encoding="utf-8")
@@ -97,6 +108,42 @@ ERROR_CASES: list[tuple[str, Change, str, str, str]] = [
         "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.resourceName",
         "scorer 'example-performance-scorer' has scoreDestination None, so its scores go to "
         "metrics only; set scoreDestination: AddOnPlacementScore to publish them",
+    ),
+    (
+        "cel-that-does-not-compile",
+        lambda r: add_cel(r, "managedCluster.metadata.labels['gpu'] =="),
+        f"{GPU_INFERENCE}:19:",
+        "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]",
+        "compilation failed: ERROR: <input>:1:",
+    ),
+    (
+        "cel-reading-a-score-nobody-publishes",
+        lambda r: add_cel(
+            r, "managedCluster.scores('example-perfomance-score').exists(s, s.value > 50)"
+        ),
+        f"{GPU_INFERENCE}:19:",
+        "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]",
+        "no scorer publishes an AddOnPlacementScore named 'example-perfomance-score' "
+        "(OCM would score every cluster 0 for it) (did you mean 'example-performance-score'?)",
+    ),
+    (
+        "cel-that-is-not-boolean",
+        lambda r: add_cel(r, "managedCluster.metadata.name"),
+        f"{GPU_INFERENCE}:19:",
+        "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]",
+        "evaluates to string, not a bool",
+    ),
+    (
+        "toleration-ocm-calls-misconfigured",
+        lambda r: edit(
+            r,
+            GPU_INFERENCE,
+            "  numberOfClusters: 1\n",
+            "  numberOfClusters: 1\n  tolerations:\n    - operator: Equal\n      value: x\n",
+        ),
+        f"{GPU_INFERENCE}:11:",
+        "spec.tolerations[0].operator",
+        "a toleration without a key must use operator Exists (OCM reports the Placement misconfigured)",
     ),
     (
         "binding-not-named-after-its-set",
