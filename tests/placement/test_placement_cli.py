@@ -402,6 +402,38 @@ def test_a_change_that_moves_a_workload_is_shown_in_the_pull_request(fleet: Path
     assert code == 0 and "placement " not in out
 
 
+def test_the_decision_diff_shows_margins_and_group_moves(fleet: Path) -> None:
+    scores = str(fleet / "snapshots")
+    # worker02 85 vs worker01 70 at weight 1 (margin 15); at weight 2, 170 vs 140
+    edit(fleet, GPU_INFERENCE, "        weight: 1\n", "        weight: 2\n")
+    code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
+    assert code == 1
+    assert out.endswith(
+        "placement default/gpu-inference: worker02 -> worker02\n"
+        "  worker02 now wins by 30 instead of 15\n"
+    )
+    assert cli(fleet, "render")[0] == 0
+    # a named group takes the gpu clusters: worker02 leaves the unnamed group
+    edit(
+        fleet,
+        GPU_INFERENCE,
+        "  numberOfClusters: 1\n",
+        "  numberOfClusters: 1\n  decisionStrategy:\n    groupStrategy:\n      decisionGroups:\n"
+        "        - groupName: canary\n          groupClusterSelector:\n"
+        '            labelSelector: {matchLabels: {gpu: "true"}}\n',
+    )
+    code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
+    assert out.endswith(
+        "placement default/gpu-inference: worker02 -> worker02\n"
+        "  worker02 moves from group 0 (unnamed) to group 0 canary\n"
+    )
+    code, out, _ = cli(fleet, "diff", "--format", "markdown", "--scores", scores, "--at", AT)
+    assert (
+        "| default/gpu-inference | worker02 | worker02 | "
+        "worker02 moves from group 0 (unnamed) to group 0 canary |"
+    ) in out
+
+
 # -------------------------------------------------------------------- a hub
 
 
