@@ -237,11 +237,11 @@ def explain_fleet(
     return [schedule(p.model, clusters, bindings, scores, state.decisions, at) for p in placements]
 
 
-def _indexed(state: HubState) -> ScoreIndex | None:
+def _indexed(state: HubState) -> ScoreIndex:
     """The state's scores indexed once for every Placement scheduled against them."""
     from dsf_compile.placement.scheduler import ScoreIndex
 
-    return None if state.scores is None else ScoreIndex.of(state.scores)
+    return ScoreIndex.of(state.scores)
 
 
 def _object_name(placement: Placement) -> str:

@@ -120,10 +120,12 @@ def compile_expression(source: str) -> CelExpression:
     return CelExpression(source, program=program)
 
 
-def evaluate(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> object:
-    """The value of ``expression`` for ``cluster``; a :class:`CelEvaluationError` on error."""
-    if expression.program is None:
-        raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
+    """The evaluation context of one cluster: ``managedCluster``, ``scores()``, the library.
+
+    Built once per cluster and reused for every expression (building it costs more than
+    most evaluations).
+    """
 
     def cluster_scores(receiver: object, name: object) -> list[Mapping[str, object]]:
         # sdk-go's clusterScores: the receiver's metadata.name, then the lister's Get
@@ -136,27 +138,37 @@ def evaluate(expression: CelExpression, cluster: Mapping[str, Any], scores: Scor
             raise CelFunctionError(f'failed to get score: addonplacementscore "{name}" not found')
         return [dict(item) for item in found]
 
-    context = cel.Context(
+    return cel.Context(
         variables={VARIABLE: cluster}, functions={**LIBRARY, "scores": cluster_scores}
     )
+
+
+def evaluate(
+    expression: CelExpression,
+    cluster: Mapping[str, Any],
+    scores: ScoreLookup,
+    context: Any = None,
+) -> object:
+    """The value of ``expression`` for ``cluster``; a :class:`CelEvaluationError` on error.
+
+    ``context`` is :func:`cluster_context` of the same cluster and scores, when reused.
+    """
+    if expression.program is None:
+        raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
     try:
-        return expression.program.execute(context)
+        return expression.program.execute(context or cluster_context(cluster, scores))
     except Exception as err:  # the interpreter raises many types for evaluation errors
         raise CelEvaluationError(_first_line(str(err))) from None
 
 
-def matches(
-    expressions: Sequence[CelExpression], cluster: Mapping[str, Any], scores: ScoreLookup
+def is_true(
+    expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup, context: Any = None
 ) -> bool:
-    """OCM's ``CELSelector.Validate``: every expression is ``true`` (an error is not)."""
-    for expression in expressions:
-        try:
-            value = evaluate(expression, cluster, scores)
-        except CelEvaluationError:
-            return False
-        if value is not True:
-            return False
-    return True
+    """OCM's ``isResultValid``: the value is the bool ``true`` (an error is not)."""
+    try:
+        return evaluate(expression, cluster, scores, context) is True
+    except CelEvaluationError:
+        return False
 
 
 class CelEvaluationError(Exception):

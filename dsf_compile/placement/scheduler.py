@@ -40,8 +40,7 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.inputs.selectors import selector_matches
-from dsf_compile.placement.cel import CelExpression, compile_expression
-from dsf_compile.placement.cel import matches as cel_matches
+from dsf_compile.placement.cel import CelExpression, cluster_context, compile_expression, is_true
 from dsf_compile.placement.decisions import (
     Condition,
     DecisionGroup,
@@ -177,10 +176,17 @@ class ScoreIndex:
     items: Mapping[tuple[str, str], Mapping[str, int]]
     #: The keys of the objects whose agent reports them failing, sorted (usually few).
     failing: tuple[tuple[str, str], ...] = ()
+    #: CEL's per-cluster contexts and results within one run: an expression's value for a
+    #: cluster depends on nothing else, and many Placements share their expressions.
+    cel_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: No scores were given at all (every AddOn score is 0, and a warning says so).
+    absent: bool = False
 
     @classmethod
-    def of(cls, scores: Iterable[AddOnPlacementScore]) -> ScoreIndex:
-        """Index ``scores``."""
+    def of(cls, scores: Iterable[AddOnPlacementScore] | None) -> ScoreIndex:
+        """Index ``scores`` (None: no scores were given)."""
+        if scores is None:
+            return cls({}, {}, absent=True)
         objects = {(s.metadata.namespace, s.metadata.name): s for s in scores}
         items = {
             key: {item.name: item.value for item in s.status.scores} for key, s in objects.items()
@@ -191,6 +197,19 @@ class ScoreIndex:
             if any(c.type == "ScoresAvailable" and c.status == "False" for c in s.status.conditions)
         )
         return cls(objects, items, tuple(failing))
+
+    def cel_true(self, expression: CelExpression, cluster: Cluster) -> bool:
+        """Whether ``expression`` is true for ``cluster``, evaluated once per run."""
+        key = (expression.source, cluster.name)
+        found = self.cel_memo.get(key)
+        if found is None:
+            context = self.cel_memo.get(cluster.name)
+            if context is None:
+                context = cluster_context(cluster.cel_view(), self.cel_scores)
+                self.cel_memo[cluster.name] = context
+            found = is_true(expression, cluster.cel_view(), self.cel_scores, context)
+            self.cel_memo[key] = found
+        return bool(found)
 
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)``: the object's items in order; None when absent."""
@@ -282,7 +301,7 @@ def schedule(
                 "keeps OCM from scheduling this Placement; its existing decisions stay",
             ),
         )
-    index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores or ())
+    index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores)
 
     # 2. predicates (OCM compiles CEL only when there are clusters to filter)
     selectors = _compiled_predicates(placement) if members and spec.predicates else []
@@ -322,7 +341,7 @@ def schedule(
         return _with_decisions(base, placement, (), {}, counts, misconfigured, warnings)
 
     # 4, 5. weights and scores
-    results = _score(prioritizers, left, index, scores is None, placement, decisions, at, warnings)
+    results = _score(prioritizers, left, index, index.absent, placement, decisions, at, warnings)
     names = [c.name for c in left]
 
     # 6. selection
@@ -550,11 +569,7 @@ def _passes(selectors: Sequence[_Selector], cluster: Cluster, index: ScoreIndex)
         )
         claims = selector.claimSelector
         claims_ok = claims is None or _expressions_match(claims.matchExpressions, cluster.claims)
-        if (
-            labels_ok
-            and claims_ok
-            and cel_matches(expressions, cluster.cel_view(), index.cel_scores)
-        ):
+        if labels_ok and claims_ok and all(index.cel_true(e, cluster) for e in expressions):
             return True
     return False
 
