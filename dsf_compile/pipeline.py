@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsf_compile.errors import InputError, Problem, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # imported where used: render, the no-op's fallback, loads no
     from dsf_compile.placement.sources import HubState
     from dsf_compile.placement.verify import Drift
     from dsf_compile.sync.clusters import Discovery
+
+T = TypeVar("T")
 
 SETTINGS_FILE = "dsf.yaml"
 
@@ -398,27 +400,15 @@ def verify_hub(
     Returns the drifted Placements, the lines saying what could not be verified, and how
     many Placements were compared.
     """
-    from pydantic import ValidationError
-
     from dsf_compile.placement.scheduler import ScoreIndex, schedule
     from dsf_compile.placement.sources import read_hub, read_hub_objects
-    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, unreadable
+    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement
 
     state = read_hub(kubeconfig)
     objects = read_hub_objects(kubeconfig)
     skipped: list[str] = []
-    placements = []
-    for item in objects.placements:
-        try:
-            placements.append(hub_placement(item))
-        except (ValidationError, ValueError) as err:
-            skipped.append(unreadable("Placement", item, err))
-    clusters = []
-    for item in objects.clusters:
-        try:
-            clusters.append(hub_cluster(item))
-        except (ValidationError, ValueError) as err:
-            skipped.append(unreadable("ManagedCluster", item, err))
+    placements = _readable(objects.placements, "Placement", hub_placement, skipped)
+    clusters = _readable(objects.clusters, "ManagedCluster", hub_cluster, skipped)
     wanted = set(names)
     chosen = [p for p in placements if not wanted or _object_name(p) in wanted]
     missing = sorted(wanted - {_object_name(p) for p in chosen})
@@ -439,3 +429,20 @@ def verify_hub(
         if drift is not None:
             drifts.append(drift)
     return drifts, skipped, len(chosen)
+
+
+def _readable(
+    items: Sequence[Any], kind: str, parse: Callable[[Any], T], skipped: list[str]
+) -> list[T]:
+    """The hub's objects the replay can read; a line in ``skipped`` for each other one."""
+    from pydantic import ValidationError
+
+    from dsf_compile.placement.verify import unreadable
+
+    out = []
+    for item in items:
+        try:
+            out.append(parse(item))
+        except (ValidationError, ValueError) as err:
+            skipped.append(unreadable(kind, item, err))
+    return out

@@ -162,7 +162,10 @@ def check_placements(
             )
             continue
         result = schedule(placement, clusters, bindings, None, (), at)
-        if not result.simulated:
+        misconfigured = any(
+            c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
+        )
+        if not result.simulated or misconfigured:  # reported above as errors
             continue
         selectable = result.ranking
         if not selectable:

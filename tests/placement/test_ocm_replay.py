@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from dsf_compile.inputs.inventory import ManagedCluster
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
     ManagedClusterSetBinding,
@@ -23,14 +22,8 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.placement.decisions import group_length
 from dsf_compile.placement.explain import explain_document
-from dsf_compile.placement.scheduler import (
-    Cluster,
-    PlacementResult,
-    ScoreIndex,
-    cel_view,
-    cluster_from_inventory,
-    schedule,
-)
+from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
+from dsf_compile.placement.verify import hub_cluster
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
 N = 120
@@ -83,21 +76,8 @@ def cluster_document(i: int) -> dict[str, Any]:
 
 
 def fleet() -> list[Cluster]:
-    clusters = []
-    for i in range(N):
-        document = cluster_document(i)
-        model = ManagedCluster.model_validate(document)
-        clusters.append(
-            cluster_from_inventory(
-                model.metadata.name,
-                model.metadata.labels,
-                model.spec,
-                model.status,
-                deleting=model.metadata.deletionTimestamp is not None,
-                view=cel_view(document),
-            )
-        )
-    return clusters
+    # what the hub serves and what the inventory holds are read the same way
+    return [hub_cluster(cluster_document(i)) for i in range(N)]
 
 
 def scores() -> ScoreIndex:

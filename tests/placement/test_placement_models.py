@@ -228,9 +228,7 @@ def test_coordinate_needs_its_source(coordinate: dict[str, Any], message: str) -
         ({"key": "bad key"}, "must be a qualified key"),
     ],
 )
-def test_tolerations_the_crd_refuses_are_errors(
-    toleration: dict[str, Any], message: str
-) -> None:
+def test_tolerations_the_crd_refuses_are_errors(toleration: dict[str, Any], message: str) -> None:
     data = with_spec(tolerations=[toleration])
     assert any(message in m for _, m in errors(Placement, data))
 

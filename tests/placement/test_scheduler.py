@@ -263,7 +263,9 @@ def test_cel_optional_syntax_is_not_simulated() -> None:
     # interpreter dsf uses cannot parse it, so the Placement is not guessed
     expression = "managedCluster.?metadata.?labels.?tier.orValue('') == 'gold'"
     spec = {
-        "predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": [expression]}}}]
+        "predicates": [
+            {"requiredClusterSelector": {"celSelector": {"celExpressions": [expression]}}}
+        ]
     }
     result = run(placement(spec), names("a"))
     assert not result.simulated
