@@ -54,6 +54,9 @@ _STANDARD = frozenset(
     }
 )  # fmt: skip
 _KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
+#: The most comprehensions (``map``, ``filter``, ``all``, ``exists``…) evaluated in one
+#: expression: nested, each multiplies the work, and OCM's cost limit is not replayed.
+MAX_COMPREHENSIONS = 3
 #: Variables a macro binds: ``list.exists(x, …)``.
 _BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 #: A regex function called with a constant pattern: cel-go's regex library compiles it
@@ -98,6 +101,13 @@ def compile_expression(source: str) -> CelExpression:
         message = _first_line(str(err))
         message = message[message.find("ERROR:") :] if "ERROR:" in message else message
         return CelExpression(source, error=f"compilation failed: {message}")
+    comprehensions = len(_BOUND_RE.findall(source))
+    if comprehensions > MAX_COMPREHENSIONS:
+        return CelExpression(
+            source,
+            unsupported=f"it has {comprehensions} comprehensions (at most {MAX_COMPREHENSIONS} "
+            "are evaluated: OCM's cost limit is not replayed), which dsf does not evaluate",
+        )
     names = {n for n in program.functions() if n[:1].isalpha()}
     variables = set(program.variables()) - set(_BOUND_RE.findall(source)) - {VARIABLE}
     unsupported = sorted((names & UNSUPPORTED_FUNCTIONS) | (variables & UNSUPPORTED_VARIABLES))

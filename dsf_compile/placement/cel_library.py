@@ -39,6 +39,8 @@ UNSUPPORTED_FUNCTIONS = frozenset({"format", "quote", "orValue", "hasValue", "va
 UNSUPPORTED_VARIABLES = frozenset({"format", "strings", "optional"})
 #: The most items ``findAll`` and ``split`` return (bounded like every loop here).
 _MAX_ITEMS = 100_000
+#: The longest string ``replace`` and ``join`` build (an expression is untrusted).
+_MAX_CHARS = 1_000_000
 _INT64 = (-(2**63), 2**63 - 1)
 _SEMVER_RE = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -121,7 +123,13 @@ def _ascii(convert: Callable[[str], str]) -> Callable[[object], str]:
 
 def _replace(text: object, old: object, new: object, count: object = -1) -> str:
     n = _int(count)
-    return _str(text).replace(_str(old), _str(new), n if n >= 0 else -1)
+    return _bounded(_str(text).replace(_str(old), _str(new), n if n >= 0 else -1))
+
+
+def _bounded(text: str) -> str:
+    if len(text) > _MAX_CHARS:
+        raise CelFunctionError(f"a string of more than {_MAX_CHARS} characters")
+    return text
 
 
 def _split(text: object, separator: object, count: object = -1) -> list[str]:
@@ -153,7 +161,7 @@ def _trim(text: object) -> str:
 def _join(items: object, separator: object = "") -> str:
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise CelFunctionError("no such overload")
-    return _str(separator).join(items)
+    return _bounded(_str(separator).join(items))
 
 
 def _reverse(text: object) -> str:

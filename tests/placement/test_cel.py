@@ -131,9 +131,18 @@ def test_macro_variables_are_not_undeclared() -> None:
         "managedCluster.?metadata.?labels.?env.orValue('') == 'prod'",
         "format.dns1123Label().validate('x').hasValue()",
         "'%s'.format(['x']) == 'x'",
+        # nested comprehensions multiply the work; OCM bounds them by cost, dsf by count
+        "[1].map(a, [1].map(b, [1].map(c, [1].map(d, d)))).size() == 1",
     ],
 )
 def test_what_dsf_cannot_evaluate_is_said(expression: str) -> None:
     compiled = compile_expression(expression)
     assert compiled.error is None
     assert compiled.unsupported is not None and "dsf does not evaluate" in compiled.unsupported
+
+
+def test_a_string_function_cannot_build_an_unbounded_string() -> None:
+    grow = "'" + "a" * 100 + "'" + ".replace('a', 'aaaaaaaaaa')" * 6
+    compiled = compile_expression(f"{grow}.size() > 0")
+    with pytest.raises(CelEvaluationError):
+        evaluate(compiled, CLUSTER, scores)
