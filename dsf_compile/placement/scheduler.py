@@ -15,7 +15,7 @@ import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
@@ -90,9 +90,44 @@ def cel_view(document: Mapping[str, Any]) -> dict[str, Any]:
     """OCM's conversion of a ManagedCluster for CEL: the object without apiVersion and kind.
 
     What ``kubectl get -o yaml`` prints is the typed object's JSON (empty fields
-    omitted, times in RFC 3339 UTC), which is what OCM's unstructured conversion gives.
+    omitted), which is what OCM's unstructured conversion gives; YAML's readings that
+    JSON does not have are undone: times are RFC 3339 UTC strings, and a quantity written
+    as a bare number (``cpu: 2``) is the string a Quantity marshals to.
     """
-    return {k: v for k, v in document.items() if k not in ("apiVersion", "kind")}
+    view = {k: _json_like(v, 0) for k, v in document.items() if k not in ("apiVersion", "kind")}
+    status = view.get("status")
+    if isinstance(status, dict):
+        for resources in ("allocatable", "capacity"):
+            found = status.get(resources)
+            if isinstance(found, dict):
+                status[resources] = {
+                    k: v if isinstance(v, str) else _number_text(v) for k, v in found.items()
+                }
+    return view
+
+
+def _json_like(value: Any, depth: int) -> Any:
+    if depth > _MAX_VIEW_DEPTH:
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_like(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_like(v, depth + 1) for v in value]
+    if isinstance(value, datetime):
+        return format_time(value if value.tzinfo else value.replace(tzinfo=UTC))
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def _number_text(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+#: A ManagedCluster is a few levels deep; deeper input is cut rather than recursed into.
+_MAX_VIEW_DEPTH = 32
 
 
 def cluster_from_inventory(

@@ -22,7 +22,13 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.placement.decisions import group_length
 from dsf_compile.placement.explain import explain_document
-from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
+from dsf_compile.placement.scheduler import (
+    Cluster,
+    PlacementResult,
+    ScoreIndex,
+    cel_view,
+    schedule,
+)
 from dsf_compile.placement.verify import hub_cluster
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
@@ -420,3 +426,23 @@ def test_margins_against_the_best_cluster_left_out() -> None:
     assert list(result.decisions) == ranking[:3]
     best_left_out = totals[ranking[3]]
     assert result.margins == {c: totals[c] - best_left_out for c in ranking[:3]}
+
+
+def test_the_cel_view_is_what_the_typed_object_marshals_to() -> None:
+    # ConvertObjectToUnstructured: a Quantity marshals to a string and a metav1.Time to
+    # RFC 3339 UTC, whatever YAML made of them (a bare `cpu: 2`, an unquoted timestamp)
+    document = cluster_document(0)
+    document["metadata"]["creationTimestamp"] = datetime(2026, 11, 21, tzinfo=UTC)
+    document["status"]["allocatable"]["cpu"] = 2
+    view = cel_view(document)
+    assert "apiVersion" not in view and "kind" not in view
+    assert view["metadata"]["creationTimestamp"] == "2026-11-21T00:00:00Z"
+    assert view["status"]["allocatable"]["cpu"] == "2"
+    expression = (
+        "quantity(managedCluster.status.allocatable.cpu).isGreaterThan(quantity('1500m')) && "
+        "managedCluster.metadata.creationTimestamp.startsWith('2026-11-21')"
+    )
+    result = schedule(
+        placement("view", cel(expression)), [hub_cluster(document)], [BINDING], scores(), (), AT
+    )
+    assert result.decisions == ("c000",)
