@@ -310,7 +310,7 @@ def _check_cel(
 def _non_boolean(compiled: CelExpression, clusters: Sequence[Cluster]) -> str | None:
     """The type an expression gives instead of a bool, tried on the inventory (CEL's result
     type does not depend on the cluster); None when it gives a bool or only errors."""
-    for cluster in clusters:
+    for cluster in clusters[:_TRIED_CLUSTERS]:
         try:
             value = evaluate(compiled, cluster.cel_view(), lambda _c, _n: [])
         except CelEvaluationError:
@@ -319,6 +319,8 @@ def _non_boolean(compiled: CelExpression, clusters: Sequence[Cluster]) -> str | 
     return None
 
 
+#: How many inventory clusters an expression is tried on to learn its result type.
+_TRIED_CLUSTERS = 64
 _CEL_TYPES = {int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
 _CEL_TYPES.update({dict: "map", type(None): "null_type"})
 
