@@ -97,10 +97,7 @@ def compile_expression(source: str) -> CelExpression:
             return CelExpression(
                 source, unsupported="it uses CEL optional types, which dsf does not evaluate"
             )
-        # cel-go's form: "ERROR: <input>:LINE:COL: Syntax error: …"
-        message = _first_line(str(err))
-        message = message[message.find("ERROR:") :] if "ERROR:" in message else message
-        return CelExpression(source, error=f"compilation failed: {message}")
+        return CelExpression(source, error=f"compilation failed: {_syntax_error(str(err))}")
     comprehensions = len(_BOUND_RE.findall(source))
     if comprehensions > MAX_COMPREHENSIONS:
         return CelExpression(
@@ -115,13 +112,9 @@ def compile_expression(source: str) -> CelExpression:
         return CelExpression(
             source, unsupported=f"it uses {', '.join(unsupported)}, which dsf does not evaluate"
         )
-    undeclared = sorted(variables) + sorted(names - _KNOWN)
-    if undeclared:
-        return CelExpression(
-            source,
-            error="compilation failed: "
-            + "; ".join(f"undeclared reference to '{n}'" for n in undeclared),
-        )
+    if variables or names - _KNOWN:
+        message = _undeclared(source, sorted(variables), sorted(names - _KNOWN))
+        return CelExpression(source, error=f"compilation failed: {message}")
     for match in _CONSTANT_REGEX_RE.finditer(source):
         pattern = match.group(1) if match.group(1) is not None else match.group(2)
         problem = regex_error(_unescape(pattern))
@@ -183,6 +176,54 @@ def is_true(
 
 class CelEvaluationError(Exception):
     """An expression failed for one cluster (OCM removes that cluster)."""
+
+
+# ----------------------------------------------- compile errors as cel-go prints them
+
+
+def _syntax_error(text: str) -> str:
+    """The parser's report in cel-go's form: ``ERROR: <input>:L:C: …``, snippet, caret."""
+    start = text.find("ERROR:")
+    if start < 0:
+        return _first_line(text)
+    # the same grammar and messages as cel-go; its snippet lines start " | ", not "| "
+    return text[start:].replace("\n| ", "\n | ")
+
+
+def _undeclared(source: str, variables: Sequence[str], functions: Sequence[str]) -> str:
+    """cel-go's checker errors for undeclared names, sorted by where they are.
+
+    An identifier is reported where it starts, a call at its opening parenthesis (where
+    cel-go's parser places call expressions).
+    """
+    masked = _STRING_LITERAL_RE.sub(lambda m: " " * len(m.group(0)), source)
+    found = []
+    for name in variables:
+        at = re.search(rf"(?<![\w.]){re.escape(name)}\b", masked)
+        found.append((at.start() if at else 0, name))
+    for name in functions:
+        at = re.search(rf"\b{re.escape(name)}\s*\(", masked)
+        found.append((at.end() - 1 if at else 0, name))
+    return "\n".join(
+        _cel_go_error(source, offset, f"undeclared reference to '{name}' (in container '')")
+        for offset, name in sorted(found)
+    )
+
+
+def _cel_go_error(source: str, offset: int, message: str) -> str:
+    # common.Error.ToDisplayString: 1-based line and column, the line, then a caret
+    # under the column with a dot (a wide dot under a wide character) before it
+    line_start = source.rfind("\n", 0, offset) + 1
+    line_end = source.find("\n", offset)
+    line = source[line_start : line_end if line_end >= 0 else len(source)].replace("\t", " ")
+    column = offset - line_start
+    dots = "".join("." if ord(c) < 0x80 else "\uff0e" for c in line[:column])
+    caret = "^" if column >= len(line) or ord(line[column]) < 0x80 else "\uff3e"
+    number = source.count("\n", 0, offset) + 1
+    return f"ERROR: <input>:{number}:{column + 1}: {message}\n | {line}\n | {dots}{caret}"
+
+
+_STRING_LITERAL_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 
 
 def _first_line(text: str) -> str:

@@ -284,7 +284,8 @@ def _check_cel(
             if compiled.error is not None:
                 errors.append(
                     located.problem(
-                        pointer, f"{compiled.error} (OCM reports the Placement misconfigured)"
+                        pointer,
+                        f"{compiled.error.splitlines()[0]} (OCM reports the Placement misconfigured)",
                     )
                 )
                 continue

@@ -131,7 +131,11 @@ def _outcome(result: PlacementResult) -> list[str]:
     lines += [
         f"PlacementDecision {o.name}: {_names(o.clusters)}" for o in result.placement_decisions
     ]
-    lines += [f"{c.type} {c.status} ({c.reason}): {c.message}" for c in result.conditions]
+    # the first line: a CEL compile error goes on with cel-go's snippet (full in json)
+    lines += [
+        f"{c.type} {c.status} ({c.reason}): {c.message.splitlines()[0] if c.message else ''}"
+        for c in result.conditions
+    ]
     if result.margins:
         lines.append(
             "margins over the best cluster left out: "

@@ -369,9 +369,10 @@ def schedule(
         filtered_taints=_removed(passed, left),
     )
     if misconfigured is not None:
+        first_line = misconfigured.message.splitlines()[0]  # cel-go's error has a snippet
         warnings.append(
-            f"OCM reports the Placement misconfigured ({misconfigured.plugin}:"
-            f"{misconfigured.message}) and decides no cluster"
+            f"OCM reports the Placement misconfigured ({misconfigured.plugin}:{first_line}) "
+            "and decides no cluster"
         )
         return _with_decisions(base, placement, (), {}, counts, misconfigured, warnings)
 

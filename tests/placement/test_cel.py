@@ -146,3 +146,27 @@ def test_a_string_function_cannot_build_an_unbounded_string() -> None:
     compiled = compile_expression(f"{grow}.size() > 0")
     with pytest.raises(CelEvaluationError):
         evaluate(compiled, CLUSTER, scores)
+
+
+def test_compile_errors_read_as_cel_go_prints_them() -> None:
+    # cel-go: "compilation failed: " + issues.String(); each issue is
+    # common.Error.ToDisplayString (1-based column, the line, dots and a caret); the
+    # checker's message is "undeclared reference to '%s' (in container '%s')", a call
+    # located at its "(", and the issues sorted by location
+    compiled = compile_expression("x.frob() && 'frob(' == y")
+    assert compiled.error == (
+        "compilation failed: "
+        "ERROR: <input>:1:1: undeclared reference to 'x' (in container '')\n"
+        " | x.frob() && 'frob(' == y\n"
+        " | ^\n"
+        "ERROR: <input>:1:7: undeclared reference to 'frob' (in container '')\n"
+        " | x.frob() && 'frob(' == y\n"
+        " | ......^\n"
+        "ERROR: <input>:1:24: undeclared reference to 'y' (in container '')\n"
+        " | x.frob() && 'frob(' == y\n"
+        " | .......................^"
+    )
+    syntax = compile_expression("a ==")
+    assert syntax.error is not None
+    assert syntax.error.startswith("compilation failed: ERROR: <input>:1:5: Syntax error: ")
+    assert syntax.error.endswith("\n | a ==\n | ....^")

@@ -801,8 +801,10 @@ def test_explain_json_has_the_specs_shape() -> None:
     # an undeclared name does not compile: misconfigured, one empty PlacementDecision
     assert cel["simulated"] is True
     assert cel["prioritizers"] == [] and cel["decisions"] == []
+    # cel-go's checker error, with its snippet and caret (common.Error.ToDisplayString)
     assert cel["conditions"][0]["message"] == (
-        "Predicate:compilation failed: undeclared reference to 'x'"
+        "Predicate:compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' "
+        "(in container '')\n | x\n | ^"
     )
     assert [d["clusters"] for d in cel["placementDecisions"]] == [[]]
     assert "margins" not in cel
