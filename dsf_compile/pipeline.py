@@ -402,7 +402,7 @@ def verify_hub(
     """
     from dsf_compile.placement.scheduler import ScoreIndex, schedule
     from dsf_compile.placement.sources import read_hub, read_hub_objects
-    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement
+    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, set_members
 
     state = read_hub(kubeconfig)
     objects = read_hub_objects(kubeconfig)
@@ -414,12 +414,15 @@ def verify_hub(
     missing = sorted(wanted - {_object_name(p) for p in chosen})
     if missing:
         raise UsageError(f"no Placement {', '.join(missing)} on the hub (NAMESPACE/NAME)")
+    members = set_members(objects.cluster_sets, clusters)
     # OCM's GetValidManagedClusterSetBindings: a binding of a set that does not exist is ignored
-    bindings = [b for b in state.bindings if b.metadata.name in objects.cluster_sets]
+    bindings = [b for b in state.bindings if b.metadata.name in members]
     index = ScoreIndex.of(state.scores or ())
     drifts = []
     for placement in sorted(chosen, key=_object_name):
-        result = schedule(placement, clusters, bindings, index, state.decisions, at)
+        result = schedule(
+            placement, clusters, bindings, index, state.decisions, at, set_members=members
+        )
         if not result.simulated and result.warnings[-1].startswith("not simulated"):
             skipped.append(
                 f"placement {_object_name(placement)} not verified: {result.warnings[-1]}"

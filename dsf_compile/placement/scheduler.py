@@ -272,8 +272,14 @@ def schedule(
     scores: Sequence[AddOnPlacementScore] | ScoreIndex | None,
     decisions: Sequence[PlacementDecision],
     at: datetime,
+    *,
+    set_members: Mapping[str, frozenset[str]] | None = None,
 ) -> PlacementResult:
     """Simulate OCM's scheduler for one Placement at the time ``at`` (time-zone aware).
+
+    ``set_members`` gives each cluster set's members when they are known (a hub's sets,
+    some selecting by labels); without it, ``global`` holds every cluster and any other
+    set the clusters whose cluster-set label names it.
 
     ``scores`` is None when no AddOnPlacementScores were given at all (every AddOn score
     is then 0 and a warning says so), or a :class:`ScoreIndex` of them when many
@@ -302,8 +308,10 @@ def schedule(
         warnings.append(
             f"spec.clusterSets names sets not bound to namespace {namespace}: {unbound}"
         )
-    members = [c for c in by_name if _in_sets(c, cluster_sets) and not c.deleting]
-    deleting = sorted(c.name for c in by_name if c.deleting and _in_sets(c, cluster_sets))
+    members = [c for c in by_name if _in_sets(c, cluster_sets, set_members) and not c.deleting]
+    deleting = sorted(
+        c.name for c in by_name if c.deleting and _in_sets(c, cluster_sets, set_members)
+    )
     if deleting:
         warnings.append(f"being deleted, never a candidate: {_some(deleting)}")
     base = PlacementResult(
@@ -519,7 +527,13 @@ def format_time(moment: datetime) -> str:
 # ------------------------------------------------------------------------ steps
 
 
-def _in_sets(cluster: Cluster, cluster_sets: Sequence[str]) -> bool:
+def _in_sets(
+    cluster: Cluster,
+    cluster_sets: Sequence[str],
+    set_members: Mapping[str, frozenset[str]] | None = None,
+) -> bool:
+    if set_members is not None:
+        return any(cluster.name in set_members.get(s, frozenset()) for s in cluster_sets)
     return any(
         s == GLOBAL_CLUSTER_SET or cluster.labels.get(CLUSTERSET_LABEL) == s for s in cluster_sets
     )

@@ -171,27 +171,22 @@ class HubObjects:
 
     placements: tuple[dict[str, Any], ...]
     clusters: tuple[dict[str, Any], ...]
-    cluster_sets: tuple[str, ...]
+    cluster_sets: tuple[dict[str, Any], ...]
 
 
 def read_hub_objects(
     kubeconfig: str, *, api_factory: Callable[[str], Any] | None = None
 ) -> HubObjects:
-    """The hub's Placements, ManagedClusters and ManagedClusterSet names (list calls only).
+    """The hub's Placements, ManagedClusters and ManagedClusterSets (list calls only).
 
     Returned as read (dicts): the caller validates them against its models, so that a
     Placement the replay cannot read is reported by name rather than failing the read.
     """
     api = (api_factory or _custom_objects_api)(kubeconfig)
-    sets = _list_items(api, "ManagedClusterSet")
     return HubObjects(
         placements=tuple(_list_items(api, "Placement")),
         clusters=tuple(_list_items(api, "ManagedCluster")),
-        cluster_sets=tuple(
-            sorted(
-                {str((s.get("metadata") or {}).get("name")) for s in sets if isinstance(s, dict)}
-            )
-        ),
+        cluster_sets=tuple(s for s in _list_items(api, "ManagedClusterSet") if isinstance(s, dict)),
     )
 
 

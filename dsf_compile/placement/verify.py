@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dsf_compile.inputs.inventory import ManagedCluster
-from dsf_compile.inputs.placements import Placement, PlacementDecision
+from dsf_compile.inputs.inventory import LabelSelector, ManagedCluster
+from dsf_compile.inputs.placements import CLUSTERSET_LABEL, Placement, PlacementDecision
+from dsf_compile.inputs.selectors import selector_matches
 from dsf_compile.placement.decisions import GROUP_INDEX_LABEL, GROUP_NAME_LABEL
 from dsf_compile.placement.scheduler import (
     Cluster,
@@ -65,6 +66,35 @@ def hub_cluster(item: Mapping[str, Any]) -> Cluster:
         deleting=model.metadata.deletionTimestamp is not None,
         view=cel_view(data),
     )
+
+
+def set_members(
+    cluster_sets: Sequence[Mapping[str, Any]], clusters: Sequence[Cluster]
+) -> dict[str, frozenset[str]]:
+    """Each ManagedClusterSet's members, as sdk-go's ``GetClustersFromClusterSet`` finds them.
+
+    ``ExclusiveClusterSetLabel`` (the default): the clusters whose cluster-set label names
+    the set; ``LabelSelector``: the clusters its selector matches (``global`` has an empty
+    one: every cluster). A selector dsf cannot read selects nothing.
+    """
+    members: dict[str, frozenset[str]] = {}
+    for item in cluster_sets:
+        name = str((item.get("metadata") or {}).get("name"))
+        selector = (item.get("spec") or {}).get("clusterSelector") or {}
+        if selector.get("selectorType", "ExclusiveClusterSetLabel") == "LabelSelector":
+            try:
+                wanted = LabelSelector.model_validate(selector.get("labelSelector") or {})
+            except ValidationError:
+                members[name] = frozenset()
+                continue
+            members[name] = frozenset(
+                c.name for c in clusters if selector_matches(wanted, c.labels)
+            )
+        else:
+            members[name] = frozenset(
+                c.name for c in clusters if c.labels.get(CLUSTERSET_LABEL) == name
+            )
+    return members
 
 
 def unreadable(kind: str, item: object, err: ValidationError | ValueError) -> str:

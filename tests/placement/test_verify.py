@@ -32,6 +32,21 @@ def cluster(name: str, tier: str) -> dict[str, Any]:
     }
 
 
+def cluster_set(name: str, label_selector: dict[str, Any] | None) -> dict[str, Any]:
+    """A ManagedClusterSet: by label selector, or (None) by the exclusive cluster-set label."""
+    selector: dict[str, Any] = (
+        {"selectorType": "ExclusiveClusterSetLabel"}
+        if label_selector is None
+        else {"selectorType": "LabelSelector", "labelSelector": label_selector}
+    )
+    return {
+        "apiVersion": f"{GROUP}/v1beta2",
+        "kind": "ManagedClusterSet",
+        "metadata": {"name": name},
+        "spec": {"clusterSelector": selector},
+    }
+
+
 def placement(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     # as the hub serves it: defaults filled in, status present
     return {
@@ -79,15 +94,8 @@ def hub(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
     fake = FakeKube().start()
     for name, tier in (("a", "gold"), ("b", "gold"), ("c", "bronze")):
         fake.put("managedclusters", "", cluster(name, tier))
-    fake.put(
-        "managedclustersets",
-        "",
-        {
-            "apiVersion": f"{GROUP}/v1beta2",
-            "kind": "ManagedClusterSet",
-            "metadata": {"name": "global"},
-        },
-    )
+    # the set OCM creates: a LabelSelector set with an empty selector holds every cluster
+    fake.put("managedclustersets", "", cluster_set("global", {}))
     fake.put(
         "managedclustersetbindings",
         "default",
@@ -188,6 +196,31 @@ def test_a_missing_decision_object_is_a_difference(
         "PlacementDecision gold-decision-1: replay group 0 (unnamed): a, b; hub none" in done.stdout
     )
     assert "default/best" not in done.stdout
+
+
+def test_cluster_sets_are_the_hubs(hub: tuple[FakeKube, Path], tmp_path: Path) -> None:
+    # sdk-go GetClustersFromClusterSet: a LabelSelector set holds what its selector
+    # matches; GetValidManagedClusterSetBindings: a binding of a missing set is ignored
+    fake, kubeconfig = hub
+    fake.put("managedclustersets", "", cluster_set("bronze", {"matchLabels": {"tier": "bronze"}}))
+    for name in ("bronze", "ghost"):
+        fake.put(
+            "managedclustersetbindings",
+            "default",
+            {
+                "apiVersion": f"{GROUP}/v1beta2",
+                "kind": "ManagedClusterSetBinding",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"clusterSet": name},
+            },
+        )
+    fake.put("placements", "default", placement("bronze", {"clusterSets": ["bronze", "ghost"]}))
+    fake.put("placementdecisions", "default", decision("bronze", 1, ["c"]))
+    assert verify(kubeconfig, tmp_path, "default/bronze").returncode == 0
+    fake.put("placementdecisions", "default", decision("bronze", 1, ["a", "c"]))
+    done = verify(kubeconfig, tmp_path, "default/bronze")
+    assert done.returncode == 1
+    assert "the replay decides c; the hub's decisions hold a, c" in done.stdout
 
 
 def test_verify_needs_a_hub(tmp_path: Path) -> None:
