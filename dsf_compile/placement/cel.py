@@ -8,7 +8,7 @@ cluster passes when every expression evaluates to ``true``.
 
 Here the expressions run on ``common-expression-language`` (a Rust CEL interpreter with
 CEL's error semantics: ``||`` and ``&&`` absorb an error when the other side decides),
-with the Kubernetes functions it lacks supplied by :mod:`dsf_compile.placement.cel_library`.
+with the Kubernetes functions it lacks supplied by :mod:`.cel_library` and :mod:`.cel_values`.
 It has no type checker, so the part of cel-go's checker that OCM relies on — an
 undeclared name or function, a constant regex that does not compile — is done here on
 the names the compiled program references. What it cannot parse but cel-go accepts
@@ -26,8 +26,8 @@ from typing import Any
 
 import cel
 
+from dsf_compile.placement import cel_library, cel_values
 from dsf_compile.placement.cel_library import (
-    LIBRARY,
     UNSUPPORTED_FUNCTIONS,
     UNSUPPORTED_VARIABLES,
     CelFunctionError,
@@ -53,6 +53,8 @@ _STANDARD = frozenset(
         "getSeconds", "getMilliseconds", "null_type",
     }
 )  # fmt: skip
+#: The functions supplied here, by name: strings, lists and regex, then the object types.
+LIBRARY = {**cel_library.FUNCTIONS, **cel_values.FUNCTIONS}
 _KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
 #: The most comprehensions (``map``, ``filter``, ``all``, ``exists``…) evaluated in one
 #: expression: nested, each multiplies the work, and OCM's cost limit is not replayed.
