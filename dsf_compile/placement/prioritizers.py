@@ -172,23 +172,21 @@ def _addon_scores(
     values: dict[str, int] = {}
     missing: list[str] = []
     expired: set[tuple[str, str, datetime]] = set()
-    objects, items = index.objects, index.items
+    table = index.addon_table(resource_name, score_name)
     for cluster in clusters:
-        values[cluster.name] = 0
-        key = (cluster.name, resource_name)
-        found = objects.get(key)
+        name = cluster.name
+        values[name] = 0
+        found = table.get(name)
         if found is None:
-            missing.append(cluster.name)
+            missing.append(name)
             continue
-        until = found.status.validUntil
+        value, until = found  # the last item of that name, as in OCM's loop
         if until is not None and at > until:
-            expired.add((cluster.name, resource_name, until))
-            continue
-        value = items[key].get(score_name)  # the last item of that name, as in OCM's loop
-        if value is None:
-            missing.append(cluster.name)
+            expired.add((name, resource_name, until))
+        elif value is None:
+            missing.append(name)
         else:
-            values[cluster.name] = value
+            values[name] = value
     return values, missing, expired
 
 

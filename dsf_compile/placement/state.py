@@ -129,9 +129,10 @@ class ScoreIndex:
     items: Mapping[tuple[str, str], Mapping[str, int]]
     #: The keys of the objects whose agent reports them failing, sorted (usually few).
     failing: tuple[tuple[str, str], ...] = ()
-    #: CEL's per-cluster contexts and results within one run: an expression's value for a
-    #: cluster depends on nothing else, and many Placements share their expressions.
-    cel_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: What one run computes once for every Placement: CEL's per-cluster contexts and
+    #: results (an expression's value for a cluster depends on nothing else, and many
+    #: Placements share their expressions) and each AddOn coordinate's table.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     #: No scores were given at all (every AddOn score is 0, and a warning says so).
     absent: bool = False
 
@@ -154,15 +155,30 @@ class ScoreIndex:
     def cel_true(self, expression: CelExpression, cluster: Cluster) -> bool:
         """Whether ``expression`` is true for ``cluster``, evaluated once per run."""
         key = (expression.source, cluster.name)
-        found = self.cel_memo.get(key)
+        found = self.memo.get(key)
         if found is None:
-            context = self.cel_memo.get(cluster.name)
+            context = self.memo.get(cluster.name)
             if context is None:
                 context = cluster_context(cluster.cel_view(), self.cel_scores)
-                self.cel_memo[cluster.name] = context
+                self.memo[cluster.name] = context
             found = is_true(expression, cluster.cel_view(), self.cel_scores, context)
-            self.cel_memo[key] = found
+            self.memo[key] = found
         return bool(found)
+
+    def addon_table(
+        self, resource_name: str, score_name: str
+    ) -> Mapping[str, tuple[int | None, datetime | None]]:
+        """Cluster → (the item's value or None, validUntil) of one AddOn coordinate."""
+        key = ("addon", resource_name, score_name)
+        found = self.memo.get(key)
+        if found is None:
+            found = {
+                cluster: (self.items[cluster, resource].get(score_name), obj.status.validUntil)
+                for (cluster, resource), obj in self.objects.items()
+                if resource == resource_name
+            }
+            self.memo[key] = found
+        return found
 
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)``: the object's items in order; None when absent."""
