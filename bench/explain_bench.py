@@ -50,7 +50,20 @@ def snapshot_text(clusters: int) -> str:
     return yaml.dump({"apiVersion": "v1", "kind": "List", "items": items}, Dumper=yaml.CSafeDumper)
 
 
-def placements(count: int) -> list[Placement]:
+#: The CEL variant: every third Placement selects by a score threshold and a label.
+CEL_EXPRESSIONS = (
+    "managedCluster.scores('score-0').exists(s, s.name == 'item-0' && s.value > -90)",
+    "managedCluster.metadata.labels['tier'] != 'excluded'",
+)
+
+
+def _predicates(p: int, with_cel: bool) -> list[dict[str, object]]:
+    if not with_cel or p % 3:
+        return []
+    return [{"requiredClusterSelector": {"celSelector": {"celExpressions": list(CEL_EXPRESSIONS)}}}]
+
+
+def placements(count: int, *, with_cel: bool = False) -> list[Placement]:
     return [
         Placement.model_validate(
             {
@@ -58,6 +71,7 @@ def placements(count: int) -> list[Placement]:
                 "kind": "Placement",
                 "metadata": {"name": f"p{p}", "namespace": "default"},
                 "spec": {
+                    "predicates": _predicates(p, with_cel),
                     "numberOfClusters": 3,
                     "prioritizerPolicy": {
                         "mode": "Exact",
@@ -82,8 +96,14 @@ def placements(count: int) -> list[Placement]:
     ]
 
 
-def measure(clusters_count: int, placement_count: int) -> dict[str, float]:
-    """Seconds to load the snapshot with the C loader, to read it, to schedule every Placement."""
+def measure(
+    clusters_count: int, placement_count: int, *, with_cel: bool = False
+) -> dict[str, float]:
+    """Seconds to load the snapshot with the C loader, to read it, to schedule every Placement.
+
+    ``with_cel``: a third of the Placements also select by CEL (compiled once per
+    expression, evaluated per cluster).
+    """
     from dsf_compile.inputs.placements import ManagedClusterSetBinding
 
     binding = ManagedClusterSetBinding.model_validate(
@@ -94,8 +114,8 @@ def measure(clusters_count: int, placement_count: int) -> dict[str, float]:
             "spec": {"clusterSet": "global"},
         }
     )
-    clusters = [Cluster(f"cluster-{c:05d}") for c in range(clusters_count)]
-    chosen = placements(placement_count)
+    clusters = [Cluster(f"cluster-{c:05d}", labels={"tier": "gold"}) for c in range(clusters_count)]
+    chosen = placements(placement_count, with_cel=with_cel)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scores.yaml"
         text = snapshot_text(clusters_count)
@@ -118,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--placements", type=int, default=100)
+    parser.add_argument("--cel", action="store_true", help="a third of the Placements use CEL")
     args = parser.parse_args(argv)
-    figures = measure(args.clusters, args.placements)
+    figures = measure(args.clusters, args.placements, with_cel=args.cel)
     floor, loaded, scheduled = figures["floor"], figures["read"], figures["schedule"]
     total = loaded + scheduled
     print(

@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("text", "markdown", "json"),
         default="text",
     )
+    explain.add_argument(
+        "--verify",
+        action="store_true",
+        help="replay on the hub's own state and compare with its PlacementDecisions "
+        "(needs --hub-kubeconfig; exit 1 on any difference)",
+    )
     _add_state_options(explain, hub=True)
 
     check = commands.add_parser("scorer-check", help="conformance test of a live Scoring API")
@@ -199,6 +205,29 @@ def _hub_state(args: argparse.Namespace) -> HubState | None:
     scores = read_scores(args.scores) if args.scores else None
     decisions = read_decisions(args.decisions) if args.decisions else ()
     return HubState(scores, decisions)
+
+
+def _verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``explain --verify``: each drifted Placement on stdout, exit 1 on any."""
+    if not args.hub_kubeconfig or args.scores or args.decisions:
+        raise UsageError(
+            "explain --verify reads everything from the hub: give --hub-kubeconfig only"
+        )
+    from dsf_compile.pipeline import verify_hub
+    from dsf_compile.placement.verify import format_drifts
+
+    drifts, skipped, compared = verify_hub(args.hub_kubeconfig, args.placements, args.at or _now())
+    for line in skipped:
+        print(f"dsf-compile: warning: {line}", file=err)
+    out.write(format_drifts(drifts))
+    if drifts:
+        print(
+            f"dsf-compile: {len(drifts)} of {compared} Placements differ from the hub's decisions",
+            file=err,
+        )
+        return EXIT_INVALID
+    print(f"dsf-compile: {compared} Placements agree with the hub's decisions", file=err)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -428,6 +457,8 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
                 file=err,
             )
         return EXIT_OK
+    if command == "explain" and args.verify:
+        return _verify(args, out, err)
     if command == "explain":
         from dsf_compile.pipeline import explain_fleet
         from dsf_compile.placement import explain

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsf_compile.errors import InputError, Problem, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
@@ -41,7 +41,10 @@ if TYPE_CHECKING:  # imported where used: render, the no-op's fallback, loads no
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.sources import HubState
+    from dsf_compile.placement.verify import Drift
     from dsf_compile.sync.clusters import Discovery
+
+T = TypeVar("T")
 
 SETTINGS_FILE = "dsf.yaml"
 
@@ -236,11 +239,11 @@ def explain_fleet(
     return [schedule(p.model, clusters, bindings, scores, state.decisions, at) for p in placements]
 
 
-def _indexed(state: HubState) -> ScoreIndex | None:
+def _indexed(state: HubState) -> ScoreIndex:
     """The state's scores indexed once for every Placement scheduled against them."""
     from dsf_compile.placement.scheduler import ScoreIndex
 
-    return None if state.scores is None else ScoreIndex.of(state.scores)
+    return ScoreIndex.of(state.scores)
 
 
 def _object_name(placement: Placement) -> str:
@@ -268,20 +271,20 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
             scores,
             state.decisions,
             at,
-        ).decisions
+        )
         for p in inputs.placements
     }
     old = {
         _object_name(p): schedule(
             p, clusters, [*old_bindings, *state.bindings], scores, state.decisions, at
-        ).decisions
+        )
         for p in old_placements
     }
-    return [
-        DecisionChange(name, old.get(name, ()), new.get(name, ()))
+    changes = (
+        DecisionChange.between(name, old.get(name), new.get(name))
         for name in sorted(set(old) | set(new))
-        if old.get(name, ()) != new.get(name, ())
-    ]
+    )
+    return [change for change in changes if change.changed]
 
 
 def read_rendered_placements(
@@ -407,3 +410,62 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
         removed=tuple(sorted(then - now)),
         changed=changed,
     )
+
+
+def verify_hub(
+    kubeconfig: str, names: Sequence[str], at: datetime
+) -> tuple[list[Drift], list[str], int]:
+    """``explain --verify``: replay the hub's Placements on its own state, compare decisions.
+
+    Returns the drifted Placements, the lines saying what could not be verified, and how
+    many Placements were compared.
+    """
+    from dsf_compile.placement.scheduler import ScoreIndex, schedule
+    from dsf_compile.placement.sources import read_hub, read_hub_objects
+    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, set_members
+
+    state = read_hub(kubeconfig)
+    objects = read_hub_objects(kubeconfig)
+    skipped: list[str] = []
+    placements = _readable(objects.placements, "Placement", hub_placement, skipped)
+    clusters = _readable(objects.clusters, "ManagedCluster", hub_cluster, skipped)
+    wanted = set(names)
+    chosen = [p for p in placements if not wanted or _object_name(p) in wanted]
+    missing = sorted(wanted - {_object_name(p) for p in chosen})
+    if missing:
+        raise UsageError(f"no Placement {', '.join(missing)} on the hub (NAMESPACE/NAME)")
+    members = set_members(objects.cluster_sets, clusters)
+    # OCM's GetValidManagedClusterSetBindings: a binding of a set that does not exist is ignored
+    bindings = [b for b in state.bindings if b.metadata.name in members]
+    index = ScoreIndex.of(state.scores or ())
+    drifts = []
+    for placement in sorted(chosen, key=_object_name):
+        result = schedule(
+            placement, clusters, bindings, index, state.decisions, at, set_members=members
+        )
+        if not result.simulated and result.warnings[-1].startswith("not simulated"):
+            skipped.append(
+                f"placement {_object_name(placement)} not verified: {result.warnings[-1]}"
+            )
+            continue
+        drift = compare(result, state.decisions)
+        if drift is not None:
+            drifts.append(drift)
+    return drifts, skipped, len(chosen)
+
+
+def _readable(
+    items: Sequence[Any], kind: str, parse: Callable[[Any], T], skipped: list[str]
+) -> list[T]:
+    """The hub's objects the replay can read; a line in ``skipped`` for each other one."""
+    from pydantic import ValidationError
+
+    from dsf_compile.placement.verify import unreadable
+
+    out = []
+    for item in items:
+        try:
+            out.append(parse(item))
+        except (ValidationError, ValueError) as err:
+            skipped.append(unreadable(kind, item, err))
+    return out

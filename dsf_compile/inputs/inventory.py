@@ -121,6 +121,8 @@ class ClusterMeta(BaseModel):
 
     name: DnsLabel
     labels: Labels = Field(default_factory=dict)
+    #: Set on a cluster being deleted: OCM's scheduler never picks it.
+    deletionTimestamp: Time | None = None
 
 
 class ManagedCluster(BaseModel):

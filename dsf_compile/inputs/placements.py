@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dsf_compile.fields import (
     Annotations,
@@ -134,14 +134,8 @@ class Toleration(Frozen):
     effect: Literal["NoSelect", "PreferNoSelect", "NoSelectIfNew"] | None = None
     tolerationSeconds: Int64 | None = None
 
-    @model_validator(mode="after")
-    def _operator_fits(self) -> Toleration:
-        # Both are accepted by the CRD but make OCM report the Placement misconfigured.
-        if not self.key and self.operator != "Exists":
-            raise ValueError("a toleration without a key must use operator Exists")
-        if self.operator == "Exists" and self.value:
-            raise ValueError("a toleration with operator Exists takes no value")
-        return self
+    # A key-less Equal or an Exists with a value passes the CRD; OCM then reports the
+    # Placement misconfigured, and so do validate (an error) and explain (a replay).
 
 
 class SpreadConstraint(Frozen):
@@ -167,17 +161,16 @@ class DecisionGroup(Frozen):
     groupClusterSelector: GroupClusterSelector
 
 
-def _per_group_text(value: object) -> object:
-    # An int-or-string: 3 and "3" and "25%" are all fine.
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+#: An int-or-string: OCM reads an int as a count and a string as a percentage; a string
+#: without ``%`` ("3") passes the CRD but OCM reports the Placement misconfigured.
+PerGroup: TypeAlias = (
+    Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+    | Annotated[str, matches(_PER_GROUP_RE, "a positive count or a percentage from 1% to 100%")]
+)
 
 
 class GroupStrategy(Frozen):
-    clustersPerDecisionGroup: Annotated[
-        str,
-        BeforeValidator(_per_group_text),
-        matches(_PER_GROUP_RE, "a positive count or a percentage from 1% to 100%"),
-    ] = "100%"
+    clustersPerDecisionGroup: PerGroup = "100%"
     decisionGroups: Items[DecisionGroup] = ()
 
 

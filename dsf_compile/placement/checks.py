@@ -14,13 +14,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
+from typing import Any
 
 from dsf_compile.contract import PLACEHOLDER_RE, sanitize_score_name
 from dsf_compile.errors import Problem
 from dsf_compile.inputs.load import Pointer
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, Placement
 from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
-from dsf_compile.placement.scheduler import Cluster, cluster_from_inventory, schedule
+from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
+from dsf_compile.placement.scheduler import (
+    Cluster,
+    cel_view,
+    cluster_from_inventory,
+    compile_cached,
+    schedule,
+)
 from dsf_compile.resolve.summaries import resolve_scorer
 from dsf_compile.sync.lock import Lockfile
 
@@ -88,10 +96,21 @@ def inventory_clusters(inputs: Inputs) -> tuple[Cluster, ...]:
     """The inventory as the scheduler sees it."""
     return tuple(
         cluster_from_inventory(
-            c.model.metadata.name, c.model.metadata.labels, c.model.spec, c.model.status
+            c.model.metadata.name,
+            c.model.metadata.labels,
+            c.model.spec,
+            c.model.status,
+            deleting=c.model.metadata.deletionTimestamp is not None,
+            view=cel_view(_document_at(c.document.data, c.base)),
         )
         for c in inputs.clusters
     )
+
+
+def _document_at(data: object, pointer: Pointer) -> dict[str, Any]:
+    for part in pointer:
+        data = data[part] if isinstance(data, dict | list) else None  # type: ignore[index]
+    return data if isinstance(data, dict) else {}
 
 
 def dimension_pattern(dimension_format: str) -> re.Pattern[str]:
@@ -116,6 +135,10 @@ def check_placements(
     for located in inputs.placements:
         found_errors, used = _check_coordinates(located, catalog)
         errors += found_errors
+        errors += _check_tolerations(located)
+        found_errors, found_warnings = _check_cel(located, catalog, clusters)
+        errors += found_errors
+        warnings += found_warnings
         # whatever the Placement selects, a score nobody publishes any more ranks nothing
         warnings += [
             located.problem(
@@ -139,7 +162,10 @@ def check_placements(
             )
             continue
         result = schedule(placement, clusters, bindings, None, (), at)
-        if not result.simulated:
+        misconfigured = any(
+            c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
+        )
+        if not result.simulated or misconfigured:  # reported above as errors
             continue
         selectable = result.ranking
         if not selectable:
@@ -210,6 +236,94 @@ def _check_coordinates(
             continue
         used.append(((*base, "addOn", "resourceName"), published))
     return errors, used
+
+
+def _check_tolerations(located: Located[Placement]) -> list[Problem]:
+    """Tolerations the CRD accepts and OCM's TaintToleration plugin calls misconfigured."""
+    errors = []
+    for index, toleration in enumerate(located.model.spec.tolerations):
+        base: Pointer = ("spec", "tolerations", index)
+        if not toleration.key and toleration.operator != "Exists":
+            errors.append(
+                located.problem(
+                    (*base, "operator"),
+                    "a toleration without a key must use operator Exists "
+                    "(OCM reports the Placement misconfigured)",
+                )
+            )
+        elif toleration.operator == "Exists" and toleration.value:
+            errors.append(
+                located.problem(
+                    (*base, "value"),
+                    "a toleration with operator Exists takes no value "
+                    "(OCM reports the Placement misconfigured)",
+                )
+            )
+    return errors
+
+
+_SCORES_CALL_RE = re.compile(r"""\.\s*scores\s*\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)""")
+
+
+def _check_cel(
+    located: Located[Placement], catalog: ScoreCatalog, clusters: Sequence[Cluster]
+) -> tuple[list[Problem], list[Problem]]:
+    """CEL expressions that do not compile, cannot be boolean, or read unpublished scores."""
+    errors: list[Problem] = []
+    warnings: list[Problem] = []
+    for p_index, predicate in enumerate(located.model.spec.predicates):
+        selector = predicate.requiredClusterSelector
+        cel_selector = selector.celSelector if selector is not None else None
+        sources = (cel_selector.celExpressions or ()) if cel_selector is not None else ()
+        for e_index, source in enumerate(sources):
+            pointer: Pointer = (
+                "spec", "predicates", p_index, "requiredClusterSelector", "celSelector",
+                "celExpressions", e_index,
+            )  # fmt: skip
+            compiled = compile_cached(source)
+            if compiled.error is not None:
+                errors.append(
+                    located.problem(
+                        pointer,
+                        f"{compiled.error.splitlines()[0]} (OCM reports the Placement misconfigured)",
+                    )
+                )
+                continue
+            if compiled.unsupported is not None:
+                warnings.append(
+                    located.problem(pointer, f"not checked: {compiled.unsupported}", "warning")
+                )
+                continue
+            for match in _SCORES_CALL_RE.finditer(source):
+                name = match.group(1) if match.group(1) is not None else match.group(2)
+                if name not in catalog.scores and catalog.complete:
+                    errors.append(located.problem(pointer, _unknown_score(name, catalog)))
+            kind = _non_boolean(compiled, clusters)
+            if kind is not None:
+                errors.append(
+                    located.problem(
+                        pointer, f"evaluates to {kind}, not a bool: every cluster would fail it"
+                    )
+                )
+    return errors, warnings
+
+
+def _non_boolean(compiled: CelExpression, clusters: Sequence[Cluster]) -> str | None:
+    """The type an expression gives instead of a bool, tried on the inventory (CEL's result
+    type does not depend on the cluster); None when it gives a bool or only errors."""
+    for cluster in clusters[:_TRIED_CLUSTERS]:
+        try:
+            value = evaluate(compiled, cluster.cel_view(), lambda _c, _n: [])
+        except CelEvaluationError:
+            continue
+        return None if isinstance(value, bool) else _CEL_TYPES.get(type(value), "dyn")
+    return None
+
+
+#: How many inventory clusters an expression is tried on to learn its result type.
+_TRIED_CLUSTERS = 64
+_CEL_TYPES = {int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
+_CEL_TYPES.update({dict: "map", type(None): "null_type"})
 
 
 def _unknown_score(resource_name: str, catalog: ScoreCatalog) -> str:

@@ -42,6 +42,10 @@ _HUB_RESOURCES = {
     "AddOnPlacementScore": ("v1alpha1", "addonplacementscores"),
     "PlacementDecision": ("v1beta1", "placementdecisions"),
     "ManagedClusterSetBinding": ("v1beta2", "managedclustersetbindings"),
+    # explain --verify replays on the hub's own state: its Placements, clusters and sets
+    "Placement": ("v1beta1", "placements"),
+    "ManagedCluster": ("v1", "managedclusters"),
+    "ManagedClusterSet": ("v1beta2", "managedclustersets"),
 }
 
 
@@ -161,8 +165,32 @@ def _custom_objects_api(kubeconfig: str) -> Any:
     return client.CustomObjectsApi(api_client)
 
 
-def _list(api: Any, model: type[M]) -> list[M]:
-    kind = model.__name__
+@dataclass(frozen=True)
+class HubObjects:
+    """What ``explain --verify`` reads besides :class:`HubState`: objects as the hub has them."""
+
+    placements: tuple[dict[str, Any], ...]
+    clusters: tuple[dict[str, Any], ...]
+    cluster_sets: tuple[dict[str, Any], ...]
+
+
+def read_hub_objects(
+    kubeconfig: str, *, api_factory: Callable[[str], Any] | None = None
+) -> HubObjects:
+    """The hub's Placements, ManagedClusters and ManagedClusterSets (list calls only).
+
+    Returned as read (dicts): the caller validates them against its models, so that a
+    Placement the replay cannot read is reported by name rather than failing the read.
+    """
+    api = (api_factory or _custom_objects_api)(kubeconfig)
+    return HubObjects(
+        placements=tuple(_list_items(api, "Placement")),
+        clusters=tuple(_list_items(api, "ManagedCluster")),
+        cluster_sets=tuple(s for s in _list_items(api, "ManagedClusterSet") if isinstance(s, dict)),
+    )
+
+
+def _list_items(api: Any, kind: str) -> list[Any]:
     version, plural = _HUB_RESOURCES[kind]
     items: list[Any] = []
     token = ""
@@ -181,6 +209,13 @@ def _list(api: Any, model: type[M]) -> list[M]:
         token = (answer.get("metadata") or {}).get("continue") or ""
         if not token:
             break
+    return items
+
+
+def _list(api: Any, model: type[M]) -> list[M]:
+    kind = model.__name__
+    version, _ = _HUB_RESOURCES[kind]
+    items = _list_items(api, kind)
     objects = []
     for item in items:
         item.setdefault("apiVersion", f"{CLUSTER_GROUP}/{version}")

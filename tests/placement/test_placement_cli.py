@@ -45,6 +45,17 @@ def edit(root: Path, relative: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
+def add_cel(root: Path, expression: str) -> None:
+    """A celSelector beside gpu-inference's label selector (its expression on line 19)."""
+    edit(
+        root,
+        GPU_INFERENCE,
+        '            gpu: "true"\n',
+        '            gpu: "true"\n        celSelector:\n          celExpressions:\n'
+        f"            - {json.dumps(expression)}\n",
+    )
+
+
 def write(root: Path, relative: str, text: str) -> None:
     (root / relative).parent.mkdir(parents=True, exist_ok=True)
     (root / relative).write_text(text, encoding="utf-8")
@@ -97,6 +108,42 @@ ERROR_CASES: list[tuple[str, Change, str, str, str]] = [
         "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.resourceName",
         "scorer 'example-performance-scorer' has scoreDestination None, so its scores go to "
         "metrics only; set scoreDestination: AddOnPlacementScore to publish them",
+    ),
+    (
+        "cel-that-does-not-compile",
+        lambda r: add_cel(r, "managedCluster.metadata.labels['gpu'] =="),
+        f"{GPU_INFERENCE}:19:",
+        "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]",
+        "compilation failed: ERROR: <input>:1:",
+    ),
+    (
+        "cel-reading-a-score-nobody-publishes",
+        lambda r: add_cel(
+            r, "managedCluster.scores('example-perfomance-score').exists(s, s.value > 50)"
+        ),
+        f"{GPU_INFERENCE}:19:",
+        "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]",
+        "no scorer publishes an AddOnPlacementScore named 'example-perfomance-score' "
+        "(OCM would score every cluster 0 for it) (did you mean 'example-performance-score'?)",
+    ),
+    (
+        "cel-that-is-not-boolean",
+        lambda r: add_cel(r, "managedCluster.metadata.name"),
+        f"{GPU_INFERENCE}:19:",
+        "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]",
+        "evaluates to string, not a bool",
+    ),
+    (
+        "toleration-ocm-calls-misconfigured",
+        lambda r: edit(
+            r,
+            GPU_INFERENCE,
+            "  numberOfClusters: 1\n",
+            "  numberOfClusters: 1\n  tolerations:\n    - operator: Equal\n      value: x\n",
+        ),
+        f"{GPU_INFERENCE}:11:",
+        "spec.tolerations[0].operator",
+        "a toleration without a key must use operator Exists (OCM reports the Placement misconfigured)",
     ),
     (
         "binding-not-named-after-its-set",
@@ -353,6 +400,38 @@ def test_a_change_that_moves_a_workload_is_shown_in_the_pull_request(fleet: Path
     assert cli(fleet, "render")[0] == 0
     code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
     assert code == 0 and "placement " not in out
+
+
+def test_the_decision_diff_shows_margins_and_group_moves(fleet: Path) -> None:
+    scores = str(fleet / "snapshots")
+    # worker02 85 vs worker01 70 at weight 1 (margin 15); at weight 2, 170 vs 140
+    edit(fleet, GPU_INFERENCE, "        weight: 1\n", "        weight: 2\n")
+    code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
+    assert code == 1
+    assert out.endswith(
+        "placement default/gpu-inference: worker02 -> worker02\n"
+        "  worker02 now wins by 30 instead of 15\n"
+    )
+    assert cli(fleet, "render")[0] == 0
+    # a named group takes the gpu clusters: worker02 leaves the unnamed group
+    edit(
+        fleet,
+        GPU_INFERENCE,
+        "  numberOfClusters: 1\n",
+        "  numberOfClusters: 1\n  decisionStrategy:\n    groupStrategy:\n      decisionGroups:\n"
+        "        - groupName: canary\n          groupClusterSelector:\n"
+        '            labelSelector: {matchLabels: {gpu: "true"}}\n',
+    )
+    code, out, _ = cli(fleet, "diff", "--scores", scores, "--at", AT)
+    assert out.endswith(
+        "placement default/gpu-inference: worker02 -> worker02\n"
+        "  worker02 moves from group 0 (unnamed) to group 0 canary\n"
+    )
+    code, out, _ = cli(fleet, "diff", "--format", "markdown", "--scores", scores, "--at", AT)
+    assert (
+        "| default/gpu-inference | worker02 | worker02 | "
+        "worker02 moves from group 0 (unnamed) to group 0 canary |"
+    ) in out
 
 
 # -------------------------------------------------------------------- a hub

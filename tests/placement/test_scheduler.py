@@ -239,14 +239,38 @@ def test_not_in_matches_a_cluster_without_the_claim() -> None:
     assert run(placement(spec), clusters).filtered_predicates == ("eu",)
 
 
-def test_cel_selector_is_not_simulated() -> None:
+def test_cel_selector_is_evaluated() -> None:
     spec = {
-        "predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": ["true"]}}}]
+        "predicates": [
+            {
+                "requiredClusterSelector": {
+                    "celSelector": {
+                        "celExpressions": ["managedCluster.metadata.labels['tier'] == 'gold'"]
+                    }
+                }
+            }
+        ]
+    }
+    clusters = [Cluster("a", labels={"tier": "gold"}), Cluster("b", labels={"tier": "bronze"})]
+    result = run(placement(spec), clusters)
+    assert result.simulated
+    assert result.decisions == ("a",)
+    assert result.filtered_predicates == ("b",)
+
+
+def test_cel_optional_syntax_is_not_simulated() -> None:
+    # cel-go accepts optional field selection (OCM enables cel.OptionalTypes); the
+    # interpreter dsf uses cannot parse it, so the Placement is not guessed
+    expression = "managedCluster.?metadata.?labels.?tier.orValue('') == 'gold'"
+    spec = {
+        "predicates": [
+            {"requiredClusterSelector": {"celSelector": {"celExpressions": [expression]}}}
+        ]
     }
     result = run(placement(spec), names("a"))
     assert not result.simulated
     assert result.decisions == ()
-    assert "celSelector" in result.warnings[-1]
+    assert "optional types" in result.warnings[-1]
 
 
 def test_scheduling_disabled_annotation_is_not_simulated() -> None:
@@ -382,10 +406,14 @@ def test_unknown_builtin_is_misconfigured_unless_its_weight_is_zero() -> None:
             }
         }
 
+    # OCM's getPrioritizers: "incorrect builtin prioritizer: <name>" from plugin "", so
+    # newMisconfiguredCondition writes ":incorrect builtin prioritizer: Balanse"
     broken = run(placement(spec(1)), names("a"))
-    assert not broken.simulated
+    assert broken.simulated and broken.decisions == ()
+    assert broken.conditions[0].status == "True"
+    assert broken.conditions[0].message == ":incorrect builtin prioritizer: Balanse"
     assert "Balanse" in broken.warnings[-1]
-    assert run(placement(spec(0)), names("a")).simulated
+    assert run(placement(spec(0)), names("a")).conditions[0].status == "False"
 
 
 def test_the_same_addon_score_configured_twice_counts_twice() -> None:
@@ -718,6 +746,10 @@ def test_explain_json_has_the_specs_shape() -> None:
         "totals",
         "decisions",
         "unscheduled",
+        "decisionGroups",
+        "placementDecisions",
+        "conditions",
+        "margins",
         "warnings",
     ]
     assert gpu == {
@@ -737,17 +769,53 @@ def test_explain_json_has_the_specs_shape() -> None:
         "totals": {"worker01": 220, "worker02": 325},
         "decisions": ["worker02"],
         "unscheduled": 0,
+        "decisionGroups": [{"groupName": "", "groupIndex": 0, "clusters": ["worker02"]}],
+        "placementDecisions": [
+            {
+                "name": "gpu-inference-decision-1",
+                "labels": {
+                    "cluster.open-cluster-management.io/placement": "gpu-inference",
+                    "cluster.open-cluster-management.io/decision-group-name": "",
+                    "cluster.open-cluster-management.io/decision-group-index": "0",
+                },
+                "clusters": ["worker02"],
+            }
+        ],
+        "conditions": [
+            {
+                "type": "PlacementMisconfigured",
+                "status": "False",
+                "reason": "Succeedconfigured",
+                "message": "Placement configurations check pass",
+            },
+            {
+                "type": "PlacementSatisfied",
+                "status": "True",
+                "reason": "AllDecisionsScheduled",
+                "message": "All cluster decisions scheduled",
+            },
+        ],
+        "margins": {"worker02": 105},
         "warnings": [],
     }
-    assert cel["simulated"] is False
+    # an undeclared name does not compile: misconfigured, one empty PlacementDecision
+    assert cel["simulated"] is True
     assert cel["prioritizers"] == [] and cel["decisions"] == []
-    assert "celSelector" in cel["warnings"][-1]
+    # cel-go's checker error, with its snippet and caret (common.Error.ToDisplayString)
+    assert cel["conditions"][0]["message"] == (
+        "Predicate:compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' "
+        "(in container '')\n | x\n | ^"
+    )
+    assert [d["clusters"] for d in cel["placementDecisions"]] == [[]]
+    assert "margins" not in cel
     assert explain_document(example_results(), AT) == document
 
 
 def test_explain_text_is_a_table_per_placement() -> None:
     text = format_text(example_results(), AT)
-    assert "placement default/cel (not simulated)" in text
+    assert "placement default/cel\n" in text
+    assert "  PlacementDecision gpu-inference-decision-1: worker02" in text
+    assert "  margins over the best cluster left out: worker02 +105" in text
     assert "placement default/gpu-inference\n" in text
     lines = text.splitlines()
     header = next(line for line in lines if line.strip().startswith("cluster ") and "total" in line)

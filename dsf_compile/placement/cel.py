@@ -1,0 +1,237 @@
+"""CEL selectors, evaluated as OCM's scheduler evaluates them.
+
+OCM (``pkg/placement/helpers/cel.go``) compiles each ``celExpressions`` entry once with
+cel-go in an environment holding the variable ``managedCluster`` (the ManagedCluster as
+unstructured data), the member function ``scores(name)`` (sdk-go
+``pkg/cel/library/managedcluster.go``), ``parseJSON`` and the Kubernetes libraries; a
+cluster passes when every expression evaluates to ``true``.
+
+Here the expressions run on ``common-expression-language`` (a Rust CEL interpreter with
+CEL's error semantics: ``||`` and ``&&`` absorb an error when the other side decides),
+with the Kubernetes functions it lacks supplied by :mod:`.cel_library` and :mod:`.cel_values`.
+It has no type checker, so the part of cel-go's checker that OCM relies on — an
+undeclared name or function, a constant regex that does not compile — is done here on
+the names the compiled program references. What it cannot parse but cel-go accepts
+(optional-field syntax ``.?``/``[?``) and the libraries not supplied leave the
+Placement *not simulated*, never guessed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cel
+
+from dsf_compile.placement import cel_library, cel_values
+from dsf_compile.placement.cel_library import (
+    UNSUPPORTED_FUNCTIONS,
+    UNSUPPORTED_VARIABLES,
+    CelFunctionError,
+    regex_error,
+)
+
+# The interpreter logs every failing Python function through ``logging`` (and Python's
+# last-resort handler would print it): an evaluation error is an expected outcome here.
+logging.getLogger("cel").addHandler(logging.NullHandler())
+logging.getLogger("cel").propagate = False
+
+#: The variable OCM declares.
+VARIABLE = "managedCluster"
+#: An expression longer than this is refused before it is parsed (the parser recurses).
+MAX_EXPRESSION_CHARS = 10_000
+#: CEL's standard functions and macros (cel-go's standard declarations).
+_STANDARD = frozenset(
+    {
+        "size", "matches", "contains", "startsWith", "endsWith", "int", "uint", "double",
+        "string", "bytes", "bool", "type", "timestamp", "duration", "dyn", "has", "all",
+        "exists", "exists_one", "map", "filter", "getFullYear", "getMonth", "getDate",
+        "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getHours", "getMinutes",
+        "getSeconds", "getMilliseconds", "null_type",
+    }
+)  # fmt: skip
+#: The functions supplied here, by name: strings, lists and regex, then the object types.
+LIBRARY = {**cel_library.FUNCTIONS, **cel_values.FUNCTIONS}
+_KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
+#: The most comprehensions (``map``, ``filter``, ``all``, ``exists``…) evaluated in one
+#: expression: nested, each multiplies the work, and OCM's cost limit is not replayed.
+MAX_COMPREHENSIONS = 3
+#: Variables a macro binds: ``list.exists(x, …)``.
+_BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+#: A regex function called with a constant pattern: cel-go's regex library compiles it
+#: at compile time, so a bad one is a compile error.
+_CONSTANT_REGEX_RE = re.compile(
+    r"""\.\s*(?:matches|find|findAll)\s*\(\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
+)
+_OPTIONAL_SYNTAX_RE = re.compile(r"\.\?|\[\?|\boptional\.")
+
+
+@dataclass(frozen=True)
+class CelExpression:
+    """One compiled ``celExpressions`` entry.
+
+    ``error`` is what OCM would report compiling it (the Placement is then misconfigured);
+    ``unsupported`` says why dsf cannot evaluate an expression OCM accepts.
+    """
+
+    source: str
+    program: Any = None
+    error: str | None = None
+    unsupported: str | None = None
+
+
+ScoreLookup = Callable[[str, str], Sequence[Mapping[str, object]] | None]
+
+
+def compile_expression(source: str) -> CelExpression:
+    """Compile ``source`` once; the result is evaluated against every cluster."""
+    if len(source) > MAX_EXPRESSION_CHARS:
+        return CelExpression(
+            source, error=f"compilation failed: longer than {MAX_EXPRESSION_CHARS} characters"
+        )
+    try:
+        program = cel.compile(source)
+    except (ValueError, RuntimeError, TypeError) as err:
+        if _OPTIONAL_SYNTAX_RE.search(source):
+            return CelExpression(
+                source, unsupported="it uses CEL optional types, which dsf does not evaluate"
+            )
+        return CelExpression(source, error=f"compilation failed: {_syntax_error(str(err))}")
+    comprehensions = len(_BOUND_RE.findall(source))
+    if comprehensions > MAX_COMPREHENSIONS:
+        return CelExpression(
+            source,
+            unsupported=f"it has {comprehensions} comprehensions (at most {MAX_COMPREHENSIONS} "
+            "are evaluated: OCM's cost limit is not replayed), which dsf does not evaluate",
+        )
+    names = {n for n in program.functions() if n[:1].isalpha()}
+    variables = set(program.variables()) - set(_BOUND_RE.findall(source)) - {VARIABLE}
+    unsupported = sorted((names & UNSUPPORTED_FUNCTIONS) | (variables & UNSUPPORTED_VARIABLES))
+    if unsupported:
+        return CelExpression(
+            source, unsupported=f"it uses {', '.join(unsupported)}, which dsf does not evaluate"
+        )
+    if variables or names - _KNOWN:
+        message = _undeclared(source, sorted(variables), sorted(names - _KNOWN))
+        return CelExpression(source, error=f"compilation failed: {message}")
+    for match in _CONSTANT_REGEX_RE.finditer(source):
+        pattern = match.group(1) if match.group(1) is not None else match.group(2)
+        problem = regex_error(_unescape(pattern))
+        if problem is not None:
+            return CelExpression(source, error=f"compilation failed: {problem}")
+    return CelExpression(source, program=program)
+
+
+def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
+    """The evaluation context of one cluster: ``managedCluster``, ``scores()``, the library.
+
+    Built once per cluster and reused for every expression (building it costs more than
+    most evaluations).
+    """
+
+    def cluster_scores(receiver: object, name: object) -> list[Mapping[str, object]]:
+        # sdk-go's clusterScores: the receiver's metadata.name, then the lister's Get
+        metadata = receiver.get("metadata") if isinstance(receiver, dict) else None
+        cluster_name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not isinstance(cluster_name, str) or not isinstance(name, str):
+            raise CelFunctionError("failed to get cluster name")
+        found = scores(cluster_name, name)
+        if found is None:
+            raise CelFunctionError(f'failed to get score: addonplacementscore "{name}" not found')
+        return [dict(item) for item in found]
+
+    return cel.Context(
+        variables={VARIABLE: cluster}, functions={**LIBRARY, "scores": cluster_scores}
+    )
+
+
+def evaluate(
+    expression: CelExpression,
+    cluster: Mapping[str, Any],
+    scores: ScoreLookup,
+    context: Any = None,
+) -> object:
+    """The value of ``expression`` for ``cluster``; a :class:`CelEvaluationError` on error.
+
+    ``context`` is :func:`cluster_context` of the same cluster and scores, when reused.
+    """
+    if expression.program is None:
+        raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+    try:
+        return expression.program.execute(context or cluster_context(cluster, scores))
+    except Exception as err:  # the interpreter raises many types for evaluation errors
+        raise CelEvaluationError(_first_line(str(err))) from None
+
+
+def is_true(
+    expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup, context: Any = None
+) -> bool:
+    """OCM's ``isResultValid``: the value is the bool ``true`` (an error is not)."""
+    try:
+        return evaluate(expression, cluster, scores, context) is True
+    except CelEvaluationError:
+        return False
+
+
+class CelEvaluationError(Exception):
+    """An expression failed for one cluster (OCM removes that cluster)."""
+
+
+# ----------------------------------------------- compile errors as cel-go prints them
+
+
+def _syntax_error(text: str) -> str:
+    """The parser's report in cel-go's form: ``ERROR: <input>:L:C: …``, snippet, caret."""
+    start = text.find("ERROR:")
+    if start < 0:
+        return _first_line(text)
+    # the same grammar and messages as cel-go; its snippet lines start " | ", not "| "
+    return text[start:].replace("\n| ", "\n | ")
+
+
+def _undeclared(source: str, variables: Sequence[str], functions: Sequence[str]) -> str:
+    """cel-go's checker errors for undeclared names, sorted by where they are.
+
+    An identifier is reported where it starts, a call at its opening parenthesis (where
+    cel-go's parser places call expressions).
+    """
+    masked = _STRING_LITERAL_RE.sub(lambda m: " " * len(m.group(0)), source)
+    found = []
+    for name in variables:
+        at = re.search(rf"(?<![\w.]){re.escape(name)}\b", masked)
+        found.append((at.start() if at else 0, name))
+    for name in functions:
+        at = re.search(rf"\b{re.escape(name)}\s*\(", masked)
+        found.append((at.end() - 1 if at else 0, name))
+    return "\n".join(
+        _cel_go_error(source, offset, f"undeclared reference to '{name}' (in container '')")
+        for offset, name in sorted(found)
+    )
+
+
+def _cel_go_error(source: str, offset: int, message: str) -> str:
+    # common.Error.ToDisplayString: 1-based line and column, the line, then a caret
+    # under the column with a dot (a wide dot under a wide character) before it
+    line_start = source.rfind("\n", 0, offset) + 1
+    line_end = source.find("\n", offset)
+    line = source[line_start : line_end if line_end >= 0 else len(source)].replace("\t", " ")
+    column = offset - line_start
+    dots = "".join("." if ord(c) < 0x80 else "\uff0e" for c in line[:column])
+    caret = "^" if column >= len(line) or ord(line[column]) < 0x80 else "\uff3e"
+    number = source.count("\n", 0, offset) + 1
+    return f"ERROR: <input>:{number}:{column + 1}: {message}\n | {line}\n | {dots}{caret}"
+
+
+_STRING_LITERAL_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "error"
+
+
+def _unescape(literal: str) -> str:
+    # CEL string escapes in a constant pattern: enough for \\, \' and \" (the rest stay)
+    return re.sub(r"\\([\\'\"])", r"\1", literal)

@@ -1,0 +1,240 @@
+"""Steps 4 and 5 of OCM's scheduler: prioritizer weights and every prioritizer's scores.
+
+Follows ocm ``controllers/scheduling/schedule.go`` (``getWeights``, ``getPrioritizers``)
+and ``plugins/{addon,balance,steady,resource}``. Where OCM computes in floating point and
+truncates (Balance, ResourceAllocatable*), so does this module, with the same operations
+in the same order, so that a score on the edge of an integer truncates the way the hub
+truncates it. Pure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from dsf_compile.inputs.placements import (
+    AddOnPlacementScore,
+    Placement,
+    PlacementDecision,
+    ScoreCoordinate,
+)
+from dsf_compile.placement.decisions import Misconfigured
+from dsf_compile.placement.filters import own_decisions
+from dsf_compile.placement.state import Cluster, ScoreIndex, format_time
+
+MAX_SCORE = 100
+_RESOURCES = {"ResourceAllocatableCPU": "cpu", "ResourceAllocatableMemory": "memory"}
+_DEFAULT_WEIGHTS = (("Balance", 1), ("Steady", 1))
+#: How many cluster names a warning lists before it says "and N more".
+_NAMED_IN_WARNING = 5
+
+
+@dataclass(frozen=True)
+class PrioritizerResult:
+    """One prioritizer whose weight is not 0: its score for every cluster left after step 3."""
+
+    name: str
+    weight: int
+    scores: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Prioritizer:
+    """A configured prioritizer: its name, weight and score coordinate."""
+
+    name: str
+    weight: int
+    coordinate: ScoreCoordinate
+
+
+def score_prioritizers(
+    prioritizers: Sequence[Prioritizer],
+    left: Sequence[Cluster],
+    index: ScoreIndex,
+    no_scores: bool,
+    placement: Placement,
+    decisions: Sequence[PlacementDecision],
+    at: datetime,
+    warnings: list[str],
+) -> list[PrioritizerResult]:
+    """Steps 4 and 5: every prioritizer's score for the clusters left; warnings appended."""
+    names = [c.name for c in left]
+    own = own_decisions(placement, decisions)
+    results: list[PrioritizerResult] = []
+    addon_zero: dict[str, list[str]] = {}
+    expired: set[tuple[str, str, datetime]] = set()
+    used_resources: set[str] = set()
+    for prioritizer in prioritizers:
+        coordinate = prioritizer.coordinate
+        if coordinate.type == "AddOn" and coordinate.addOn is not None:
+            values, missing, stale = _addon_scores(
+                left, index, coordinate.addOn.resourceName, coordinate.addOn.scoreName, at
+            )
+            if missing and not no_scores:
+                addon_zero.setdefault(prioritizer.name, []).extend(missing)
+            expired |= stale
+            used_resources.add(coordinate.addOn.resourceName)
+        elif prioritizer.name == "Steady":
+            values = {n: MAX_SCORE if n in own else 0 for n in names}
+        elif prioritizer.name == "Balance":
+            values = _balance_scores(placement, names, decisions)
+        else:
+            values = _resource_scores(left, _RESOURCES[prioritizer.name])
+        results.append(PrioritizerResult(prioritizer.name, prioritizer.weight, values))
+    results.sort(key=lambda r: r.name)
+
+    if no_scores and any(p.coordinate.type == "AddOn" for p in prioritizers):
+        warnings.append("no AddOnPlacementScores were given: every AddOn score is 0")
+    for prioritizer_name, zero in sorted(addon_zero.items()):
+        warnings.append(
+            f"{prioritizer_name}: no such score for {some_names(sorted(set(zero)))}: they score 0"
+        )
+    for score_namespace, score_name, until in sorted(expired):
+        warnings.append(
+            f"AddOnPlacementScore {score_namespace}/{score_name} expired at "
+            f"{format_time(until)}: it scores 0"
+        )
+    left_names = set(names)
+    failing = [
+        (cluster, resource)
+        for cluster, resource in index.failing
+        if resource in used_resources and cluster in left_names
+    ]
+    warnings += _failing_scores(index.objects, failing)
+    twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
+    if twice:
+        warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
+    return results
+
+
+def _failing_scores(
+    index: Mapping[tuple[str, str], AddOnPlacementScore], used: Sequence[tuple[str, str]]
+) -> list[str]:
+    """Scores whose agent reports them failing (the ``ScoresAvailable`` condition is False)."""
+    out = []
+    for cluster, resource in used:
+        found = index.get((cluster, resource))
+        for condition in found.status.conditions if found is not None else ():
+            if condition.type == "ScoresAvailable" and condition.status == "False":
+                since = (
+                    f" since {format_time(condition.lastTransitionTime)}"
+                    if condition.lastTransitionTime
+                    else ""
+                )
+                out.append(
+                    f"score {resource} failing on cluster {cluster}{since} ({condition.reason}): "
+                    "its last good values are used until they expire"
+                )
+    return out
+
+
+def prioritizer_misconfigured(prioritizers: Sequence[Prioritizer]) -> Misconfigured | None:
+    """``getPrioritizers``: a built-in OCM does not implement (Spread) with a weight."""
+    unknown = sorted(
+        {p.name for p in prioritizers if p.coordinate.type == "BuiltIn"}
+        - {"Balance", "Steady", *_RESOURCES}
+    )
+    # OCM walks a Go map, so which of several it names varies; the first by name here
+    return Misconfigured("", f"incorrect builtin prioritizer: {unknown[0]}") if unknown else None
+
+
+def configured_prioritizers(placement: Placement) -> list[Prioritizer]:
+    """Step 4: the prioritizers whose weight is not 0, in configuration order.
+
+    OCM keys weights by the score coordinate, whose ``addOn`` is a pointer: a built-in
+    configuration overrides the default weight, but two configurations of the same
+    AddOn score are two prioritizers, both counted.
+    """
+    policy = placement.spec.prioritizerPolicy
+    weights: dict[tuple[str, str, int], tuple[int, ScoreCoordinate]] = {}
+    if policy.mode == "Additive":
+        for builtin, weight in _DEFAULT_WEIGHTS:
+            weights["BuiltIn", builtin, -1] = (
+                weight,
+                ScoreCoordinate(type="BuiltIn", builtIn=builtin),
+            )
+    for position, config in enumerate(placement.spec.prioritizerPolicy.configurations):
+        coordinate = config.scoreCoordinate
+        distinct = -1 if coordinate.addOn is None else position
+        weights[coordinate.type, coordinate.builtIn or "", distinct] = (config.weight, coordinate)
+    return [Prioritizer(c.name, w, c) for w, c in weights.values() if w != 0]
+
+
+def _addon_scores(
+    clusters: Sequence[Cluster],
+    index: ScoreIndex,
+    resource_name: str,
+    score_name: str,
+    at: datetime,
+) -> tuple[dict[str, int], list[str], set[tuple[str, str, datetime]]]:
+    values: dict[str, int] = {}
+    missing: list[str] = []
+    expired: set[tuple[str, str, datetime]] = set()
+    table = index.addon_table(resource_name, score_name)
+    for cluster in clusters:
+        name = cluster.name
+        values[name] = 0
+        found = table.get(name)
+        if found is None:
+            missing.append(name)
+            continue
+        value, until = found  # the last item of that name, as in OCM's loop
+        if until is not None and at > until:
+            expired.add((name, resource_name, until))
+        elif value is None:
+            missing.append(name)
+        else:
+            values[name] = value
+    return values, missing, expired
+
+
+def _balance_scores(
+    placement: Placement, names: Sequence[str], decisions: Sequence[PlacementDecision]
+) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for pd in decisions:
+        if (
+            pd.metadata.namespace == placement.metadata.namespace
+            and pd.placement_name == placement.metadata.name
+        ):
+            continue
+        counts.update(d.clusterName for d in pd.status.decisions)
+    most = max(counts.values(), default=0)
+    values = {}
+    for name in names:
+        count = counts.get(name, 0)
+        if count == 0:
+            values[name] = MAX_SCORE
+        else:
+            # float64 and truncation toward zero, as OCM computes it
+            usage = float(count) / float(most)
+            values[name] = 2 * int(float(MAX_SCORE) * (0.5 - usage))
+    return values
+
+
+def _resource_scores(clusters: Sequence[Cluster], resource: str) -> dict[str, int]:
+    # OCM reads quantities with AsApproximateFloat64 and computes in float64.
+    reported = {
+        c.name: float(c.allocatable[resource])
+        for c in clusters
+        if resource in c.allocatable and resource in c.capacity
+    }
+    values = {c.name: 0 for c in clusters}
+    if not reported:
+        return values
+    low, high = min(reported.values()), max(reported.values())
+    for name, allocatable in reported.items():
+        if high - low != 0:
+            ratio = (allocatable - low) / (high - low)
+            values[name] = int((ratio - 0.5) * 2.0 * 100.0)
+        else:
+            values[name] = MAX_SCORE
+    return values
+
+
+def some_names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_NAMED_IN_WARNING])
+    more = len(names) - _NAMED_IN_WARNING
+    return f"{shown} and {more} more" if more > 0 else shown
