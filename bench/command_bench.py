@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import compileall
 import multiprocessing
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,11 +25,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    return env
+from bench.render_bench import _env  # noqa: E402  (this checkout's compiler in the child)
 
 
 def command_seconds(argv: list[str], repeat: int, *, expect: int = 0) -> float:
