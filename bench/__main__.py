@@ -3,7 +3,7 @@
 Each row: what, the workload, the figure, its in-run baseline or floor, the ratio, the
 target and whether it is met. ``--quick`` runs everything at tiny sizes (the test suite
 does, so the benchmarks cannot rot; its figures mean nothing); ``--only GROUP`` runs one
-of render, sync, explain, optimize, agent.
+of render, sync, explain, optimize, agent, commands, shards.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 
-GROUPS = ("render", "sync", "explain", "optimize", "agent")
+GROUPS = ("render", "sync", "explain", "optimize", "agent", "commands", "shards")
 
 
 @dataclass(frozen=True)
@@ -279,12 +279,26 @@ def _met(value: str, target: str) -> bool | None:
     }[parts[0]]
 
 
+def command_rows(sizes: Sizes) -> list[Row]:
+    from bench.command_bench import command_rows as rows
+
+    return [Row(*cells) for cells in rows(sizes.sync_scorers, sizes.sync_delay, sizes is QUICK)]
+
+
+def shard_rows(sizes: Sizes) -> list[Row]:
+    from bench.shard_bench import shard_rows as rows
+
+    return [Row(*cells) for cells in rows(sizes.big_clusters, sizes.big_scorers, sizes is QUICK)]
+
+
 RUNNERS: dict[str, Callable[[Sizes], list[Row]]] = {
     "render": render_rows,
     "sync": sync_rows,
     "explain": explain_rows,
     "optimize": optimize_rows,
     "agent": agent_rows,
+    "commands": command_rows,
+    "shards": shard_rows,
 }
 
 

@@ -101,7 +101,7 @@ def sanitize_score_name(score_name: str) -> str:
 class Summary(BaseModel):
     """One resolved scorer for one cluster: the agent's input (upstream's wire format)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
     name: str
     scoreName: str = Field(min_length=1)
@@ -128,4 +128,4 @@ SUMMARY_KEYS = tuple(Summary.model_fields)
 class SummaryList(RootModel[Items[Summary]]):
     """The ``summaries`` key of the ConfigMap: a JSON list of summaries."""
 
-    model_config = ConfigDict(frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, strict=True)

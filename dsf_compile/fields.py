@@ -233,13 +233,13 @@ Items = Annotated[tuple[T, ...], Strict(False)]
 class Frozen(BaseModel):
     """Base of our own kinds: immutable, strict, unknown fields are errors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
 
 class Lenient(BaseModel):
     """Base of documents written by others (a scorer's ``/config``): extra fields ignored."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore", strict=True)
 
 
 # ------------------------------------------------- OCM's own field types

@@ -23,9 +23,6 @@ from dsf_compile.inputs.validate import (
     validate_model,
     validate_settings,
 )
-from dsf_compile.render.manifests import render_manifests
-from dsf_compile.render.placements import PLACEMENTS_FOLDER
-from dsf_compile.render.write import RENDERED, Changes, compare_tree, write_tree
 from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
 from dsf_compile.sync.lock import (
     LOCKFILE,
@@ -36,12 +33,13 @@ from dsf_compile.sync.lock import (
     write_lockfile,
 )
 
-if TYPE_CHECKING:  # imported where used: render, the no-op's fallback, loads none of them
+if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.sources import HubState
     from dsf_compile.placement.verify import Drift
+    from dsf_compile.render.write import Changes
     from dsf_compile.sync.clusters import Discovery
 
 T = TypeVar("T")
@@ -140,6 +138,9 @@ class RenderResult:
 
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
+    from dsf_compile.render.manifests import render_manifests
+    from dsf_compile.render.write import RENDERED, compare_tree, write_tree
+
     plan = plan_fleet(root)
     try:
         files = render_manifests(plan)
@@ -292,6 +293,8 @@ def read_rendered_placements(
 ) -> tuple[list[Placement], list[ManagedClusterSetBinding]]:
     """The Placements and bindings as committed in ``rendered/hub/placements/``."""
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+    from dsf_compile.render.placements import PLACEMENTS_FOLDER
+    from dsf_compile.render.write import RENDERED
 
     files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")
     placements: list[Placement] = []

@@ -32,6 +32,8 @@ def test_the_quick_benchmark_prints_one_table_with_every_group() -> None:
         "explain",
         "optimize",
         "agent",
+        "commands",
+        "shards",
     }
     for row in rows:
         assert len(row) == 8 and row[3].strip()  # every row has a figure

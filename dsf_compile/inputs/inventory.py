@@ -117,7 +117,7 @@ class ManagedClusterStatus(Lenient):
 
 
 class ClusterMeta(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore", strict=True)
 
     name: DnsLabel
     labels: Labels = Field(default_factory=dict)
@@ -133,7 +133,7 @@ class ManagedCluster(BaseModel):
     ``status.allocatable`` and ``status.capacity``. Server-set fields are ignored.
     """
 
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore", strict=True)
 
     apiVersion: Literal["cluster.open-cluster-management.io/v1"]
     kind: Literal["ManagedCluster"]

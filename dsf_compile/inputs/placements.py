@@ -226,7 +226,7 @@ class ManagedClusterSetBinding(Frozen):
 class PassThrough(BaseModel):
     """An object applied as written: the fields we read are checked, the rest is kept."""
 
-    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="allow", strict=True)
 
 
 class ObjectRef(PassThrough):

@@ -19,6 +19,7 @@ from dsf_compile.fields import (
     Frozen,
     Int64,
     Items,
+    PositiveInt,
     check_label_key,
     check_label_value,
 )
@@ -396,6 +397,12 @@ class SyncSettings(Frozen):
 
 class RenderSettings(Frozen):
     keepInactive: bool = False
+    # 32 MiB: about 450 clusters of 100 scorers; why, in docs/gitops.md ("Sharding")
+    shardBytes: PositiveInt = Field(
+        default=32 * 1024 * 1024,
+        description="Past this many bytes of per-cluster objects, render splits the clusters "
+        "into shards/, each applied by an Application (or Flux Kustomization) of its own.",
+    )
 
 
 class Settings(Frozen):

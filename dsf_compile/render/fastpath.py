@@ -70,11 +70,10 @@ class Remembered:
     warnings: tuple[Problem, ...]
 
 
-def _digest_file(path: str | Path, sha: Any, *, checked: bool = False) -> None:
+def _digest_file(path: str | Path, sha: Any) -> None:
     # never through a link, never opening a FIFO or device (the tree is untrusted): lstat
-    # first (unless ``checked``: the caller has just done it), and the no-follow,
-    # non-blocking open checks again against a swap in between
-    if not checked and not stat.S_ISREG(os.lstat(path).st_mode):
+    # first, and the no-follow, non-blocking open checks again against a swap in between
+    if not stat.S_ISREG(os.lstat(path).st_mode):
         raise _Unusable(str(path))
     try:
         sha.update(read_regular_file(path, max_bytes=_MAX_FILE_BYTES))
@@ -179,15 +178,41 @@ def _rendered_digest(
     ``checked``: :func:`_stats` has just found every one of ``owned`` a regular file.
     """
     sha = hashlib.sha256()
-    base = os.path.join(root, RENDERED)
+    base = os.path.join(root, RENDERED) + os.sep
     for relative in _owned(root) if owned is None else owned:
         sha.update(b"\0file\0" + relative.encode("utf-8", "surrogateescape"))
         text = written.get(relative) if written else None
-        if text is None:
-            _digest_file(os.path.join(base, relative), sha, checked=checked)
-        else:
+        if text is not None:
             sha.update(text.encode("utf-8"))
+        elif checked:
+            sha.update(_read_checked(base + relative))
+        else:
+            _digest_file(base + relative, sha)
     return sha.hexdigest()
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _read_checked(path: str) -> bytes:
+    """A file :func:`_stats` has just found regular, in one read when it is (the first
+    no-op reads every rendered file: per-file calls are its cost).
+
+    Opened without following a link and without blocking, as :func:`_digest_file` does;
+    anything but a regular file within the size cap, or one whose size changes under the
+    read, is unusable.
+    """
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_FILE_BYTES:
+            raise _Unusable(path)
+        data = os.read(fd, info.st_size + 1)
+        if len(data) != info.st_size:  # changing while we look: take the full path
+            raise _Unusable(path)
+        return data
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -201,11 +226,11 @@ class _Stats:
 
 def _stats(root: Path, owned: list[str]) -> _Stats:
     sha = hashlib.sha256()
-    base = os.path.join(root, RENDERED)
+    base = os.path.join(root, RENDERED) + os.sep
     newest = 0
     devices = set()
     for relative in owned:
-        info = os.lstat(os.path.join(base, relative))
+        info = os.lstat(base + relative)
         if not stat.S_ISREG(info.st_mode):
             raise _Unusable(relative)
         sha.update(

@@ -8,6 +8,9 @@ Pure. Layout of ``rendered/`` (``rendered.md``, "Layout and GitOps wiring"):
   Flux's second Kustomization, which ``dependsOn`` the first and never re-applies a CRD
 - ``hub/``, ``clusters/<c>/`` the objects, one per file, a ``kustomization.yaml`` per folder
 - ``bootstrap/argocd/``, ``bootstrap/flux/``  applied once by hand, outside the root kustomization
+- ``shards/<k>/``             past ``render.shardBytes``, the cluster folders instead of ``clusters/``
+  (:mod:`dsf_compile.render.shards`): each shard is an Application of Argo CD's
+  ApplicationSet and a Flux Kustomization of its own, outside the root and ``fleet/``
 
 Argo CD orders one sync by the ``argocd.argoproj.io/sync-wave`` annotation: CRDs, then
 hub objects, then per-cluster configuration, then the ManagedClusterAddOns that use it.
@@ -22,6 +25,7 @@ from typing import Any
 
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.emit import dump_yaml
+from dsf_compile.render.shards import SHARDS_FOLDER, UNSHARDED, Sharding
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
@@ -39,6 +43,8 @@ FLEET_FOLDER = "fleet"
 BOOTSTRAP_FOLDER = "bootstrap"
 KUSTOMIZE_API_VERSION = "kustomize.config.k8s.io/v1beta1"
 ARGOCD_NAMESPACE = "argocd"
+#: The label the ApplicationSet's RollingSync steps select: ``hub``, then ``clusters``.
+_STAGE_LABEL = "dynamic-scoring.open-cluster-management.io/stage"
 FLUX_NAMESPACE = "flux-system"
 
 
@@ -70,11 +76,13 @@ def _kustomization_text(resources: tuple[str, ...]) -> str:
     )
 
 
-def render_kustomizations(files: Iterable[str]) -> dict[str, str]:
+def render_kustomizations(files: Iterable[str], sharding: Sharding = UNSHARDED) -> dict[str, str]:
     """A ``kustomization.yaml`` for every folder of ``files``, plus the root and ``fleet/`` ones.
 
     Folders list their files and sub-folders; the root lists ``crds`` and ``fleet``;
-    ``fleet`` lists every other top-level folder. ``bootstrap/`` is left out of the root.
+    ``fleet`` lists every other top-level folder. ``bootstrap/`` is left out of the root,
+    and so is ``shards/``: each shard is applied on its own, and has a kustomization even
+    when the hash gave it no cluster.
     """
     paths = [p for p in files if p.split("/", 1)[0] != BOOTSTRAP_FOLDER]
     entries: dict[str, set[str]] = {}
@@ -90,11 +98,14 @@ def render_kustomizations(files: Iterable[str]) -> dict[str, str]:
             entries.setdefault(parent, set()).add(child)
             folder = parent
     top = {path.split("/", 1)[0] for path in paths if "/" in path}
+    entries.pop(SHARDS_FOLDER, None)
+    for folder in sharding.folders:
+        entries.setdefault(folder, set())
     out = {
         posixpath.join(folder, "kustomization.yaml"): _kustomization(names)
         for folder, names in entries.items()
     }
-    others = sorted(top - {CRDS_FOLDER, FLEET_FOLDER, BOOTSTRAP_FOLDER})
+    others = sorted(top - {CRDS_FOLDER, FLEET_FOLDER, BOOTSTRAP_FOLDER, SHARDS_FOLDER})
     out[f"{FLEET_FOLDER}/kustomization.yaml"] = _kustomization(f"../{name}" for name in others)
     out["kustomization.yaml"] = _kustomization([CRDS_FOLDER, FLEET_FOLDER])
     return out
@@ -135,8 +146,67 @@ def argocd_application(settings: Settings) -> dict[str, Any]:
     }
 
 
-def flux_objects(settings: Settings) -> dict[str, dict[str, Any]]:
-    """File name → the GitRepository and the two Flux Kustomizations (CRDs, then the rest)."""
+def argocd_application_set(settings: Settings, sharding: Sharding) -> dict[str, Any]:
+    """The ApplicationSet of a sharded fleet: the hub's Application, then one per shard.
+
+    A list generator names every Application: ``<addon>`` syncs the root (CRDs and hub
+    objects, ordered by their waves, as the single Application does below the
+    threshold), ``<addon>-shard-<k>`` one shard each. With Argo CD's progressive syncs
+    enabled, the RollingSync strategy syncs the shards only once the hub's Application
+    is healthy (after the CRDs); without it, every Application syncs at once, and a
+    shard, which holds only OCM's kinds (no CRD of ours), retries until the hub's addon
+    objects exist.
+    """
+    repository = settings.repository
+    name = settings.addonName
+    stage = _STAGE_LABEL
+    elements = [{"name": name, "path": _repository_path(settings), "stage": "hub"}]
+    elements += [
+        {
+            "name": f"{name}-shard-{posixpath.basename(folder)}",
+            "path": _repository_path(settings, folder),
+            "stage": "clusters",
+        }
+        for folder in sharding.folders
+    ]
+    application = argocd_application(settings)
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ApplicationSet",
+        "metadata": {"name": name, "namespace": ARGOCD_NAMESPACE},
+        "spec": {
+            "goTemplate": True,
+            "goTemplateOptions": ["missingkey=error"],
+            "generators": [{"list": {"elements": elements}}],
+            "strategy": {
+                "type": "RollingSync",
+                "rollingSync": {
+                    "steps": [
+                        {"matchExpressions": [{"key": stage, "operator": "In", "values": [s]}]}
+                        for s in ("hub", "clusters")
+                    ]
+                },
+            },
+            "template": {
+                "metadata": {"name": "{{.name}}", "labels": {stage: "{{.stage}}"}},
+                "spec": {
+                    **application["spec"],
+                    "source": {
+                        "repoURL": repository.url,
+                        "targetRevision": repository.branch,
+                        "path": "{{.path}}",
+                    },
+                },
+            },
+        },
+    }
+
+
+def flux_objects(settings: Settings, sharding: Sharding = UNSHARDED) -> dict[str, dict[str, Any]]:
+    """File name → the GitRepository and the Flux Kustomizations (CRDs, then the rest).
+
+    Sharded, one more Kustomization per shard, after both the CRDs' and the hub's.
+    """
     repository = settings.repository
     name = settings.addonName
     source_ref = {"kind": "GitRepository", "name": name}
@@ -156,7 +226,7 @@ def flux_objects(settings: Settings) -> dict[str, dict[str, Any]]:
             },
         }
 
-    return {
+    objects = {
         "gitrepository.yaml": {
             "apiVersion": "source.toolkit.fluxcd.io/v1",
             "kind": "GitRepository",
@@ -169,13 +239,29 @@ def flux_objects(settings: Settings) -> dict[str, dict[str, Any]]:
             name, FLEET_FOLDER, {"dependsOn": [{"name": f"{name}-crds"}]}
         ),
     }
+    after = {"dependsOn": [{"name": f"{name}-crds"}, {"name": name}]}
+    for folder in sharding.folders:
+        shard = posixpath.basename(folder)
+        objects[f"kustomization-shard-{shard}.yaml"] = kustomization(
+            f"{name}-shard-{shard}", folder, after
+        )
+    return objects
 
 
-def render_bootstrap(settings: Settings) -> dict[str, str]:
-    """``bootstrap/argocd/`` and ``bootstrap/flux/``, each with its own ``kustomization.yaml``."""
+def render_bootstrap(settings: Settings, sharding: Sharding = UNSHARDED) -> dict[str, str]:
+    """``bootstrap/argocd/`` and ``bootstrap/flux/``, each with its own ``kustomization.yaml``.
+
+    Sharded, Argo CD's folder holds the ApplicationSet instead of the Application (the
+    set makes an Application of the same name for the hub).
+    """
+    argocd = (
+        {"applicationset.yaml": argocd_application_set(settings, sharding)}
+        if sharding.sharded
+        else {"application.yaml": argocd_application(settings)}
+    )
     folders: dict[str, dict[str, dict[str, Any]]] = {
-        f"{BOOTSTRAP_FOLDER}/argocd": {"application.yaml": argocd_application(settings)},
-        f"{BOOTSTRAP_FOLDER}/flux": flux_objects(settings),
+        f"{BOOTSTRAP_FOLDER}/argocd": argocd,
+        f"{BOOTSTRAP_FOLDER}/flux": flux_objects(settings, sharding),
     }
     files = {}
     for folder, objects in folders.items():

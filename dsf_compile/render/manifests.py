@@ -10,6 +10,8 @@ Pure. Layout (one object per file, a ``kustomization.yaml`` in every folder):
 - ``clusters/<cluster>/…``                   the cluster's ManagedClusterAddOn (and overrides)
 - ``hub/placements/<namespace>/…``           the objects of ``placements/`` (:mod:`dsf_compile.render.placements`)
 - ``fleet/``, ``bootstrap/``                 GitOps wiring (:mod:`dsf_compile.render.gitops`)
+- ``shards/<k>/<cluster>/…``                 instead of ``clusters/``, past ``render.shardBytes``
+  (:mod:`dsf_compile.render.shards`)
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from dsf_compile.render.gitops import (
 )
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.placements import render_placements
+from dsf_compile.render.shards import split_clusters
 from dsf_compile.resolve.summaries import Plan
 
 MANIFESTWORK_NAME = "dynamic-scoring-config-manifestwork"
@@ -56,8 +59,9 @@ def render_manifests(plan: Plan) -> dict[str, str]:
     files.update(render_cluster_works(plan))
     files.update(render_addon(plan))
     files.update(render_placements(plan.inputs))
-    files.update(render_kustomizations(files))
-    files.update(render_bootstrap(plan.inputs.settings))
+    files, sharding = split_clusters(files, plan.inputs.settings.render.shardBytes)
+    files.update(render_kustomizations(files, sharding))
+    files.update(render_bootstrap(plan.inputs.settings, sharding))
     return dict(sorted(files.items()))
 
 

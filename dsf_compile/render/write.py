@@ -39,6 +39,7 @@ from pathlib import Path
 
 from dsf_compile.errors import InputError, Problem, RenderError
 from dsf_compile.files import create_new
+from dsf_compile.render.shards import files_by_shard
 
 RENDERED = "rendered"
 RECORD = ".dsf-files"
@@ -572,6 +573,9 @@ def format_changes(changes: Changes, style: str) -> str:
     if style == "markdown":
         return _format_markdown(changes)
     out = []
+    shards = _shards_changed(changes)
+    if shards:
+        out.append(f"shards changed: {shards}\n")
     for relative, text in changes.added.items():
         out.append(f"added:   {RENDERED}/{relative}  {_describe(text)}\n")
         out.append(_unified(relative, "", text))
@@ -590,11 +594,22 @@ def format_changes(changes: Changes, style: str) -> str:
     return "".join(out)
 
 
+def _shards_changed(changes: Changes) -> str:
+    """``shards/03 (2 files), shards/05 (1 file)``: where a sharded fleet's change lands."""
+    counts = files_by_shard([*changes.added, *changes.changed, *changes.removed])
+    return ", ".join(
+        f"{shard} ({count} file{'' if count == 1 else 's'})" for shard, count in counts.items()
+    )
+
+
 def _format_markdown(changes: Changes) -> str:
     if changes.empty:
         return "### dsf-compile diff\n\nNo change to `rendered/`.\n"
+    shards = _shards_changed(changes)
+    where = f" Shards changed: {shards}." if shards else ""
     out = [
-        f"### dsf-compile diff\n\n{changes.summary()}.\n\n| change | file | object |\n| --- | --- | --- |\n"
+        f"### dsf-compile diff\n\n{changes.summary()}.{where}\n\n"
+        "| change | file | object |\n| --- | --- | --- |\n"
     ]
     rows = [
         *(("added", p, t) for p, t in changes.added.items()),

@@ -11,7 +11,8 @@ network: only ``http``/``https``, an optional host allow-list checked before eve
 (redirect targets included), redirects followed by hand and only within the same
 scheme + host + port, a response size cap enforced while streaming, and a time budget per
 scorer that covers its retries. Requests run concurrently on one ``httpx.AsyncClient``,
-bounded by a semaphore; the transport is injectable so tests can pass their own.
+bounded by a semaphore: plain http over :mod:`dsf_compile.plainhttp`, https over httpcore;
+the transport is injectable so tests can pass their own.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dsf_compile.errors import SyncError
 from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
 from dsf_compile.inputs.settings import Address, SyncSettings, parse_resolve_entry
+from dsf_compile.plainhttp import PlainHTTPTransport
 from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
 from dsf_compile.untrusted import first_string_problem, has_credentials, load_json, safe_message
@@ -426,19 +428,31 @@ def _clean(reason: str) -> str:
 async def _open_client(
     settings: SyncSettings, connect_to: ConnectTo, transport: httpx.AsyncBaseTransport | None
 ) -> AsyncIterator[httpx.AsyncClient]:
-    # One TLS context (CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for every pool:
-    # loading the CA bundle costs tens of milliseconds.
-    tls = httpx.create_ssl_context() if transport is None else None
+    tls: list[ssl.SSLContext] = []
 
     def make_transport() -> httpx.AsyncBaseTransport:
+        # One TLS context (CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for every pool:
+        # loading the CA bundle costs tens of milliseconds, so only a first https
+        # request pays for it (and for importing httpcore).
+        if not tls:
+            tls.append(httpx.create_ssl_context())
         # The semaphore bounds concurrency; the pool must not add a second, smaller bound.
         return httpx.AsyncHTTPTransport(
-            verify=tls if tls is not None else True,
+            verify=tls[0],
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
         )
 
+    if transport is None:
+        # Plain http goes through the lean keep-alive transport: httpcore's pool rescans
+        # every connection for each of hundreds of concurrent requests, and importing it
+        # (with anyio, and trio when installed) costs a sync a tenth of a second.
+        inner: httpx.AsyncBaseTransport = PlainHTTPTransport(
+            _OnFirstUse(make_transport), max_idle_per_host=settings.concurrency
+        )
+    else:
+        inner = transport
     wrapper = ConnectToTransport(
-        transport if transport is not None else make_transport(),
+        inner,
         connect_to,
         owns_inner=transport is None,
         make_transport=make_transport if transport is None else None,
@@ -455,3 +469,20 @@ async def _open_client(
     )
     async with client:
         yield client
+
+
+class _OnFirstUse(httpx.AsyncBaseTransport):
+    """A transport made when the first request needs it (``https``), and closed if made."""
+
+    def __init__(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
+        self._make = make
+        self._made: httpx.AsyncBaseTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._made is None:
+            self._made = self._make()
+        return await self._made.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._made is not None:
+            await self._made.aclose()

@@ -9,8 +9,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from agent.plainhttp import PlainHTTPTransport
 from agent.transport import make_client
+from dsf_compile.plainhttp import PlainHTTPTransport
 
 pytestmark = pytest.mark.asyncio
 

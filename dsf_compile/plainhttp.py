@@ -6,8 +6,9 @@ with ``select`` and ``getpeername``. This transport keeps one stack of idle conn
 per host and speaks HTTP/1.1 over asyncio streams. It keeps httpx's timeouts (connect,
 read and write, as the request's ``timeout`` extension carries them), leaves response
 decoding and size caps to the caller (the body is streamed), and hands everything it does
-not serve — ``https://`` — to the ``fallback`` transport. It is only installed when no
-proxy is configured (see :func:`agent.transport.make_client`).
+not serve — ``https://`` — to the ``fallback`` transport. The agent installs it when no
+proxy is configured (see :func:`agent.transport.make_client`); ``dsf-compile sync`` always
+(it never uses proxies), so a fleet of plain-http scorers never loads httpcore at all.
 """
 
 from __future__ import annotations

@@ -1,0 +1,172 @@
+"""Whole commands as a user types them: ``validate`` and ``sync``, with in-run baselines.
+
+Each figure is the best of ``repeat`` runs of ``python -m dsf_compile …`` in a child
+process (interpreter start, imports and all), with the package's bytecode compiled as an
+install leaves it. The baselines run in the same session, the same way: a bare
+interpreter (``python -c pass``) and ``dsf-compile --help`` (the interpreter plus the
+command-line parser), so a loaded machine shows in both.
+
+    PYTHONPATH=. python bench/command_bench.py [--scorers 200] [--delay 0.1] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import multiprocessing
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.render_bench import _env  # noqa: E402  (this checkout's compiler in the child)
+
+
+def command_seconds(argv: list[str], repeat: int, *, expect: int = 0) -> float:
+    """The best wall time of ``repeat`` runs of ``argv`` (a whole command); checks its exit."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, env=_env(), check=False, timeout=600)
+        seconds = time.perf_counter() - start
+        if done.returncode != expect:
+            raise SystemExit(
+                f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-2000:]}"
+            )
+        best = min(best, seconds)
+    return best
+
+
+def compile_package() -> None:
+    """The compiler's bytecode, as pip leaves it at install time."""
+    compileall.compile_dir(REPO / "dsf_compile", quiet=1)
+
+
+COMPILER = [sys.executable, "-m", "dsf_compile"]
+#: A ``python -m bench`` row: group, what, workload, figure, baseline, ratio, target, met.
+RowCells = tuple[str, str, str, str, str, float, str, bool | None]
+
+
+def baselines(repeat: int) -> dict[str, float]:
+    """A bare interpreter and ``dsf-compile --help``, timed now."""
+    return {
+        "python -c pass": command_seconds([sys.executable, "-c", "pass"], repeat),
+        "dsf-compile --help": command_seconds([*COMPILER, "--help"], repeat),
+    }
+
+
+def measure_validate(repeat: int) -> dict[str, float]:
+    """``validate`` of the example fleet (this repository's inputs), whole command."""
+    compile_package()
+    figures = baselines(repeat)
+    figures["validate"] = command_seconds([*COMPILER, "--root", str(REPO), "validate"], repeat)
+    return figures
+
+
+def write_sync_fleet(root: Path, base_url: str, scorers: int) -> None:
+    """``scorers`` Full scorers, one file each, all on the loopback server; one cluster.
+
+    The settings are the defaults (``sync.concurrency`` among them), as a user has them.
+    """
+    (root / "scorers").mkdir(parents=True)
+    (root / "clusters").mkdir()
+    for i in range(scorers):
+        name = f"s{i:04}"
+        scorer = {
+            "apiVersion": "dynamic-scoring.open-cluster-management.io/v1alpha1",
+            "kind": "DynamicScorer",
+            "metadata": {"name": name},
+            "spec": {
+                "description": "bench",
+                "configURL": f"{base_url}/config?n={i}",
+                "configSyncMode": "Full",
+                "scoreDestination": "AddOnPlacementScore",
+            },
+        }
+        (root / "scorers" / f"{name}.yaml").write_text(yaml.safe_dump(scorer, sort_keys=False))
+    cluster = {
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": "cluster-0000"},
+    }
+    (root / "clusters" / "inventory.yaml").write_text(yaml.safe_dump(cluster, sort_keys=False))
+
+
+def measure_sync(scorers: int, delay: float, repeat: int) -> dict[str, float]:
+    """``sync`` of ``scorers`` Full scorers answering after ``delay``, whole command."""
+    from bench.sync_bench import _serve
+
+    compile_package()
+    figures = baselines(repeat)
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.Process(target=_serve, args=(delay, child), daemon=True)
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{parent.recv()}"
+        with tempfile.TemporaryDirectory(prefix="dsf-bench-sync-") as tmp:
+            root = Path(tmp)
+            write_sync_fleet(root, base, scorers)
+            figures["sync"] = command_seconds([*COMPILER, "--root", str(root), "sync"], repeat)
+            lock = (root / "dsf.lock.json").read_text(encoding="utf-8")
+            figures["active"] = lock.count('"health": "Active"')
+    finally:
+        parent.send("stop")
+        server.join(timeout=15)
+    return figures
+
+
+#: quality.md's targets for the two commands, in seconds.
+VALIDATE_TARGET = 0.2
+SYNC_TARGET = 1.0
+
+
+def command_rows(scorers: int, delay: float, quick: bool) -> list[RowCells]:
+    """``python -m bench``'s rows: ``validate`` and ``sync`` as whole commands."""
+    repeat = 1 if quick else 3
+    validate = measure_validate(repeat)
+    sync = measure_sync(scorers, delay, repeat)
+    rows: list[RowCells] = []
+    for what, workload, figures, target in (
+        ("validate (command)", "the example fleet", validate, VALIDATE_TARGET),
+        ("sync (command)", f"{scorers} Full scorers × {delay * 1000:g} ms", sync, SYNC_TARGET),
+    ):
+        name = what.split()[0]
+        seconds, bare, help_ = (
+            figures[name],
+            figures["python -c pass"],
+            figures["dsf-compile --help"],
+        )
+        rows.append(
+            ("commands", f"{what}, best of {repeat}", workload, f"{seconds:.3f} s",
+             f"python -c pass {bare:.3f} s, --help {help_:.3f} s", seconds / help_,
+             f"≤ {target:g} s", None if quick else seconds <= target)
+        )  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scorers", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=0.1)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    for what, figures in (
+        ("validate (example fleet)", measure_validate(args.repeat)),
+        (
+            f"sync ({args.scorers} Full × {args.delay * 1000:g} ms)",
+            measure_sync(args.scorers, args.delay, args.repeat),
+        ),
+    ):
+        print(what)
+        for name, value in figures.items():
+            print(f"  {name:<20} {value:.3f}")
+
+
+if __name__ == "__main__":
+    main()

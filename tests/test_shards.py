@@ -1,0 +1,243 @@
+"""Sharding past one Application (rendered.md): a generated fleet over a small byte budget.
+
+Every figure comes from whole ``dsf-compile`` commands and ``kubectl kustomize`` on the
+written tree: every object in exactly one Application, every shard building, the
+bootstrap objects naming every shard, and one cluster more or less rewriting one shard.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.render_bench import generate_fleet
+from dsf_compile.render.shards import shard_count, shard_folder, shard_of
+from tests.test_rendered_objects import identity, kustomize
+
+CLUSTERS = 60
+SCORERS = 4
+OCM_CLUSTER_KINDS = {"ManifestWork", "ManagedClusterAddOn", "AddOnDeploymentConfig"}
+
+
+def dsf(root: Path, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    """``dsf-compile --root ROOT ARGS`` as a user runs it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dsf_compile", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == expect, done.stderr[-3000:]
+    return done
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    folder = root / "rendered"
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".dsf-files"
+    }
+
+
+def cluster_bytes(root: Path) -> int:
+    """The bytes of every per-cluster object of an unsharded render (what the budget counts)."""
+    return sum(
+        len(data)
+        for path, data in tree(root).items()
+        if path.startswith("clusters/") and not path.endswith("/kustomization.yaml")
+    )
+
+
+def add_cluster(root: Path, name: str) -> None:
+    document = {
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": name, "labels": {"gpu": "true", "region": "eu-west"}},
+    }
+    (root / "clusters" / f"{name}.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def budget(tmp_path_factory: pytest.TempPathFactory) -> int:
+    """A budget that puts the generated fleet at 6 budgets' worth: 8 shards, mid-range."""
+    root = tmp_path_factory.mktemp("unsharded")
+    generate_fleet(root, CLUSTERS, SCORERS)
+    dsf(root, "render")
+    return cluster_bytes(root) // 6
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, budget: int) -> Path:
+    generate_fleet(tmp_path, CLUSTERS, SCORERS)
+    (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget}\n", encoding="utf-8")
+    dsf(tmp_path, "render")
+    return tmp_path
+
+
+def shard_folders(root: Path) -> list[str]:
+    return sorted(f"shards/{p.name}" for p in (root / "rendered" / "shards").iterdir())
+
+
+def test_shard_count_is_the_smallest_power_of_two_under_the_budget() -> None:
+    assert [shard_count(n, 100) for n in (0, 100, 101, 200, 201, 400, 401)] == [1, 1, 2, 2, 4, 4, 8]
+    assert shard_folder(3, 8) == "shards/03" and shard_folder(120, 128) == "shards/120"
+    # pinned: a cluster's shard must not move between versions or machines
+    assert [shard_of(f"cluster-{i:04d}", 8) for i in range(6)] == [
+        shard_of(f"cluster-{i:04d}", 16) % 8 for i in range(6)
+    ]
+    assert shard_of("worker01", 1_000_003) == shard_of("worker01", 1_000_003)
+
+
+def test_every_object_is_in_exactly_one_application(fleet: Path, budget: int) -> None:
+    files = tree(fleet)
+    folders = shard_folders(fleet)
+    assert folders == [shard_folder(i, 8) for i in range(8)]
+    assert not (fleet / "rendered" / "clusters").exists()
+    expected: Counter[tuple[str, str, str, str]] = Counter()
+    for path, data in files.items():
+        if path.endswith("kustomization.yaml") or path.startswith("bootstrap/"):
+            continue
+        expected[identity(yaml.safe_load(data))] += 1
+    root_objects = kustomize(fleet / "rendered")
+    assert not {o["kind"] for o in root_objects} & OCM_CLUSTER_KINDS
+    seen = Counter(identity(o) for o in root_objects)
+    outputs = []
+    for folder in folders:
+        objects = kustomize(fleet / "rendered" / folder)
+        outputs.append(len(yaml.safe_dump_all(objects)))
+        for obj in objects:
+            assert obj["kind"] in OCM_CLUSTER_KINDS
+            cluster = obj["metadata"]["namespace"]
+            # whole clusters, each in the shard its name hashes to
+            assert shard_folder(shard_of(cluster, 8), 8) == folder
+            seen[identity(obj)] += 1
+    assert seen == expected
+    assert max(seen.values()) == 1
+    # the average shard is within the budget (the count is chosen so)
+    per_cluster = sum(
+        len(d)
+        for p, d in files.items()
+        if p.startswith("shards/") and not p.endswith("/kustomization.yaml")
+    )
+    assert per_cluster / len(folders) <= budget
+    assert all(size > 0 for size in outputs)
+
+
+def test_the_bootstrap_objects_point_at_every_shard_after_the_crds(fleet: Path) -> None:
+    rendered = fleet / "rendered"
+    folders = shard_folders(fleet)
+    argocd = kustomize(rendered / "bootstrap" / "argocd")
+    assert [o["kind"] for o in argocd] == ["ApplicationSet"]
+    spec = argocd[0]["spec"]
+    elements = spec["generators"][0]["list"]["elements"]
+    assert [e["path"] for e in elements] == ["rendered"] + [f"rendered/{f}" for f in folders]
+    assert [e["stage"] for e in elements] == ["hub"] + ["clusters"] * len(folders)
+    steps = spec["strategy"]["rollingSync"]["steps"]
+    assert [s["matchExpressions"][0]["values"] for s in steps] == [["hub"], ["clusters"]]
+    assert spec["template"]["spec"]["source"]["path"] == "{{.path}}"
+    flux = {
+        o["metadata"]["name"]: o
+        for o in kustomize(rendered / "bootstrap" / "flux")
+        if o["kind"] == "Kustomization"
+    }
+    shards = {n: o for n, o in flux.items() if "-shard-" in n}
+    assert sorted(o["spec"]["path"] for o in shards.values()) == [
+        f"./rendered/{f}" for f in folders
+    ]
+    for obj in shards.values():
+        assert obj["spec"]["dependsOn"] == [
+            {"name": "dynamic-scoring-framework-crds"},
+            {"name": "dynamic-scoring-framework"},
+        ]
+    # the hub's layer is what it was: the CRDs, then fleet/ (which holds no shard)
+    assert flux["dynamic-scoring-framework"]["spec"]["path"] == "./rendered/fleet"
+    fleet_kinds = {o["kind"] for o in kustomize(rendered / "fleet")}
+    assert not fleet_kinds & OCM_CLUSTER_KINDS
+
+
+def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+
+
+def test_one_cluster_more_or_less_rewrites_one_shard(fleet: Path) -> None:
+    before = tree(fleet)
+    add_cluster(fleet, "cluster-9000")
+    dsf(fleet, "render")
+    after = tree(fleet)
+    shard = shard_folder(shard_of("cluster-9000", 8), 8)
+    changed = _changed(before, after)
+    assert changed == {
+        f"{shard}/kustomization.yaml",
+        f"{shard}/cluster-9000/kustomization.yaml",
+        f"{shard}/cluster-9000/manifestwork.yaml",
+        f"{shard}/cluster-9000/managedclusteraddon.yaml",
+    }
+    # and removing one (the generated inventory is one file: drop its first cluster)
+    inventory = fleet / "clusters" / "inventory.yaml"
+    documents = list(yaml.safe_load_all(inventory.read_text(encoding="utf-8")))
+    gone = documents.pop(0)["metadata"]["name"]
+    inventory.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
+    dsf(fleet, "render")
+    shard = shard_folder(shard_of(gone, 8), 8)
+    assert {
+        p.split("/", 2)[0] + "/" + p.split("/", 2)[1] for p in _changed(after, tree(fleet))
+    } == {shard}
+
+
+def test_check_and_diff_name_the_shard_a_change_lands_in(fleet: Path) -> None:
+    add_cluster(fleet, "cluster-9000")
+    shard = shard_folder(shard_of("cluster-9000", 8), 8)
+    check = dsf(fleet, "render", "--check", expect=1)
+    assert check.stdout.splitlines()[0] == f"shards changed: {shard} (4 files)"
+    markdown = dsf(fleet, "diff", "--format", "markdown", expect=1)
+    assert f"Shards changed: {shard} (4 files)." in markdown.stdout
+
+
+def test_the_no_op_fast_path_sees_a_change_inside_a_shard(fleet: Path) -> None:
+    assert "0 added, 0 changed, 0 removed" in dsf(fleet, "render").stderr
+    dsf(fleet, "render", "--check")  # reads every file once, then vouches for their lstat
+    dsf(fleet, "render", "--check")
+    target = next((fleet / "rendered" / "shards").glob("*/*/manifestwork.yaml"))
+    target.write_text(target.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    shard = "shards/" + target.parent.parent.name
+    check = dsf(fleet, "render", "--check", expect=1)
+    assert check.stdout.splitlines()[0] == f"shards changed: {shard} (1 file)"
+    assert "1 changed" in dsf(fleet, "render").stderr
+    dsf(fleet, "render", "--check")
+
+
+def test_at_the_budget_or_by_default_the_fleet_is_not_sharded(tmp_path: Path) -> None:
+    generate_fleet(tmp_path, CLUSTERS, SCORERS)
+    dsf(tmp_path, "render")
+    unsharded = tree(tmp_path)
+    assert not any(p.startswith("shards/") for p in unsharded)
+    (tmp_path / "dsf.yaml").write_text(
+        f"render:\n  shardBytes: {cluster_bytes(tmp_path)}\n", encoding="utf-8"
+    )
+    dsf(tmp_path, "render")
+    assert tree(tmp_path) == unsharded
+    # one byte fewer: two shards, and back to the same bytes when the budget is lifted
+    (tmp_path / "dsf.yaml").write_text(
+        f"render:\n  shardBytes: {cluster_bytes(tmp_path) - 1}\n", encoding="utf-8"
+    )
+    dsf(tmp_path, "render")
+    assert shard_folders(tmp_path) == ["shards/00", "shards/01"]
+    (tmp_path / "dsf.yaml").unlink()
+    dsf(tmp_path, "render")
+    assert tree(tmp_path) == unsharded
+    assert not (tmp_path / "rendered" / "shards").exists()
+
+
+def test_a_bad_budget_is_a_located_error(tmp_path: Path) -> None:
+    generate_fleet(tmp_path, 6, 1)
+    (tmp_path / "dsf.yaml").write_text("render:\n  shardBytes: 0\n", encoding="utf-8")
+    done = dsf(tmp_path, "validate", expect=1)
+    assert done.stderr.startswith("dsf.yaml:2:3: error: render.shardBytes: must be > 0\n")
+    assert "Traceback" not in done.stderr
