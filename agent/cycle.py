@@ -16,12 +16,18 @@ from datetime import UTC, datetime
 import httpx
 
 from agent.dimensions import score_items
-from agent.errors import AgentError, SecretMissingError
+from agent.errors import AgentError, ScoreError, SecretMissingError
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
 from agent.memory import MemoryBudget, Reservation, budget_for, container_limit
 from agent.metrics import AgentMetrics, ScorerMetrics
-from agent.publish import HubPublisher, condition_reason, placement_score_status
+from agent.publish import (
+    MAX_STATUS_BYTES,
+    HubPublisher,
+    condition_reason,
+    placement_score_status,
+    status_size,
+)
 from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
@@ -121,6 +127,7 @@ async def _run_cycle(
                 token=scoring_token,
                 max_bytes=ctx.settings.max_scoring_response_bytes,
                 slots=ctx.slots,
+                max_results=ctx.settings.max_results,
             )
         finally:
             scored = time.perf_counter()
@@ -142,18 +149,19 @@ async def _run_cycle(
                     score_name=score_name,
                     how=how,
                 )
-                status = placement_score_status(
-                    items,
-                    now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
-                    interval=summary.scoringInterval,
+                now = datetime.fromtimestamp(ctx.wall_clock(), UTC)
+                status = placement_score_status(items, now=now, interval=summary.scoringInterval)
+                if status_size(status) > MAX_STATUS_BYTES:
+                    raise ScoreError(
+                        f"the scores make an AddOnPlacementScore status over {MAX_STATUS_BYTES} "
+                        f"bytes ({len(items)} items), more than the hub stores",
+                        reason="status_too_large",
+                    )
+                published = await ctx.hub.publish(
+                    sanitize_name(score_name), status, now=now, interval=summary.scoringInterval
                 )
-                conflicts = await ctx.hub.publish(
-                    sanitize_name(score_name),
-                    status,
-                    now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
-                )
-                if conflicts:
-                    counters.hub_conflicts.inc(conflicts)
+                counters.hub_conflicts.inc(published.conflicts)
+                (counters.hub_written if published.written else counters.hub_unchanged).inc()
             ctx.metrics.publish_scores(score_name, outcome.results, how)
         finally:
             counters.send_seconds.inc(time.perf_counter() - scored)

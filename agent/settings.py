@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import cast
 
 from agent.aggregate import AGGREGATIONS, Aggregation
+from agent.score import DEFAULT_MAX_RESULTS
 from dsf_compile.connect_to import parse_connect_to
 from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
 from dsf_compile.errors import DsfError
@@ -36,6 +37,8 @@ class Settings:
     request_timeout: float = 30.0
     max_response_bytes: int = 64 * 1024 * 1024
     max_scoring_response_bytes: int = 16 * 1024 * 1024
+    #: results one Scoring API answer may hold; a larger answer fails the cycle
+    max_results: int = DEFAULT_MAX_RESULTS
     #: the container's memory limit (bytes) the answers are budgeted against; None: the
     #: cgroup's, if any
     memory_limit: int | None = None
@@ -173,6 +176,13 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="largest Scoring API response accepted (default 16 MiB) [DSF_MAX_SCORING_RESPONSE_BYTES]",
     )
     parser.add_argument(
+        "--max-results",
+        type=_positive_int,
+        default=_env(environ, "DSF_MAX_RESULTS") or str(DEFAULT_MAX_RESULTS),
+        help="most results one Scoring API answer may hold; a larger answer fails the cycle "
+        f"(reason too_many_results; default {DEFAULT_MAX_RESULTS}) [DSF_MAX_RESULTS]",
+    )
+    parser.add_argument(
         "--resolve",
         action="append",
         default=(_env(environ, "DSF_RESOLVE") or "").replace(",", " ").split(),
@@ -220,6 +230,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         request_timeout=args.request_timeout,
         max_response_bytes=args.max_response_bytes,
         max_scoring_response_bytes=args.max_scoring_response_bytes,
+        max_results=args.max_results,
         connect_to=connect_to,
         memory_limit=args.memory_limit,
     )
