@@ -595,6 +595,15 @@ def test_settings_from_environment_and_flags() -> None:
     assert flagged.aggregation_for("cpu") == "min" and flagged.aggregation_for("mem") == "avg"
 
 
+def test_the_result_cap_is_a_flag_and_a_variable() -> None:
+    assert parse_settings(["--cluster-name", "c"], {}).max_results == 10_000
+    assert parse_settings(["--cluster-name", "c"], {"DSF_MAX_RESULTS": "50"}).max_results == 50
+    flagged = parse_settings(
+        ["--cluster-name", "c", "--max-results", "7"], {"DSF_MAX_RESULTS": "50"}
+    )
+    assert flagged.max_results == 7
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -604,6 +613,8 @@ def test_settings_from_environment_and_flags() -> None:
         ["--cluster-name", "c", "--aggregate", "x=median"],
         ["--cluster-name", "c", "--log-level", "loud"],
         ["--cluster-name", "c", "--request-timeout", "0"],
+        ["--cluster-name", "c", "--max-results", "0"],
+        ["--cluster-name", "c", "--max-results", "many"],
     ],
 )
 def test_bad_flags_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
