@@ -22,11 +22,11 @@ from agent.logs import REDACTOR, fields
 from agent.memory import MemoryBudget, Reservation, budget_for, container_limit
 from agent.metrics import AgentMetrics, ScorerMetrics
 from agent.publish import (
-    MAX_STATUS_BYTES,
+    MAX_STORED_BYTES,
     HubPublisher,
     condition_reason,
     placement_score_status,
-    status_size,
+    stored_size,
 )
 from agent.score import request_scores
 from agent.secrets import SecretStore
@@ -151,10 +151,10 @@ async def _run_cycle(
                 )
                 now = datetime.fromtimestamp(ctx.wall_clock(), UTC)
                 status = placement_score_status(items, now=now, interval=summary.scoringInterval)
-                if status_size(status) > MAX_STATUS_BYTES:
+                if stored_size(status) > MAX_STORED_BYTES:
                     raise ScoreError(
-                        f"the scores make an AddOnPlacementScore status over {MAX_STATUS_BYTES} "
-                        f"bytes ({len(items)} items), more than the hub stores",
+                        f"{len(items)} items make an AddOnPlacementScore of over "
+                        f"{MAX_STORED_BYTES} bytes, more than the hub stores",
                         reason="status_too_large",
                     )
                 published = await ctx.hub.publish(

@@ -33,9 +33,11 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-agent"}
 #: ahead: the next cycle then still has half an interval of lag before they lapse, and
 #: scores that never change are written every other cycle instead of every cycle.
 REFRESH_INTERVALS = 1.5
-#: The largest ``status`` written (encoded JSON): etcd refuses requests over 1.5 MiB, and
-#: the object's metadata and managed fields need room beside it.
-MAX_STATUS_BYTES = 1024 * 1024
+#: The largest AddOnPlacementScore written, as the hub stores it (:func:`stored_size`):
+#: etcd refuses a request over 1.5 MiB; 16 KiB are left to metadata and the condition.
+MAX_STORED_BYTES = 1536 * 1024 - 16 * 1024
+#: managedFields' entry per item beyond its name: ``"k:{\"name\":…}":{".":{},"f:name":{},"f:value":{}},``
+_MANAGED_ITEM_BYTES = 50
 
 
 def valid_until(now: datetime, interval: int) -> str:
@@ -51,9 +53,16 @@ def placement_score_status(
     return {"scores": [item.as_dict() for item in items], "validUntil": valid_until(now, interval)}
 
 
-def status_size(status: dict[str, Any]) -> int:
-    """Bytes of ``status`` as the hub stores it (compact JSON)."""
-    return len(json.dumps(status, separators=(",", ":"), ensure_ascii=False).encode())
+def stored_size(status: dict[str, Any]) -> int:
+    """Bytes an AddOnPlacementScore with ``status`` takes on the hub, near enough: the status
+    as compact JSON, and the ``managedFields`` the API server keeps beside it, which name
+    every item once more (``scores`` is a list-map keyed by name)."""
+    encoded = json.dumps(status, separators=(",", ":"), ensure_ascii=False).encode()
+    names = sum(
+        len(json.dumps(item.get("name", ""), ensure_ascii=False).encode()) + _MANAGED_ITEM_BYTES
+        for item in status.get("scores", ())
+    )
+    return len(encoded) + names
 
 
 def seconds_left(status: dict[str, Any], now: datetime) -> float:
