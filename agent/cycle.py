@@ -7,8 +7,10 @@ A failed cycle changes nothing already published except the failure counters.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -157,8 +159,11 @@ async def _run_cycle(
                         f"{MAX_STORED_BYTES} bytes, more than the hub stores",
                         reason="status_too_large",
                     )
+                name = sanitize_name(score_name)
+                if not ctx.hub.knows(name):
+                    await asyncio.sleep(first_write_delay(ctx.settings, score_name, summary))
                 published = await ctx.hub.publish(
-                    sanitize_name(score_name), status, now=now, interval=summary.scoringInterval
+                    name, status, now=now, interval=summary.scoringInterval
                 )
                 counters.hub_conflicts.inc(published.conflicts)
                 (counters.hub_written if published.written else counters.hub_unchanged).inc()
@@ -180,6 +185,22 @@ async def _run_cycle(
         log.info("scorer_recovered", extra=fields(score_name=score_name, after=state.failure[0]))
         state.failure = None
     return True
+
+
+def first_write_delay(settings: Settings, score_name: str, summary: Summary) -> float:
+    """How long the first hub write of a scorer after start waits: up to ``hub_spread``
+    seconds, at most half an interval (the next cycle stays on time), by a hash of the
+    cluster and score names.
+
+    A fleet whose agents all restart together (a new image, a hub outage that ends) would
+    otherwise read and write every AddOnPlacementScore of the fleet within the first
+    second — 30 times the hub's usual rate at 30 s intervals (``docs/benchmarks.md``).
+    The cycle itself still starts right after start (agent.md) and a failure shows at once;
+    a successful first cycle's hub write, and the ``dynamic_score`` update after it, wait.
+    """
+    window = min(settings.hub_spread, summary.scoringInterval / 2)
+    key = f"{settings.cluster_name}/{score_name}/hub".encode()
+    return zlib.crc32(key) / 2**32 * window
 
 
 async def _report_on_hub(

@@ -200,7 +200,8 @@ class HubPublisher:
             interval is not None
             and held.get("scores") == status.get("scores")
             and held.get("conditions") == status["conditions"]
-            and seconds_left(held, now) >= REFRESH_INTERVALS * interval
+            # not near validUntil, nor past what this interval gives (it was shortened)
+            and REFRESH_INTERVALS * interval <= seconds_left(held, now) <= 3 * interval + 1
         ):
             return Published(written=False, conflicts=0)
         conflicts = await self._write(name, status)
@@ -265,6 +266,10 @@ class HubPublisher:
             f"AddOnPlacementScore {name!r}: still conflicting after {self._retries} retries",
             reason="conflict",
         )
+
+    def knows(self, name: str) -> bool:
+        """Whether object ``name`` was read or written since the start (or since forgotten)."""
+        return name in self._written
 
     def forget(self, name: str) -> None:
         """Drop what is known about ``name`` (its scorer was removed)."""

@@ -514,7 +514,9 @@ def bench_isolation(
         "bytes": size,
         "peak": peak,
         "refused": refused / flood_cycles if flood_cycles else float("nan"),
-        "flood_series": _total(after, "dynamic_score", ds_score_name="flood"),
+        "flood_series": sum(
+            1 for name, labels, _ in after if labels.get("ds_score_name") == "flood"
+        ),
     }
 
 

@@ -32,6 +32,7 @@ class Clocked(Harness):
         self.kube = kube
         self.now = NOW
         self.ctx.wall_clock = lambda: self.now
+        self.settings = self.ctx.settings = replace(self.settings, hub_spread=0.0)
 
     async def cycle_at(self, offset: float, **summary: Any) -> bool:
         self.now = NOW + offset
@@ -192,3 +193,32 @@ async def test_an_answer_over_the_result_cap_fails_the_cycle_and_is_counted(
     )
     assert clocked.score("m0") is None and clocked.score("n1") == 42.9
     assert "more than 3 results" in clocked.held()["conditions"][0]["message"]
+
+
+def test_the_first_hub_write_is_spread_within_half_an_interval_and_the_setting() -> None:
+    from agent.cycle import first_write_delay
+    from agent.settings import Settings
+    from dsf_compile.contract import Summary
+    from tests.agent.conftest import make_summary
+
+    def delays(interval: int, spread: float = 10.0, cluster: str = CLUSTER) -> list[float]:
+        settings = Settings(cluster_name=cluster, hub_spread=spread)
+        summary = Summary.model_validate(make_summary(scoringInterval=interval))
+        return [first_write_delay(settings, f"score_{i}", summary) for i in range(200)]
+
+    assert all(0 <= d < 10 for d in delays(30)) and max(delays(30)) > 8
+    assert all(0 <= d < 0.5 for d in delays(1))
+    assert delays(30, spread=0) == [0.0] * 200
+    # every cluster spreads its own way: a fleet restarting together is spread too
+    assert delays(30) != delays(30, cluster="worker02")
+
+
+@pytest.mark.asyncio
+async def test_a_shortened_interval_rewrites_unchanged_scores_with_the_shorter_validity(
+    clocked: Clocked,
+) -> None:
+    assert await clocked.cycle_at(0)
+    clocked.now = NOW + 1
+    assert await clocked.cycle(scoringInterval=2)  # 29 s left, more than 3 x 2 s
+    assert clocked.status_writes() == 2
+    assert clocked.held()["validUntil"] == "2024-06-17T04:53:27Z"  # NOW + 1 + 3 x 2 s

@@ -602,6 +602,9 @@ def test_the_result_cap_is_a_flag_and_a_variable() -> None:
         ["--cluster-name", "c", "--max-results", "7"], {"DSF_MAX_RESULTS": "50"}
     )
     assert flagged.max_results == 7
+    assert parse_settings(["--cluster-name", "c"], {}).hub_spread == 10.0
+    assert parse_settings(["--cluster-name", "c", "--hub-spread", "0"], {}).hub_spread == 0.0
+    assert parse_settings(["--cluster-name", "c"], {"DSF_HUB_SPREAD": "2.5"}).hub_spread == 2.5
 
 
 @pytest.mark.parametrize(
@@ -615,6 +618,8 @@ def test_the_result_cap_is_a_flag_and_a_variable() -> None:
         ["--cluster-name", "c", "--request-timeout", "0"],
         ["--cluster-name", "c", "--max-results", "0"],
         ["--cluster-name", "c", "--max-results", "many"],
+        ["--cluster-name", "c", "--hub-spread", "-1"],
+        ["--cluster-name", "c", "--hub-spread", "nan"],
     ],
 )
 def test_bad_flags_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
