@@ -220,14 +220,31 @@ def main() -> None:
     cycles = rendered["cycles_per_cluster"] * args.clusters
     print()
     print(f"scoring cycles: {cycles:,.0f}/s across the fleet")
+    stored, _ = placement_score_stored(10)
     for label, per_cycle in (("unchanged", WRITES_UNCHANGED), ("changing", WRITES_CHANGING)):
         writes = cycles * per_cycle
-        stored, _ = placement_score_stored(10)
         history = writes * COMPACTION_SECONDS * stored
         print(
             f"- scores {label}: {writes:,.0f} status writes/s; between two compactions etcd "
             f"keeps {writes * COMPACTION_SECONDS / 1e6:,.1f} M revisions, {history / 1e9:,.1f} GB "
             f"at 10 items each (quota {ETCD_QUOTA / 2**30:.0f} GiB)"
+        )
+    print()
+    print("clusters whose objects and write history fit in etcd's 2 GiB quota:")
+    rendered_per_cluster = (
+        sum(sum(sizes) for kind, sizes in rendered["kinds"].items() if kind.startswith("cluster:"))
+        / rendered["clusters"]
+    )
+    scores = sum(rendered["scores"]) / rendered["clusters"]
+    for items in (1, 10, 100):
+        size, _ = placement_score_stored(items)
+        fitting: list[float] = []
+        for per_cycle in (WRITES_UNCHANGED, WRITES_CHANGING):
+            history = rendered["cycles_per_cluster"] * per_cycle * COMPACTION_SECONDS * size
+            fitting.append(ETCD_QUOTA / (rendered_per_cluster + scores * size + history))
+        print(
+            f"- {items} items per AddOnPlacementScore: {fitting[0]:,.0f} clusters with unchanged "
+            f"scores, {fitting[1]:,.0f} when every score changes every cycle"
         )
 
 
