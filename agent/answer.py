@@ -172,40 +172,37 @@ def skip_space(text: str, at: int) -> int:
 def walk_object(text: str, at: int, member: Callable[[str, str, int], int]) -> int:
     """Walk the object at ``text[at]``, calling ``member(text, key, value_start)`` for each
     member (it returns where the value ends); returns where the object ends."""
-    if not text.startswith("{", at):
-        raise Malformed
-    index = skip_space(text, at + 1)
-    if text.startswith("}", index):
-        return index + 1
-    while True:
+
+    def pair(index: int) -> int:
         if not text.startswith('"', index):
             raise Malformed
         key, index = _scan(text, index)
         index = skip_space(text, index)
         if not text.startswith(":", index):
             raise Malformed
-        index = skip_space(text, member(text, key, skip_space(text, index + 1)))
-        if text.startswith(",", index):
-            index = skip_space(text, index + 1)
-            continue
-        if text.startswith("}", index):
-            return index + 1
-        raise Malformed
+        return member(text, key, skip_space(text, index + 1))
+
+    return _walk(text, at, "{", "}", pair)
 
 
 def walk_array(text: str, at: int, item: Callable[[int], int]) -> int:
     """Walk the array at ``text[at]``, calling ``item(value_start)`` for each item (it
     returns where the item ends); returns where the array ends."""
-    if not text.startswith("[", at):
+    return _walk(text, at, "[", "]", item)
+
+
+def _walk(text: str, at: int, opening: str, closing: str, each: Callable[[int], int]) -> int:
+    """The comma-separated entries between ``opening`` at ``text[at]`` and ``closing``."""
+    if not text.startswith(opening, at):
         raise Malformed
     index = skip_space(text, at + 1)
-    if text.startswith("]", index):
+    if text.startswith(closing, index):
         return index + 1
     while True:
-        index = skip_space(text, item(index))
+        index = skip_space(text, each(index))
         if text.startswith(",", index):
             index = skip_space(text, index + 1)
             continue
-        if text.startswith("]", index):
+        if text.startswith(closing, index):
             return index + 1
         raise Malformed
