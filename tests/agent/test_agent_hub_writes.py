@@ -222,3 +222,15 @@ async def test_a_shortened_interval_rewrites_unchanged_scores_with_the_shorter_v
     assert await clocked.cycle(scoringInterval=2)  # 29 s left, more than 3 x 2 s
     assert clocked.status_writes() == 2
     assert clocked.held()["validUntil"] == "2024-06-17T04:53:27Z"  # NOW + 1 + 3 x 2 s
+
+
+@pytest.mark.asyncio
+async def test_an_object_deleted_on_the_hub_comes_back_by_the_next_rewrite(
+    clocked: Clocked,
+) -> None:
+    assert await clocked.cycle_at(0)
+    clocked.kube.delete("addonplacementscores", CLUSTER, OBJECT)
+    assert await clocked.cycle_at(INTERVAL)  # the agent cannot know without reading
+    assert clocked.kube.get("addonplacementscores", CLUSTER, OBJECT) is None
+    assert await clocked.cycle_at(2 * INTERVAL)
+    assert clocked.held()["scores"] == [{"name": "n1;ns;n1-pod", "value": 42}]
