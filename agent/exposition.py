@@ -67,11 +67,6 @@ class ScoreSeries:
             self._values.pop(score_name, None)
             self._text.pop(score_name, None)
 
-    def count(self, score_name: str) -> int:
-        """How many series ``score_name`` has."""
-        with self._lock:
-            return len(self._values.get(score_name, {}))
-
     def text(self) -> bytes:
         """The whole family in the text format (its header even when it has no series)."""
         with self._lock:

@@ -44,9 +44,9 @@ class AgentMetrics:
         self.cluster = cluster
         self._owned: dict[str, _Owned] = {}
         self.score = ScoreSeries(SCORE_LABELS)
+        registry.register(self.score)
         # everything but dynamic_score, rendered by prometheus_client on each scrape: a
         # dozen series per scorer, whatever the scorers answer
-        registry.register(self.score)
         self._counters = counters = CollectorRegistry()
         registry.register(counters)
         registry = counters
