@@ -101,7 +101,10 @@ async def run_agent(
         )
         agent = Agent(ctx)
         server = EndpointServer(
-            settings.metrics_host, settings.metrics_port, registry, ready=agent.ready.is_set
+            settings.metrics_host,
+            settings.metrics_port,
+            metrics.exposition,
+            ready=agent.ready.is_set,
         ).start()
         if on_listening is not None:
             on_listening(server.port)

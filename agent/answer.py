@@ -33,7 +33,7 @@ _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(
 ).scan_once  # type: ignore[attr-defined]  # public since Python 2, untyped in typeshed
 
 
-class _Malformed(Exception):
+class Malformed(Exception):
     """The answer is not JSON, or not shaped as a Prometheus API response."""
 
 
@@ -86,10 +86,10 @@ def series_block(body: bytes | bytearray) -> SeriesBlock:
         raise FetchError("not a Prometheus API response", reason="invalid_response") from err
     found = _Found()
     try:
-        end = _object(text, _space(text, 0), found.top)
-        if _space(text, end) != len(text):
-            raise _Malformed
-    except (_Malformed, StopIteration, ValueError, IndexError, RecursionError) as err:
+        end = walk_object(text, skip_space(text, 0), found.top)
+        if skip_space(text, end) != len(text):
+            raise Malformed
+    except (Malformed, StopIteration, ValueError, IndexError, RecursionError) as err:
         raise FetchError("not a Prometheus API response", reason="invalid_response") from err
     if found.status is None:
         raise FetchError("not a Prometheus API response", reason="invalid_response")
@@ -121,7 +121,7 @@ class _Found:
     def top(self, text: str, key: str, at: int) -> int:
         if key == "data" and text.startswith("{", at):
             self.result = None
-            return _object(text, at, self.data)
+            return walk_object(text, at, self.data)
         value, end = _scan(text, at)
         if key == "status":
             self.status = value
@@ -140,59 +140,69 @@ class _Found:
         return self._result(text, at)
 
     def _result(self, text: str, at: int) -> int:
-        first = index = _space(text, at + 1)
+        first = skip_space(text, at + 1)
         count = 0
         malformed = False
-        if text.startswith("]", index):
-            self.result = (first, first, 0)
-            self.malformed_series = False
-            return index + 1
-        while True:
-            series, index = _scan(text, index)
+        last = first
+
+        def series(index: int) -> int:
+            nonlocal count, malformed, last
+            value, last = _scan(text, index)
             count += 1
             if (
-                not isinstance(series, dict)
-                or not isinstance(series.get("metric"), dict)
-                or not isinstance(series.get("values"), list)
+                not isinstance(value, dict)
+                or not isinstance(value.get("metric"), dict)
+                or not isinstance(value.get("values"), list)
             ):
                 malformed = True
-            last = index
-            index = _space(text, index)
-            if text.startswith(",", index):
-                index = _space(text, index + 1)
-                continue
-            if text.startswith("]", index):
-                self.result = (first, last, count)
-                self.malformed_series = malformed
-                return index + 1
-            raise _Malformed
+            return int(last)
+
+        end = walk_array(text, at, series)
+        self.result = (first, last, count)
+        self.malformed_series = malformed
+        return end
 
 
-def _space(text: str, at: int) -> int:
+def skip_space(text: str, at: int) -> int:
     match = _SPACE.match(text, at)
     assert match is not None  # the pattern matches the empty string
     return match.end()
 
 
-def _object(text: str, at: int, member: Callable[[str, str, int], int]) -> int:
+def walk_object(text: str, at: int, member: Callable[[str, str, int], int]) -> int:
     """Walk the object at ``text[at]``, calling ``member(text, key, value_start)`` for each
     member (it returns where the value ends); returns where the object ends."""
-    if not text.startswith("{", at):
-        raise _Malformed
-    index = _space(text, at + 1)
-    if text.startswith("}", index):
+
+    def pair(index: int) -> int:
+        if not text.startswith('"', index):
+            raise Malformed
+        key, index = _scan(text, index)
+        index = skip_space(text, index)
+        if not text.startswith(":", index):
+            raise Malformed
+        return member(text, key, skip_space(text, index + 1))
+
+    return _walk(text, at, "{", "}", pair)
+
+
+def walk_array(text: str, at: int, item: Callable[[int], int]) -> int:
+    """Walk the array at ``text[at]``, calling ``item(value_start)`` for each item (it
+    returns where the item ends); returns where the array ends."""
+    return _walk(text, at, "[", "]", item)
+
+
+def _walk(text: str, at: int, opening: str, closing: str, each: Callable[[int], int]) -> int:
+    """The comma-separated entries between ``opening`` at ``text[at]`` and ``closing``."""
+    if not text.startswith(opening, at):
+        raise Malformed
+    index = skip_space(text, at + 1)
+    if text.startswith(closing, index):
         return index + 1
     while True:
-        if not text.startswith('"', index):
-            raise _Malformed
-        key, index = _scan(text, index)
-        index = _space(text, index)
-        if not text.startswith(":", index):
-            raise _Malformed
-        index = _space(text, member(text, key, _space(text, index + 1)))
+        index = skip_space(text, each(index))
         if text.startswith(",", index):
-            index = _space(text, index + 1)
+            index = skip_space(text, index + 1)
             continue
-        if text.startswith("}", index):
+        if text.startswith(closing, index):
             return index + 1
-        raise _Malformed
+        raise Malformed

@@ -7,8 +7,10 @@ A failed cycle changes nothing already published except the failure counters.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,12 +18,18 @@ from datetime import UTC, datetime
 import httpx
 
 from agent.dimensions import score_items
-from agent.errors import AgentError, SecretMissingError
+from agent.errors import AgentError, ScoreError, SecretMissingError
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
 from agent.memory import MemoryBudget, Reservation, budget_for, container_limit
 from agent.metrics import AgentMetrics, ScorerMetrics
-from agent.publish import HubPublisher, condition_reason, placement_score_status
+from agent.publish import (
+    MAX_STORED_BYTES,
+    HubPublisher,
+    condition_reason,
+    placement_score_status,
+    stored_size,
+)
 from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
@@ -121,6 +129,7 @@ async def _run_cycle(
                 token=scoring_token,
                 max_bytes=ctx.settings.max_scoring_response_bytes,
                 slots=ctx.slots,
+                max_results=ctx.settings.max_results,
             )
         finally:
             scored = time.perf_counter()
@@ -142,18 +151,22 @@ async def _run_cycle(
                     score_name=score_name,
                     how=how,
                 )
-                status = placement_score_status(
-                    items,
-                    now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
-                    interval=summary.scoringInterval,
+                now = datetime.fromtimestamp(ctx.wall_clock(), UTC)
+                status = placement_score_status(items, now=now, interval=summary.scoringInterval)
+                if stored_size(status) > MAX_STORED_BYTES:
+                    raise ScoreError(
+                        f"{len(items)} items make an AddOnPlacementScore of over "
+                        f"{MAX_STORED_BYTES} bytes, more than the hub stores",
+                        reason="status_too_large",
+                    )
+                name = sanitize_name(score_name)
+                if not ctx.hub.knows(name):
+                    await asyncio.sleep(first_write_delay(ctx.settings, score_name, summary))
+                published = await ctx.hub.publish(
+                    name, status, now=now, interval=summary.scoringInterval
                 )
-                conflicts = await ctx.hub.publish(
-                    sanitize_name(score_name),
-                    status,
-                    now=datetime.fromtimestamp(ctx.wall_clock(), UTC),
-                )
-                if conflicts:
-                    counters.hub_conflicts.inc(conflicts)
+                counters.hub_conflicts.inc(published.conflicts)
+                (counters.hub_written if published.written else counters.hub_unchanged).inc()
             ctx.metrics.publish_scores(score_name, outcome.results, how)
         finally:
             counters.send_seconds.inc(time.perf_counter() - scored)
@@ -172,6 +185,22 @@ async def _run_cycle(
         log.info("scorer_recovered", extra=fields(score_name=score_name, after=state.failure[0]))
         state.failure = None
     return True
+
+
+def first_write_delay(settings: Settings, score_name: str, summary: Summary) -> float:
+    """How long the first hub write of a scorer after start waits: up to ``hub_spread``
+    seconds, at most half an interval (the next cycle stays on time), by a hash of the
+    cluster and score names.
+
+    A fleet whose agents all restart together (a new image, a hub outage that ends) would
+    otherwise read and write every AddOnPlacementScore of the fleet within the first
+    second — 30 times the hub's usual rate at 30 s intervals (``docs/benchmarks.md``).
+    The cycle itself still starts right after start (agent.md) and a failure shows at once;
+    a successful first cycle's hub write, and the ``dynamic_score`` update after it, wait.
+    """
+    window = min(settings.hub_spread, summary.scoringInterval / 2)
+    key = f"{settings.cluster_name}/{score_name}/hub".encode()
+    return zlib.crc32(key) / 2**32 * window
 
 
 async def _report_on_hub(

@@ -8,10 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agent.aggregate import Aggregation, group_by_key
-from agent.score import Scored
+from agent.score import RESULT_LABELS, Scored
 from dsf_compile.contract import PLACEHOLDER_RE
 
-RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")
 SCORE_MIN = -100
 SCORE_MAX = 100
 

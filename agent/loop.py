@@ -1,8 +1,9 @@
 """Scheduling: one asyncio task per scorer, started, updated and stopped with the config.
 
 A scorer's cycles run on a fixed grid ``base + k * interval``; ``base`` is offset from the
-start by a stable per-scorer phase (a hash of the score name, at most 10 s), so that
-hundreds of scorers with the same interval do not all fire in the same millisecond. The
+start by a stable per-scorer phase (a hash of the cluster and score names, at most 10 s),
+so that hundreds of scorers with the same interval do not all fire in the same
+millisecond — nor one scorer on every cluster of a fleet whose agents restarted together. The
 first cycle runs within a second of start (spread by the same hash: a burst of hundreds
 of simultaneous first cycles can saturate the loop for good); the next one on the first
 grid slot at least one interval later. A cycle that overruns makes the scorer skip the slots it missed (counted)
@@ -29,9 +30,10 @@ log = logging.getLogger("dsf.agent.loop")
 MAX_PHASE_SECONDS = 10.0
 
 
-def scorer_phase(score_name: str, interval: float) -> float:
-    """Stable offset in ``[0, min(interval, 10 s))`` of a scorer's grid."""
-    return zlib.crc32(score_name.encode()) / 2**32 * min(interval, MAX_PHASE_SECONDS)
+def scorer_phase(key: str, interval: float) -> float:
+    """Stable offset in ``[0, min(interval, 10 s))`` of a scorer's grid (``key``: the
+    cluster and score names)."""
+    return zlib.crc32(key.encode()) / 2**32 * min(interval, MAX_PHASE_SECONDS)
 
 
 def next_slot(base: float, interval: float, not_before: float) -> float:
@@ -52,6 +54,7 @@ class ScorerRunner:
         self._task: asyncio.Task[None] | None = None
         self.counters = ScorerMetrics(ctx.metrics, summary.scoreName)
         self.cycles = 0
+        self._phase_key = f"{ctx.settings.cluster_name}/{summary.scoreName}"
 
     def start(self) -> None:
         """Start the task; the first cycle runs at once."""
@@ -78,9 +81,7 @@ class ScorerRunner:
         started = loop.time()
         # The first cycle runs within a second of start, spread by the same stable phase:
         # hundreds of scorers starting together would otherwise fire in one burst.
-        scheduled = started + scorer_phase(
-            self.summary.scoreName, min(self.summary.scoringInterval, 1.0)
-        )
+        scheduled = started + scorer_phase(self._phase_key, min(self.summary.scoringInterval, 1.0))
         state = CycleState()
         await asyncio.sleep(scheduled - loop.time())
         lag = self._ctx.metrics.start_lag
@@ -90,7 +91,7 @@ class ScorerRunner:
             self.cycles += 1
             while True:
                 interval = float(self.summary.scoringInterval)
-                base = started + scorer_phase(self.summary.scoreName, interval)
+                base = started + scorer_phase(self._phase_key, interval)
                 target = next_slot(base, interval, scheduled + interval)
                 now = loop.time()
                 if target < now:

@@ -3,7 +3,8 @@
 Upstream's names are kept (``dynamic_score``, ``dynamic_scoring_requests_total`` and the
 three ``*_seconds_total`` counters); the rest tell an operator *why* a scorer fails.
 Series that carry a score name are tracked per scorer so that a removed scorer leaves
-nothing behind.
+nothing behind. ``dynamic_score`` is kept apart, as text each scorer's cycle renders
+(:mod:`agent.exposition`); :meth:`AgentMetrics.exposition` is what ``/metrics`` serves.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
 from agent.aggregate import Aggregation, group_by_key
-from agent.dimensions import RESULT_LABELS
-from agent.score import Scored
+from agent.exposition import ScoreSeries
+from agent.score import RESULT_LABELS, Scored
 
 MAX_LABEL_LENGTH = 256
 SCORE_LABELS = ("ds_cluster", *(f"ds_{label}" for label in RESULT_LABELS), "ds_score_name")
@@ -33,7 +34,6 @@ class _Owned:
     """The labelled series one scorer created, so they can all be removed with it."""
 
     children: set[tuple[MetricWrapperBase, SeriesKey]] = field(default_factory=set)
-    scores: set[SeriesKey] = field(default_factory=set)
 
 
 class AgentMetrics:
@@ -43,12 +43,13 @@ class AgentMetrics:
         self.registry = registry
         self.cluster = cluster
         self._owned: dict[str, _Owned] = {}
-        self.score = Gauge(
-            "dynamic_score",
-            "Latest score returned by a Scoring API.",
-            SCORE_LABELS,
-            registry=registry,
-        )
+        self.score = ScoreSeries(SCORE_LABELS)
+        registry.register(self.score)
+        # everything but dynamic_score, rendered by prometheus_client on each scrape: a
+        # dozen series per scorer, whatever the scorers answer
+        self._counters = counters = CollectorRegistry()
+        registry.register(counters)
+        registry = counters
         self.requests = Counter(
             "dynamic_scoring_requests",
             "Scoring cycles by outcome.",
@@ -146,6 +147,13 @@ class AgentMetrics:
             ("score_name",),
             registry=registry,
         )
+        self.hub_writes = Counter(
+            "dynamic_scoring_hub_writes",
+            "AddOnPlacementScore status updates by result: written, or unchanged (not written: "
+            "the hub holds these scores and they stay valid for more than 1.5 intervals).",
+            ("score_name", "result"),
+            registry=registry,
+        )
 
     def child(self, metric: _M, score_name: str, *labels: str) -> _M:
         """``metric`` labelled for ``score_name`` (first label) and ``labels``, tracked for removal."""
@@ -158,24 +166,22 @@ class AgentMetrics:
 
         Returns the number of series now published.
         """
-        owned = self._owned.setdefault(score_name, _Owned())
         folded = group_by_key(
             ((self._score_key(score_name, r.labels), r.score) for r in results), how
         )
-        for key, value in folded.items():
-            self.score.labels(*key).set(value)
-        for stale in owned.scores - folded.keys():
-            self.score.remove(*stale)
-        owned.scores = set(folded)
+        self.score.replace(score_name, folded)
         return len(folded)
+
+    def exposition(self) -> bytes:
+        """``/metrics``: the counters rendered now, then each scorer's scores as last rendered."""
+        return generate_latest(self._counters) + self.score.text()
 
     def forget(self, score_name: str) -> None:
         """Delete every series of a scorer that was removed from the configuration."""
+        self.score.drop(score_name)
         owned = self._owned.pop(score_name, None)
         if owned is None:
             return
-        for key in owned.scores:
-            self.score.remove(*key)
         for metric, labels in owned.children:
             # A child that was never touched is unknown to prometheus_client.
             with contextlib.suppress(KeyError):
@@ -204,6 +210,8 @@ class ScorerMetrics:
         self.skipped_results = child(metrics.skipped_results, score_name)
         self.missed_cycles = child(metrics.missed_cycles, score_name)
         self.hub_conflicts = child(metrics.hub_conflicts, score_name)
+        self.hub_written = child(metrics.hub_writes, score_name, "written")
+        self.hub_unchanged = child(metrics.hub_writes, score_name, "unchanged")
         self.last_success = child(metrics.last_success, score_name)
         self.enabled = child(metrics.enabled, score_name)
         self._failures: dict[tuple[str, str], Counter] = {}

@@ -1,23 +1,46 @@
-"""Stage 2 of a cycle: POST the series to the Scoring API and check every result."""
+"""Stage 2 of a cycle: POST the series to the Scoring API and check every result.
+
+The answer is walked one result at a time and refused as soon as it holds more than the
+agent's result cap (``--max-results``): a scorer answering 150,000 results inside the
+byte cap once took the agent to hundreds of MB, a 24 MB ``/metrics`` and half the cycles
+of the other scorers. Only the labels the agent uses are kept of each result.
+"""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from pydantic import ValidationError
 
-from agent.answer import SeriesBlock, scoring_request
+from agent.answer import (
+    Malformed,
+    SeriesBlock,
+    scoring_request,
+    skip_space,
+    walk_array,
+    walk_object,
+)
 from agent.errors import ScoreError
-from agent.transport import RequestSlots, decode_answer, read_capped, request_failures
+from agent.transport import RequestSlots, read_capped, request_failures
 from dsf_compile.scoring_api import ScoreResult
+
+#: The result labels the agent uses (dimension placeholders and ``dynamic_score`` labels).
+RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")
+#: Results one answer may hold (``--max-results``).
+DEFAULT_MAX_RESULTS = 10_000
+
+# NaN and Infinity are read as floats (some scorers send them), then skipped and counted.
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # public since Python 2, untyped in typeshed
 
 
 @dataclass(frozen=True)
 class Scored:
-    """One usable result: the scorer's labels and a finite score."""
+    """One usable result: the scorer's labels the agent uses and a finite score."""
 
     labels: dict[str, str]
     score: float
@@ -31,24 +54,62 @@ class ScoringOutcome:
     skipped: int
 
 
-def parse_response(document: Any) -> ScoringOutcome:
-    """Check a ``/scoring`` answer: a ``results`` list is required; a result whose labels are
-    not a string map or whose score is not a finite number is skipped and counted."""
-    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
-        raise ScoreError("Scoring API answer has no results list", reason="invalid_response")
-    usable: list[Scored] = []
-    skipped = 0
-    for item in document["results"]:
+class _Results:
+    """The ``results`` of an answer, checked one by one as the walk meets them."""
+
+    def __init__(self, max_results: int) -> None:
+        self.max_results = max_results
+        self.found = False
+        self.usable: list[Scored] = []
+        self.skipped = 0
+
+    def member(self, text: str, key: str, at: int) -> int:
+        if key != "results" or not text.startswith("[", at):
+            if key == "results":
+                self.found = False
+            return int(_scan(text, at)[1])
+        self.found, self.usable, self.skipped = True, [], 0
+        return walk_array(text, at, lambda index: self._item(text, index))
+
+    def _item(self, text: str, at: int) -> int:
+        if len(self.usable) + self.skipped >= self.max_results:
+            raise ScoreError(
+                f"Scoring API answered more than {self.max_results} results (--max-results)",
+                reason="too_many_results",
+            )
+        item, end = _scan(text, at)
         try:
             result = ScoreResult.model_validate(item)
         except ValidationError:
-            skipped += 1
-            continue
+            self.skipped += 1
+            return int(end)
         if not math.isfinite(result.score):
-            skipped += 1
-            continue
-        usable.append(Scored(labels=result.metric, score=result.score))
-    return ScoringOutcome(results=usable, skipped=skipped)
+            self.skipped += 1
+            return int(end)
+        labels = {k: result.metric[k] for k in RESULT_LABELS if k in result.metric}
+        self.usable.append(Scored(labels=labels, score=result.score))
+        return int(end)
+
+
+def parse_response(
+    body: bytes | bytearray, *, max_results: int = DEFAULT_MAX_RESULTS
+) -> ScoringOutcome:
+    """Check a ``/scoring`` answer: a JSON object with a ``results`` list of at most
+    ``max_results`` items is required; a result whose labels are not a string map or whose
+    score is not a finite number is skipped and counted."""
+    results = _Results(max_results)
+    try:
+        text = body.decode("utf-8")
+        end = walk_object(text, skip_space(text, 0), results.member)
+        if skip_space(text, end) != len(text):
+            raise Malformed
+    except (Malformed, StopIteration, ValueError, IndexError, RecursionError) as err:
+        raise ScoreError(
+            "Scoring API answered something that is not a JSON object", reason="invalid_response"
+        ) from err
+    if not results.found:
+        raise ScoreError("Scoring API answer has no results list", reason="invalid_response")
+    return ScoringOutcome(results=results.usable, skipped=results.skipped)
 
 
 async def request_scores(
@@ -59,6 +120,7 @@ async def request_scores(
     token: str | None,
     max_bytes: int,
     slots: RequestSlots,
+    max_results: int = DEFAULT_MAX_RESULTS,
 ) -> ScoringOutcome:
     """POST ``series`` (the checked Prometheus answers) to ``endpoint`` and return the
     validated results."""
@@ -77,5 +139,4 @@ async def request_scores(
                     reason=f"http_{response.status_code // 100}xx",
                 )
             raw = await read_capped(response, max_bytes)
-    document = decode_answer(raw, "Scoring API", ScoreError)
-    return parse_response(document)
+    return parse_response(raw, max_results=max_results)

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from agent.logs import fields
 
@@ -34,13 +34,13 @@ def _response(status: str, body: bytes, content_type: str = "text/plain; charset
     return head.encode() + body
 
 
-def route(path: str, method: str, registry: CollectorRegistry, ready: Callable[[], bool]) -> bytes:
-    """The full HTTP response for one request (pure apart from reading the registry)."""
+def route(path: str, method: str, metrics: Callable[[], bytes], ready: Callable[[], bool]) -> bytes:
+    """The full HTTP response for one request (pure apart from ``metrics``, the exposition)."""
     path = path.split("?", 1)[0]
     if method not in ("GET", "HEAD"):
         return _response("405 Method Not Allowed", b"method not allowed\n")
     if path == "/metrics":
-        return _response("200 OK", generate_latest(registry), CONTENT_TYPE_LATEST)
+        return _response("200 OK", metrics(), CONTENT_TYPE_LATEST)
     if path == "/healthz":
         return _response("200 OK", b"ok\n")
     if path == "/readyz":
@@ -51,7 +51,7 @@ def route(path: str, method: str, registry: CollectorRegistry, ready: Callable[[
 
 
 async def start_server(
-    host: str, port: int, registry: CollectorRegistry, ready: Callable[[], bool]
+    host: str, port: int, metrics: Callable[[], bytes], ready: Callable[[], bool]
 ) -> asyncio.Server:
     """Listen on ``host:port`` (port 0 picks a free one) and serve the three endpoints."""
 
@@ -62,7 +62,7 @@ async def start_server(
             if len(head) > _MAX_HEADER_BYTES:
                 raise ValueError("headers too large")
             method, path, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
-            response = route(path, method, registry, ready)
+            response = route(path, method, metrics, ready)
             if method == "HEAD":
                 response = response.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
             writer.write(response)
@@ -95,10 +95,10 @@ class EndpointServer:
     """:func:`start_server` on a daemon thread with its own event loop."""
 
     def __init__(
-        self, host: str, port: int, registry: CollectorRegistry, ready: Callable[[], bool]
+        self, host: str, port: int, metrics: Callable[[], bytes], ready: Callable[[], bool]
     ) -> None:
         self._address = (host, port)
-        self._registry = registry
+        self._metrics = metrics
         self._ready = ready
         self._started = threading.Event()
         self._error: OSError | None = None
@@ -126,7 +126,7 @@ class EndpointServer:
         loop = asyncio.new_event_loop()
         try:
             host, port = self._address
-            server = loop.run_until_complete(start_server(host, port, self._registry, self._ready))
+            server = loop.run_until_complete(start_server(host, port, self._metrics, self._ready))
         except OSError as err:
             self._error = err
             self._started.set()

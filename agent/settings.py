@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import cast
 
 from agent.aggregate import AGGREGATIONS, Aggregation
+from agent.score import DEFAULT_MAX_RESULTS
 from dsf_compile.connect_to import parse_connect_to
 from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
 from dsf_compile.errors import DsfError
@@ -36,10 +37,15 @@ class Settings:
     request_timeout: float = 30.0
     max_response_bytes: int = 64 * 1024 * 1024
     max_scoring_response_bytes: int = 16 * 1024 * 1024
+    #: results one Scoring API answer may hold; a larger answer fails the cycle
+    max_results: int = DEFAULT_MAX_RESULTS
     #: the container's memory limit (bytes) the answers are budgeted against; None: the
     #: cgroup's, if any
     memory_limit: int | None = None
     config_poll_seconds: float = 1.0
+    #: the first hub write of each object after start waits up to this long (at most half
+    #: the scorer's interval), spread by a hash of the cluster and score names
+    hub_spread: float = 10.0
     hub_conflict_retries: int = 5
     #: ``(host, port)`` as the summaries name it → the address to connect to (``--resolve``).
     connect_to: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
@@ -77,6 +83,16 @@ def _positive_float(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
     if not number > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value!r}")
+    return number
+
+
+def _spread(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not 0 <= number <= 3600:
+        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, got {value!r}")
     return number
 
 
@@ -173,6 +189,21 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="largest Scoring API response accepted (default 16 MiB) [DSF_MAX_SCORING_RESPONSE_BYTES]",
     )
     parser.add_argument(
+        "--max-results",
+        type=_positive_int,
+        default=_env(environ, "DSF_MAX_RESULTS") or str(DEFAULT_MAX_RESULTS),
+        help="most results one Scoring API answer may hold; a larger answer fails the cycle "
+        f"(reason too_many_results; default {DEFAULT_MAX_RESULTS}) [DSF_MAX_RESULTS]",
+    )
+    parser.add_argument(
+        "--hub-spread",
+        type=_spread,
+        default=_env(environ, "DSF_HUB_SPREAD") or "10",
+        help="seconds over which the first AddOnPlacementScore write of each scorer after start "
+        "is spread (at most half its interval; 0: none), so that agents restarting together do "
+        "not all reach the hub in the same second (default 10) [DSF_HUB_SPREAD]",
+    )
+    parser.add_argument(
         "--resolve",
         action="append",
         default=(_env(environ, "DSF_RESOLVE") or "").replace(",", " ").split(),
@@ -220,6 +251,8 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         request_timeout=args.request_timeout,
         max_response_bytes=args.max_response_bytes,
         max_scoring_response_bytes=args.max_scoring_response_bytes,
+        max_results=args.max_results,
+        hub_spread=args.hub_spread,
         connect_to=connect_to,
         memory_limit=args.memory_limit,
     )

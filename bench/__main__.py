@@ -236,6 +236,8 @@ def optimize_rows(sizes: Sizes) -> list[Row]:
 
 
 def agent_rows(sizes: Sizes) -> list[Row]:
+    from bench.agent_bench import HUB_INTERVAL, flood_results
+
     scorers, seconds = sizes.agent
     result = subprocess.run(
         [sys.executable, str(_ROOT / "bench" / "agent_bench.py"),
@@ -256,6 +258,13 @@ def agent_rows(sizes: Sizes) -> list[Row]:
             load = "20 scorers × 20 MB answers every 30 s, 512Mi limit"
         elif name.startswith("idle"):
             load = "no scorer"
+        elif name.startswith("isolation"):
+            load = (
+                f"1 scorer × {flood_results(seconds):,} results beside "
+                f"{max(2, scorers // 10)} healthy at 1 s"
+            )
+        elif name.startswith("hub:"):
+            load = f"{max(2, scorers // 4)} scorers every {HUB_INTERVAL} s, unchanged scores"
         rows.append(
             Row("agent", name, load, value, baseline, float(ratio), target, _met(value, target))
         )

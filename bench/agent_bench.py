@@ -9,6 +9,13 @@ in the same run, because the machines are shared and noisy.
 3. One cycle with a 20 MB Prometheus answer (2,000 series x 1,000 points): the agent's
    overhead, i.e. its CPU time (the fakes run in another process, so HTTP waits do not
    count). Baseline: the floor - fetch the bytes, ``json.loads``, ``json.dumps``, POST.
+4. Isolation: one scorer answering 150,000 results beside healthy scorers at 1 s: the
+   healthy scorers' cycles, the slowest ``/metrics``, peak RSS against the rendered memory
+   limit, and the flood's answers refused at the result cap. Baseline: the healthy scorers
+   alone.
+5. Hub writes: scorers whose scores do not change, against the emulated hub: status
+   writes and all requests per scorer and cycle. Baseline: one write per cycle (the agent
+   before it skipped unchanged scores).
 
 Usage: ``python bench/agent_bench.py [--scorers 200] [--seconds 30]``
 """
@@ -35,6 +42,18 @@ TICKS = os.sysconf("SC_CLK_TCK")
 BIG_SERIES, BIG_POINTS = 2000, 1000
 #: the memory case: answers of ~21 MB (compact JSON), scorers every 30 s, a 512 MiB limit
 MEM_SERIES, MEM_POINTS, MEM_INTERVAL, MEM_LIMIT = 1000, 1000, 30, 512 * 1024 * 1024
+#: the isolation case (quality.md): results in the flooding scorer's answer (~13 MB)
+FLOOD_RESULTS = 150_000
+
+
+def flood_results(seconds: float) -> int:
+    """Results of the flood: quality.md's 150,000, or 20,000 (still past the agent's cap of
+    10,000) for short runs such as ``--quick``."""
+    return FLOOD_RESULTS if seconds >= 30 else 20_000
+
+
+#: the hub-write case: scorers' interval (s); 2 s or more, as validUntil is cut to seconds
+HUB_INTERVAL = 2
 
 # ----------------------------------------------------------------- fakes (own process)
 
@@ -104,9 +123,10 @@ def _response(body: bytes) -> bytes:
     )
 
 
-async def serve_fakes() -> None:
+async def serve_fakes(flood: int) -> None:
     """Prometheus and Scoring API fakes on one port; keep-alive; prints the port."""
     routes = {
+        b"/flood/scoring": _response(_scores(flood)),
         b"/api/v1/query_range": _response(_small_prometheus()),
         b"/big/api/v1/query_range": _response(_big_prometheus()),
         b"/scoring": _response(_scores(2)),
@@ -266,7 +286,13 @@ def _histogram_median(before: dict[str, float], after: dict[str, float]) -> floa
 class Agent:
     """``python -m agent`` as a child process."""
 
-    def __init__(self, config: Path, scratch: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        scratch: Path,
+        env: dict[str, str] | None = None,
+        args: list[str] | None = None,
+    ) -> None:
         self.port = _free_port()
         (scratch / "secrets").mkdir(exist_ok=True)
         self.process = subprocess.Popen(
@@ -284,6 +310,7 @@ class Agent:
                 f"127.0.0.1:{self.port}",
                 "--log-level",
                 "error",
+                *(args or []),
             ],
             env={**_env(), **(env or {})},
             stdout=subprocess.DEVNULL,
@@ -409,6 +436,133 @@ def bench_memory_floor() -> float:
     return int(output.strip()) / 1024
 
 
+def rendered_memory_limit_mib() -> float:
+    """The memory limit of the rendered agent Deployment (``agent.resources`` by default)."""
+    sys.path.insert(0, str(REPO))
+    from dsf_compile.inputs.quantity import quantity_value
+    from dsf_compile.inputs.settings import AgentSettings
+
+    limits = AgentSettings().resources.limits
+    assert limits is not None and limits.memory is not None
+    return float(quantity_value(limits.memory)) / 2**20
+
+
+def _samples(port: int) -> tuple[list[tuple[str, dict[str, str], float]], float, int]:
+    """Every sample of the agent's ``/metrics``, the seconds the scrape took, and its bytes."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    started = time.perf_counter()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        body = response.read()
+    took = time.perf_counter() - started
+    samples = [
+        (sample.name, sample.labels, sample.value)
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    ]
+    return samples, took, len(body)
+
+
+def _total(samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str) -> float:
+    return sum(
+        value
+        for found, have, value in samples
+        if found == name and all(have.get(k) == v for k, v in labels.items())
+    )
+
+
+def bench_isolation(
+    base: str, healthy: int, seconds: float, scratch: Path, *, flood: bool
+) -> dict[str, Any]:
+    """``healthy`` scorers at 1 s, beside one answering ``FLOOD_RESULTS`` results when
+    ``flood``: the healthy scorers' successful cycles per scheduled one, the slowest of
+    ``/metrics`` scraped twice a second, peak RSS, and the flood's answers refused at the
+    result cap."""
+    summaries = _summaries(base, healthy)
+    if flood:
+        summaries.append(
+            {**summaries[0], "name": "flood", "scoreName": "flood",
+             "scoringEndpoint": f"{base}/flood/scoring"}
+        )  # fmt: skip
+    config = scratch / "isolation.json"
+    config.write_text(json.dumps(summaries))
+    agent = Agent(config, scratch)
+    slowest = 0.0
+    try:
+        time.sleep(min(5.0, 1.0 + seconds))  # warm-up: first cycles, connection pool
+        before, _, _ = _samples(agent.port)
+        wall0 = time.monotonic()
+        while time.monotonic() - wall0 < seconds:
+            time.sleep(0.5)
+            _, took, _ = _samples(agent.port)
+            slowest = max(slowest, took)
+        after, took, size = _samples(agent.port)
+        elapsed = time.monotonic() - wall0
+        peak = _rss_mb(agent.process.pid, "VmHWM")
+    finally:
+        agent.stop()
+
+    def delta(name: str, **labels: str) -> float:
+        return _total(after, name, **labels) - _total(before, name, **labels)
+
+    ok = delta("dynamic_scoring_requests_total", status="success")
+    flood_cycles = delta("dynamic_scoring_requests_total", score_name="flood")
+    refused = delta("dynamic_scoring_failures_total", score_name="flood", reason="too_many_results")
+    return {
+        "done": ok / (healthy * elapsed),
+        "scrape": max(slowest, took),
+        "bytes": size,
+        "peak": peak,
+        "refused": refused / flood_cycles if flood_cycles else float("nan"),
+        "flood_series": sum(
+            1 for name, labels, _ in after if labels.get("ds_score_name") == "flood"
+        ),
+    }
+
+
+def bench_hub_writes(base: str, scorers: int, seconds: float, scratch: Path) -> dict[str, Any]:
+    """``scorers`` scorers every ``HUB_INTERVAL`` s whose scores never change, publishing to
+    the emulated hub (``tests/agent/agent_fakes.FakeKube``, driven by the agent's real
+    ``kubernetes`` client): the hub's requests per scorer and cycle, after the first cycle."""
+    sys.path.insert(0, str(REPO))
+    from tests.agent.agent_fakes import FakeKube
+
+    hub = FakeKube().start()
+    try:
+        (scratch / "hub.kubeconfig").write_text(hub.kubeconfig())
+        summaries = [
+            {**summary, "scoreDestination": "AddOnPlacementScore"}
+            for summary in _summaries(base, scorers, interval=HUB_INTERVAL)
+        ]
+        config = scratch / "hub-writes.json"
+        config.write_text(json.dumps(summaries))
+        agent = Agent(config, scratch, args=["--hub-kubeconfig", str(scratch / "hub.kubeconfig")])
+        try:
+            time.sleep(HUB_INTERVAL + 2)  # past every first cycle (create, read, write)
+            before, _, _ = _samples(agent.port)
+            seen = len(hub.server.taken())
+            time.sleep(max(seconds, 2 * HUB_INTERVAL))
+            after, _, _ = _samples(agent.port)
+            taken = hub.server.taken()[seen:]
+        finally:
+            agent.stop()
+    finally:
+        hub.stop()
+    cycles = _total(after, "dynamic_scoring_requests_total") - _total(
+        before, "dynamic_scoring_requests_total"
+    )
+    requests: dict[str, float] = {}
+    for request in taken:
+        method = "PUT status" if request.path.endswith("/status") else request.method
+        requests[method] = requests.get(method, 0.0) + 1 / max(cycles, 1.0)
+    return {
+        "scorers": scorers,
+        "cycles": cycles,
+        "writes": requests.get("PUT status", 0.0),
+        "requests": requests,
+    }
+
+
 def bench_baseline(base: str, scorers: int, seconds: float) -> dict[str, Any]:
     output = subprocess.run(
         [
@@ -516,6 +670,13 @@ def main() -> None:
         "300 s when --seconds is at least 30, else skipped; 0 skips it)",
     )
     parser.add_argument("--memory-scorers", type=int, default=20)
+    parser.add_argument(
+        "--flood-results",
+        type=int,
+        default=None,
+        help="results in the flooding scorer's answer (default 150,000 when --seconds is at "
+        "least 30, else 20,000: still past the agent's cap of 10,000)",
+    )
     parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--baseline-loop", metavar="BASE_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -523,15 +684,19 @@ def main() -> None:
         args.memory_seconds = 300.0 if args.seconds >= 30 else 0.0
     elif 0 < args.memory_seconds < 2 * MEM_INTERVAL:
         parser.error(f"--memory-seconds must be 0 or at least {2 * MEM_INTERVAL}")
+    if args.flood_results is None:
+        args.flood_results = flood_results(args.seconds)
     if args.serve_fakes:
-        asyncio.run(serve_fakes())
+        asyncio.run(serve_fakes(args.flood_results))
         return
     if args.baseline_loop:
         asyncio.run(baseline_loop(args.baseline_loop, args.scorers, args.seconds, warmup=5.0))
         return
 
     fakes = subprocess.Popen(
-        [sys.executable, __file__, "--serve-fakes"], stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, "--serve-fakes", "--flood-results", str(args.flood_results)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert fakes.stdout is not None
@@ -552,6 +717,10 @@ def main() -> None:
                 else None
             )
             memory_floor = bench_memory_floor() if memory is not None else float("nan")
+            healthy = max(2, args.scorers // 10)
+            flooded = bench_isolation(base, healthy, args.seconds, scratch, flood=True)
+            alone = bench_isolation(base, healthy, args.seconds, scratch, flood=False)
+            writes = bench_hub_writes(base, max(2, args.scorers // 4), args.seconds, scratch)
     finally:
         fakes.terminate()
         fakes.wait(10)
@@ -626,6 +795,44 @@ def main() -> None:
                 "<= 10 %",
             ),
         ]
+    limit = rendered_memory_limit_mib()
+    rows += [
+        (
+            "isolation: healthy cycles ok (%)",
+            f"{flooded['done'] * 100:.1f}",
+            f"{alone['done'] * 100:.1f}",
+            flooded["done"] / max(alone["done"], 1e-9),
+            ">= 98 %",
+        ),
+        (
+            "isolation: slowest /metrics (s)",
+            f"{flooded['scrape']:.3f}",
+            f"{alone['scrape']:.3f}",
+            flooded["scrape"] / max(alone["scrape"], 1e-6),
+            "<= 1 s",
+        ),
+        (
+            "isolation: peak RSS (MB)",
+            f"{flooded['peak']:.1f}",
+            f"{alone['peak']:.1f}",
+            flooded["peak"] / alone["peak"],
+            f"<= {limit:.0f} MiB",
+        ),
+        (
+            "isolation: flood refused (%)",
+            f"{flooded['refused'] * 100:.1f}",
+            "100.0",
+            flooded["refused"],
+            ">= 100 %",
+        ),
+        (
+            "hub: status writes per cycle",
+            f"{writes['writes']:.2f}",
+            "1.00",
+            writes["writes"],
+            "<= 0.55",
+        ),
+    ]
     print()
     print(f"| {'measure':<34} | {'agent':>9} | {'baseline':>9} | {'ratio':>6} | target     |")
     print(f"|{'-' * 36}|{'-' * 11}|{'-' * 11}|{'-' * 8}|{'-' * 12}|")
@@ -645,6 +852,22 @@ def main() -> None:
             "interpreter importing the agent's libraries and holding one answer (peak); the lowest "
             "RSS of the run's first half (floor; the figure is the second half's against it)."
         )
+
+    print(
+        f"isolation: {healthy} healthy scorers at 1 s beside one answering "
+        f"{args.flood_results:,} results ({len(_scores(args.flood_results)) / 1e6:.1f} MB), "
+        f"{args.seconds:.0f} s; /metrics {flooded['bytes'] / 1e3:.0f} kB, "
+        f"{flooded['flood_series']:.0f} series of the flood; memory limit: the rendered "
+        f"Deployment's {limit:.0f} MiB. Baseline: the healthy scorers alone."
+    )
+    per_cycle = writes["requests"]
+    print(
+        f"hub writes: {writes['scorers']} scorers every {HUB_INTERVAL} s with unchanged scores, "
+        f"{args.seconds:.0f} s, {writes['cycles']:.0f} cycles; requests per scorer and cycle: "
+        + ", ".join(f"{method} {count:.2f}" for method, count in sorted(per_cycle.items()))
+        + f". At 10,000 clusters x 100 scorers every 30 s: {writes['writes'] * 1e6 / 30:,.0f} "
+        f"status writes/s (every cycle: {1e6 / 30:,.0f}/s)."
+    )
 
 
 if __name__ == "__main__":

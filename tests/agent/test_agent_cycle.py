@@ -196,11 +196,14 @@ async def test_conflicts_are_retried_a_bounded_number_of_times(
 ) -> None:
     assert await hub_harness.cycle()
     kube.conflicts = 2
+    # new scores each cycle: unchanged ones would not be written again (test_agent_hub_writes)
+    hub_harness.fakes.prometheus = lambda r: prom_answer([series("n1", "7")])
     assert await hub_harness.cycle()
     assert (
         hub_harness.value("dynamic_scoring_hub_conflicts_total", score_name="sample_my_score") == 2
     )
     kube.conflicts = 1000
+    hub_harness.fakes.prometheus = lambda r: prom_answer([series("n1", "8")])
     before = len(kube.server.taken())
     assert not await hub_harness.cycle()
     puts = [r for r in kube.server.taken()[before:] if r.method == "PUT"]
@@ -230,9 +233,13 @@ async def test_object_changed_by_another_writer_is_reread(
         CLUSTER,
         {**current, "metadata": {**current["metadata"], "labels": {"x": "y"}}},
     )
+    hub_harness.fakes.prometheus = lambda r: prom_answer([series("n1", "7")])
     assert await hub_harness.cycle()
     kube.delete("addonplacementscores", CLUSTER, "sample-my-score")
-    assert await hub_harness.cycle()  # recreated
+    # new scores: written at once (unchanged ones wait for their rewrite, see
+    # test_agent_hub_writes), and the object deleted meanwhile is created again
+    hub_harness.fakes.prometheus = lambda r: prom_answer([series("n1", "8")])
+    assert await hub_harness.cycle()
     assert kube.get("addonplacementscores", CLUSTER, "sample-my-score") is not None
 
 

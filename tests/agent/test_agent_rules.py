@@ -250,32 +250,75 @@ def test_series_block_forwards_the_series_untouched() -> None:
 # ------------------------------------------------------------------ score
 
 
+def encode(document: Any) -> bytes:
+    return json.dumps(document).encode()
+
+
+def results(count: int) -> list[dict[str, Any]]:
+    return [{"metric": {"node": f"n{i}"}, "score": i} for i in range(count)]
+
+
+def test_parse_response_refuses_more_results_than_the_cap() -> None:
+    assert len(parse_response(encode({"results": results(3)}), max_results=3).results) == 3
+    for answer in (
+        encode({"results": results(4)}),
+        encode({"results": [*results(3), "garbage"]}),  # skipped results count too
+        # refused at the first result past the cap: what follows is not even read
+        encode({"results": results(4)})[:-5] + b" not JSON",
+    ):
+        with pytest.raises(ScoreError) as caught:
+            parse_response(answer, max_results=3)
+        assert caught.value.reason == "too_many_results"
+        assert "more than 3 results" in str(caught.value)
+
+
+def test_parse_response_keeps_only_the_labels_the_agent_uses() -> None:
+    labels = {f"extra{i}": "x" * 100 for i in range(50)} | {"node": "n1", "meta": "m"}
+    outcome = parse_response(encode({"results": [{"metric": labels, "score": 1}]}))
+    assert outcome.results == [Scored(labels={"node": "n1", "meta": "m"}, score=1.0)]
+
+
+def test_parse_response_takes_the_last_results_key() -> None:
+    answer = b'{"results": [{"score": 1}], "other": [1, {"a": null}], "results": [{"score": 2}]}'
+    assert [r.score for r in parse_response(answer).results] == [2.0]
+
+
 def test_parse_response_skips_non_finite_and_malformed_results() -> None:
     outcome = parse_response(
-        {
-            "results": [
-                {"metric": {"node": "a"}, "score": 1},
-                {"metric": {"node": "b"}, "score": float("nan")},
-                {"metric": {"node": "c"}, "score": float("inf")},
-                {"metric": {"node": "d"}, "score": "10"},
-                {"metric": {"node": 5}, "score": 1.0},
-                {"metric": {"node": "e"}},
-                "garbage",
-                {"score": -2.5},
-                {"metric": {"node": "f"}, "score": True},
-            ]
-        }
+        encode(
+            {
+                "results": [
+                    {"metric": {"node": "a"}, "score": 1},
+                    {"metric": {"node": "b"}, "score": float("nan")},
+                    {"metric": {"node": "c"}, "score": float("inf")},
+                    {"metric": {"node": "d"}, "score": "10"},
+                    {"metric": {"node": 5}, "score": 1.0},
+                    {"metric": {"node": "e"}},
+                    "garbage",
+                    {"score": -2.5},
+                    {"metric": {"node": "f"}, "score": True},
+                ]
+            }
+        )
     )
     assert [(r.labels, r.score) for r in outcome.results] == [({"node": "a"}, 1.0), ({}, -2.5)]
     assert outcome.skipped == 7
 
 
 @pytest.mark.parametrize(
-    "document", [None, [], {}, {"results": None}, {"results": {}}, {"result": []}]
+    "document",
+    [
+        None,
+        [],
+        {},
+        {"results": None},
+        {"results": {}},
+        {"result": []},
+    ],
 )
 def test_parse_response_needs_results_list(document: Any) -> None:
     with pytest.raises(ScoreError):
-        parse_response(document)
+        parse_response(encode(document))
 
 
 # ----------------------------------------------------------------- config
@@ -451,9 +494,41 @@ def test_forget_removes_every_series_of_a_scorer() -> None:
     metrics.publish_scores("gone", [Scored({"node": "n"}, 1.0)], "last")
     ScorerMetrics(metrics, "kept").success.inc()
     metrics.forget("gone")
-    text = _exposition(registry)
-    assert 'score_name="gone"' not in text and 'ds_score_name="gone"' not in text
-    assert 'score_name="kept"' in text
+    for text in (_exposition(registry), metrics.exposition().decode()):
+        assert 'score_name="gone"' not in text and 'ds_score_name="gone"' not in text
+        assert 'score_name="kept"' in text
+
+
+def test_exposition_serves_what_the_registry_holds() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from agent.metrics import ScorerMetrics
+
+    registry = CollectorRegistry()
+    metrics = AgentMetrics(registry, CLUSTER)
+    ScorerMetrics(metrics, "s").success.inc()
+    tricky = 'a"b\\c\nd\u00e9'
+    metrics.publish_scores(
+        "s", [Scored({"node": tricky}, 1.5), Scored({"pod": "p"}, -2e-7)], "last"
+    )
+    metrics.publish_scores("t", [Scored({"node": "n"}, 1e21)], "last")
+
+    def samples(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
+        return {
+            (s.name, tuple(sorted(s.labels.items())), s.value)
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    served = metrics.exposition().decode()
+    assert samples(served) == samples(_exposition(registry))
+    assert ("dynamic_score", tuple(sorted(_labels("s", node=tricky).items())), 1.5) in samples(
+        served
+    )
+    assert served.count("# TYPE dynamic_score gauge") == 1
+    metrics.forget("s")
+    metrics.forget("t")
+    assert "dynamic_score{" not in metrics.exposition().decode()
 
 
 def _labels(score_name: str, **labels: str) -> dict[str, str]:
@@ -520,6 +595,18 @@ def test_settings_from_environment_and_flags() -> None:
     assert flagged.aggregation_for("cpu") == "min" and flagged.aggregation_for("mem") == "avg"
 
 
+def test_the_result_cap_is_a_flag_and_a_variable() -> None:
+    assert parse_settings(["--cluster-name", "c"], {}).max_results == 10_000
+    assert parse_settings(["--cluster-name", "c"], {"DSF_MAX_RESULTS": "50"}).max_results == 50
+    flagged = parse_settings(
+        ["--cluster-name", "c", "--max-results", "7"], {"DSF_MAX_RESULTS": "50"}
+    )
+    assert flagged.max_results == 7
+    assert parse_settings(["--cluster-name", "c"], {}).hub_spread == 10.0
+    assert parse_settings(["--cluster-name", "c", "--hub-spread", "0"], {}).hub_spread == 0.0
+    assert parse_settings(["--cluster-name", "c"], {"DSF_HUB_SPREAD": "2.5"}).hub_spread == 2.5
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -529,6 +616,10 @@ def test_settings_from_environment_and_flags() -> None:
         ["--cluster-name", "c", "--aggregate", "x=median"],
         ["--cluster-name", "c", "--log-level", "loud"],
         ["--cluster-name", "c", "--request-timeout", "0"],
+        ["--cluster-name", "c", "--max-results", "0"],
+        ["--cluster-name", "c", "--max-results", "many"],
+        ["--cluster-name", "c", "--hub-spread", "-1"],
+        ["--cluster-name", "c", "--hub-spread", "nan"],
     ],
 )
 def test_bad_flags_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
