@@ -191,7 +191,7 @@ def _moment(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _hub_state(args: argparse.Namespace) -> HubState | None:
+def _hub_state(args: argparse.Namespace, root: Path) -> HubState | None:
     """The state named by the options, or None when neither scores nor a hub were given."""
     kubeconfig = getattr(args, "hub_kubeconfig", None)
     if kubeconfig and (args.scores or args.decisions):
@@ -201,13 +201,15 @@ def _hub_state(args: argparse.Namespace) -> HubState | None:
     from dsf_compile.placement.sources import HubState, read_decisions, read_hub, read_scores
 
     if kubeconfig:
-        return read_hub(kubeconfig)
+        from dsf_compile.pipeline import load_settings
+
+        return read_hub(kubeconfig, load_settings(root).hub)
     scores = read_scores(args.scores) if args.scores else None
     decisions = read_decisions(args.decisions) if args.decisions else ()
     return HubState(scores, decisions)
 
 
-def _verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _verify(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
     """``explain --verify``: each drifted Placement on stdout, exit 1 on any."""
     if not args.hub_kubeconfig or args.scores or args.decisions:
         raise UsageError(
@@ -216,7 +218,9 @@ def _verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from dsf_compile.pipeline import verify_hub
     from dsf_compile.placement.verify import format_drifts
 
-    drifts, skipped, compared = verify_hub(args.hub_kubeconfig, args.placements, args.at or _now())
+    drifts, skipped, compared = verify_hub(
+        root, args.hub_kubeconfig, args.placements, args.at or _now()
+    )
     for line in skipped:
         print(f"dsf-compile: warning: {line}", file=err)
     out.write(format_drifts(drifts))
@@ -305,12 +309,15 @@ def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) ->
 
 
 def _print_error(error: BaseException | str, stream: TextIO) -> None:
-    print(f"dsf-compile: error: {safe_message(str(error))}", file=stream)
+    # an error may carry several lines (a hub's malformed objects, one each): each is escaped
+    lines = getattr(error, "lines", None) or (str(error),)
+    for line in lines:
+        print(f"dsf-compile: error: {safe_message(line)}", file=stream)
 
 
 def _discover(args: argparse.Namespace, root: Path, err: TextIO) -> int:
     from dsf_compile.pipeline import discover_clusters
-    from dsf_compile.sync.clusters import DISCOVERED_FILE, ClusterDiscoveryError
+    from dsf_compile.sync.clusters import DISCOVERED_FILE
 
     if args.hub_kubeconfig is None or args.names or args.strict or args.resolve:
         print(
@@ -319,19 +326,13 @@ def _discover(args: argparse.Namespace, root: Path, err: TextIO) -> int:
             file=err,
         )
         return EXIT_FAILURE
-    try:
-        found = discover_clusters(root, args.hub_kubeconfig)
-    except ClusterDiscoveryError as error:
-        print(f"dsf-compile: error: {error}", file=err)
-        return EXIT_FAILURE
+    found = discover_clusters(root, args.hub_kubeconfig)  # HubReadError: exit 2, one line each
     joined = f" (joined: {', '.join(found.added)})" if found.added else ""
     left = f" (left: {', '.join(found.removed)})" if found.removed else ""
     state = "updated" if found.changed else "unchanged"
-    print(
-        f"dsf-compile: {len(found.clusters)} cluster(s) on the hub{joined}{left}; "
-        f"{DISCOVERED_FILE} {state}",
-        file=err,
-    )
+    # the names passed validation (DNS labels); escaped all the same, like every hub text
+    line = f"{len(found.clusters)} cluster(s) on the hub{joined}{left}; {DISCOVERED_FILE} {state}"
+    print(f"dsf-compile: {safe_message(line)}", file=err)
     return EXIT_OK
 
 
@@ -407,7 +408,7 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         from dsf_compile.render import fastpath
 
         style = args.diff_format if command == "diff" else "text"
-        hub_state = _hub_state(args)
+        hub_state = _hub_state(args, root)
         said = fastpath.unchanged(root) if hub_state is None else None
         if said is not None:
             print_problems(said.warnings, err, github)
@@ -446,7 +447,7 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         from dsf_compile.pipeline import optimize_fleet
 
         plans = optimize_fleet(
-            root, _hub_state(args) or _no_scores(), args.at or _now(), args.time_limit
+            root, _hub_state(args, root) or _no_scores(), args.at or _now(), args.time_limit
         )
         for plan in plans:
             print_problems(plan.warnings, err, github)
@@ -462,14 +463,14 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             )
         return EXIT_OK
     if command == "explain" and args.verify:
-        return _verify(args, out, err)
+        return _verify(args, root, out, err)
     if command == "explain":
         from dsf_compile.pipeline import explain_fleet
         from dsf_compile.placement import explain
         from dsf_compile.placement.sources import HubState
 
         at = args.at or _now()
-        hub_state = _hub_state(args) or HubState(None, ())
+        hub_state = _hub_state(args, root) or HubState(None, ())
         results = explain_fleet(root, args.placements, hub_state, at)
         formatter = {
             "text": explain.format_text,

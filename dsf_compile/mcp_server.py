@@ -89,7 +89,9 @@ class Fleet:
     def state(self) -> HubState:
         """The scores (and decisions) to replay against; read after :meth:`validated`."""
         if self.hub_kubeconfig:
-            return read_hub(self.hub_kubeconfig)
+            from dsf_compile.pipeline import load_settings
+
+            return read_hub(self.hub_kubeconfig, load_settings(self.root).hub)
         if self.scores:
             return HubState(read_scores(self.scores), ())
         return HubState(None, ())

@@ -35,6 +35,7 @@ from dsf_compile.sync.lock import (
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+    from dsf_compile.inputs.settings import Settings
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.sources import HubState
@@ -47,8 +48,7 @@ T = TypeVar("T")
 SETTINGS_FILE = "dsf.yaml"
 
 
-def load_inputs(root: Path) -> Inputs:
-    """Read and validate ``dsf.yaml``, ``scorers/`` and ``clusters/``; raise InputError on problems."""
+def _read_settings(root: Path) -> tuple[Settings, Document | None, list[Problem]]:
     problems: list[Problem] = []
     settings_document: Document | None = None
     if os.path.lexists(root / SETTINGS_FILE):  # a dangling link or a FIFO is reported, not skipped
@@ -58,7 +58,20 @@ def load_inputs(root: Path) -> Inputs:
             problems.append(Problem(SETTINGS_FILE, 1, 1, "", "must hold one YAML document"))
         settings_document = documents[0] if documents else None
     settings, found = validate_settings(settings_document)
-    problems += found
+    return settings, settings_document, problems + found
+
+
+def load_settings(root: Path) -> Settings:
+    """Only ``dsf.yaml`` (for a hub read before the rest is loaded); InputError on problems."""
+    settings, _, problems = _read_settings(root)
+    if problems:
+        raise InputError(problems)
+    return settings
+
+
+def load_inputs(root: Path) -> Inputs:
+    """Read and validate ``dsf.yaml``, ``scorers/`` and ``clusters/``; raise InputError on problems."""
+    settings, settings_document, problems = _read_settings(root)
     documents = []
     for folder in ("scorers", "clusters", "placements"):
         files, found = list_input_files(root, folder)
@@ -388,20 +401,24 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
     """``sync --clusters``: list the hub's ManagedClusters into ``clusters/discovered.yaml``.
 
     Writes the file (atomically) only when its bytes change; raises
-    :class:`~dsf_compile.sync.clusters.ClusterDiscoveryError` when the hub cannot be read.
+    :class:`~dsf_compile.hub.HubReadError` when the hub cannot be read or answers
+    something ``validate`` would refuse (then nothing is written).
     """
     from dsf_compile.files import atomic_write
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
         Discovery,
         encode_discovered,
-        list_managed_clusters,
         names_in,
+        read_managed_clusters,
     )
 
-    text = encode_discovered(list_managed_clusters(kubeconfig))
+    text = encode_discovered(read_managed_clusters(kubeconfig, load_settings(root).hub))
     path = root / DISCOVERED_FILE
-    before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    try:  # from Git: a link or a FIFO in its place is refused, not followed or waited on
+        before = read_regular_file(path, max_bytes=MAX_FILE_BYTES).decode("utf-8", "replace")
+    except FileNotFoundError:
+        before = ""
     now, then = names_in(text), names_in(before) if before else set()
     changed = text != before
     if changed:
@@ -416,19 +433,21 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
 
 
 def verify_hub(
-    kubeconfig: str, names: Sequence[str], at: datetime
+    root: Path, kubeconfig: str, names: Sequence[str], at: datetime
 ) -> tuple[list[Drift], list[str], int]:
     """``explain --verify``: replay the hub's Placements on its own state, compare decisions.
 
     Returns the drifted Placements, the lines saying what could not be verified, and how
     many Placements were compared.
     """
+    from dsf_compile.hub import open_hub
     from dsf_compile.placement.scheduler import ScoreIndex, schedule
-    from dsf_compile.placement.sources import read_hub, read_hub_objects
+    from dsf_compile.placement.sources import hub_objects, hub_state
     from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, set_members
 
-    state = read_hub(kubeconfig)
-    objects = read_hub_objects(kubeconfig)
+    with open_hub(kubeconfig, load_settings(root).hub) as hub:  # one deadline for all six lists
+        state = hub_state(hub)
+        objects = hub_objects(hub)
     skipped: list[str] = []
     placements = _readable(objects.placements, "Placement", hub_placement, skipped)
     clusters = _readable(objects.clusters, "ManagedCluster", hub_cluster, skipped)
@@ -467,6 +486,9 @@ def _readable(
 
     out = []
     for item in items:
+        if not isinstance(item, dict):  # the parsers read mappings; a hub may send anything
+            skipped.append(unreadable(kind, item, ValueError("not an object")))
+            continue
         try:
             out.append(parse(item))
         except (ValidationError, ValueError) as err:

@@ -215,7 +215,7 @@ def test_an_unreachable_hub_is_a_clean_error(tmp_path: Path, fleet: tuple[Path, 
     broken = tmp_path / "broken.kubeconfig"
     broken.write_text("not: a kubeconfig\n", encoding="utf-8")
     code, err = sync_clusters(root, broken)
-    assert code == 2 and "hub kubeconfig" in err and "Traceback" not in err
+    assert code == 2 and "error: hub: --hub-kubeconfig" in err and "Traceback" not in err
     assert not (root / "clusters" / "discovered.yaml").exists()
     out, err_stream = io.StringIO(), io.StringIO()
     assert run(["--root", str(root), "sync", "--clusters"], out, err_stream) == 2

@@ -393,6 +393,32 @@ class SyncSettings(Frozen):
         default_factory=dict,
         description="Connect to another address for a host:port, like curl --connect-to: {'svc.ns:8000': '127.0.0.1:18000'}.",
     )
+    maxUnreachableFraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=0.5,
+        description="When more than this fraction of the scorers Active in the lockfile cannot be reached in one sync, sync writes nothing and exits 1 (1 turns the guard off).",
+    )
+
+
+class HubSettings(Frozen):
+    """Bounds of every read from a hub (``--hub-kubeconfig``): a hub's answers are untrusted."""
+
+    timeoutSeconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = Field(
+        default=60.0,
+        description="Wall-clock limit of one command's whole hub read, every list and page included.",
+    )
+    pageSize: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=500, description="Objects asked for per list call (the limit of each page)."
+    )
+    maxPages: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        default=1000, description="Pages one list may take before the read is refused."
+    )
+    maxItems: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
+        default=100_000, description="Objects one list may hold before the read is refused."
+    )
+    maxBytes: Annotated[int, Field(ge=1024, le=4 * 1024 * 1024 * 1024)] = Field(
+        default=256 * 1024 * 1024,
+        description="Bytes the hub's answers to one command may hold together (headers included).",
+    )
 
 
 class RenderSettings(Frozen):
@@ -414,6 +440,7 @@ class Settings(Frozen):
     agent: AgentSettings = AgentSettings()
     repository: RepositorySettings = RepositorySettings()
     sync: SyncSettings = SyncSettings()
+    hub: HubSettings = HubSettings()
     render: RenderSettings = RenderSettings()
     addon: AddonSettings = AddonSettings()
     externalSecrets: ExternalSecretsSettings | None = None

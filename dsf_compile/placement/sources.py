@@ -4,26 +4,27 @@
 AddOnPlacementScores (PlacementDecisions) or ``List``s of them, as ``kubectl get … -A -o
 yaml`` prints them, read through the project's safe loader with located errors.
 ``--hub-kubeconfig`` reads the same, and the hub's ManagedClusterSetBindings, with list
-calls only (the official ``kubernetes`` client): dsf never writes to a cluster.
+calls only (:mod:`dsf_compile.hub`, bounded): dsf never writes to a cluster.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from dsf_compile.errors import DsfError, InputError, Problem
+from dsf_compile.errors import InputError, Problem
+from dsf_compile.hub import HubReadError, HubSession, format_object_problems, item_label, open_hub
 from dsf_compile.inputs.load import Document, Pointer, list_input_files, read_yaml_file
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
     ManagedClusterSetBinding,
     PlacementDecision,
 )
+from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.inputs.validate import validate_model
 
 M = TypeVar("M", bound=BaseModel)
@@ -33,9 +34,6 @@ SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 #: A hub's scores outgrow a hand-written input's cap: one item per pod of 1,000 clusters
 #: is tens of MiB.
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
-#: Objects asked for per list call; the API server pages longer lists (as kubectl does).
-PAGE_SIZE = 500
-
 CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The hub resources read, with the version OCM serves them at.
 _HUB_RESOURCES = {
@@ -141,97 +139,106 @@ def _read_objects(path: str, model: type[M]) -> list[M]:
 # ------------------------------------------------------------------------- hub
 
 
-class HubReadError(DsfError):
-    """The hub could not be read (kubeconfig, connection, permissions)."""
+def read_hub(kubeconfig: str, settings: HubSettings | None = None) -> HubState:
+    """Scores, decisions and bindings from a live hub, with list calls only.
+
+    Within ``settings`` (``dsf.yaml`` ``hub``: pages, items, bytes, a deadline for the
+    whole read): see :func:`hub_state`.
+    """
+    with open_hub(kubeconfig, settings or HubSettings()) as hub:
+        return hub_state(hub)
 
 
-def read_hub(kubeconfig: str, *, api_factory: Callable[[str], Any] | None = None) -> HubState:
-    """Scores, decisions and bindings from a live hub, with list calls only."""
-    api = (api_factory or _custom_objects_api)(kubeconfig)
-    return HubState(
-        scores=tuple(_list(api, AddOnPlacementScore)),
-        decisions=tuple(_list(api, PlacementDecision)),
-        bindings=tuple(_list(api, ManagedClusterSetBinding)),
+def hub_state(hub: HubSession) -> HubState:
+    """Scores, decisions and bindings read in ``hub``'s session.
+
+    Every object is validated as a snapshot file's would be; a malformed one is an error,
+    not skipped: a real API server validates objects against their CRD before storing
+    them, so a malformed one means the answer cannot be trusted, and leaving it out would
+    make the replay differ from the hub without a word.
+    """
+    problems: list[str] = []
+    state = HubState(
+        scores=tuple(_listed(hub, AddOnPlacementScore, problems)),
+        decisions=tuple(_listed(hub, PlacementDecision, problems)),
+        bindings=tuple(_listed(hub, ManagedClusterSetBinding, problems)),
     )
-
-
-def _custom_objects_api(kubeconfig: str) -> Any:
-    from kubernetes import client, config  # only this command needs it
-
-    try:
-        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except Exception as err:  # the client raises several unrelated types here
-        raise HubReadError(f"--hub-kubeconfig {kubeconfig}: {err}") from err
-    return client.CustomObjectsApi(api_client)
+    if problems:
+        raise HubReadError("malformed objects", format_object_problems(problems))
+    return state
 
 
 @dataclass(frozen=True)
 class HubObjects:
     """What ``explain --verify`` reads besides :class:`HubState`: objects as the hub has them."""
 
-    placements: tuple[dict[str, Any], ...]
-    clusters: tuple[dict[str, Any], ...]
+    placements: tuple[Any, ...]
+    clusters: tuple[Any, ...]
     cluster_sets: tuple[dict[str, Any], ...]
 
 
-def read_hub_objects(
-    kubeconfig: str, *, api_factory: Callable[[str], Any] | None = None
-) -> HubObjects:
+def hub_objects(hub: HubSession) -> HubObjects:
     """The hub's Placements, ManagedClusters and ManagedClusterSets (list calls only).
 
-    Returned as read (dicts): the caller validates them against its models, so that a
-    Placement the replay cannot read is reported by name rather than failing the read.
+    Returned as read (any JSON value): the caller validates them against its models, so
+    that a Placement the replay cannot read is reported by name rather than failing the read.
     """
-    api = (api_factory or _custom_objects_api)(kubeconfig)
+
+    def listed(kind: str) -> list[Any]:
+        return hub.list_objects(CLUSTER_GROUP, *_HUB_RESOURCES[kind])
+
     return HubObjects(
-        placements=tuple(_list_items(api, "Placement")),
-        clusters=tuple(_list_items(api, "ManagedCluster")),
-        cluster_sets=tuple(s for s in _list_items(api, "ManagedClusterSet") if isinstance(s, dict)),
+        placements=tuple(listed("Placement")),
+        clusters=tuple(listed("ManagedCluster")),
+        cluster_sets=tuple(s for s in listed("ManagedClusterSet") if isinstance(s, dict)),
     )
 
 
-def _list_items(api: Any, kind: str) -> list[Any]:
-    version, plural = _HUB_RESOURCES[kind]
-    items: list[Any] = []
-    token = ""
-    while True:
-        # In pages, as kubectl lists: one answer with every score of a large hub is slow
-        # for the API server and may outlast the request's timeout.
-        options: dict[str, Any] = {"limit": PAGE_SIZE}
-        if token:
-            options["_continue"] = token
-        try:
-            answer = api.list_cluster_custom_object(CLUSTER_GROUP, version, plural, **options)
-        except Exception as err:  # ApiException, urllib3 errors: one line, exit 2
-            reason = getattr(err, "reason", None) or type(err).__name__
-            raise HubReadError(f"cannot list {plural} on the hub: {reason}") from err
-        items += answer.get("items") or []
-        token = (answer.get("metadata") or {}).get("continue") or ""
-        if not token:
-            break
-    return items
+def _listed(hub: HubSession, model: type[M], problems: list[str]) -> list[M]:
+    items = hub.list_objects(CLUSTER_GROUP, *_HUB_RESOURCES[model.__name__])
+    return validated_objects(model, items, problems)
 
 
-def _list(api: Any, model: type[M]) -> list[M]:
+def validated_objects(model: type[M], items: list[Any], problems: list[str]) -> list[M]:
+    """``items`` of one hub list validated as ``model``, as Git input is; ``problems`` gets a line per fault."""
     kind = model.__name__
-    version, _ = _HUB_RESOURCES[kind]
-    items = _list_items(api, kind)
-    objects = []
-    for item in items:
-        item.setdefault("apiVersion", f"{CLUSTER_GROUP}/{version}")
-        item.setdefault("kind", kind)
+    version, plural = _HUB_RESOURCES.get(kind, ("v1", kind.lower() + "s"))
+    objects: list[M] = []
+    seen: set[tuple[object, object]] = set()
+    for index, item in enumerate(items):
+        where = item_label(plural, index, item)
+        if not isinstance(item, dict):
+            problems.append(f"{where}: not an object")
+            continue
+        item = {"apiVersion": f"{CLUSTER_GROUP}/{version}", "kind": kind, **item}
         if model is ManagedClusterSetBinding:
-            # our model of it is strict (it validates what users write); keep what is read
-            meta = item.get("metadata", {})
-            item = {
-                "apiVersion": item["apiVersion"],
-                "kind": kind,
-                "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
-                "spec": {"clusterSet": item.get("spec", {}).get("clusterSet")},
-            }
-        try:
-            objects.append(model.model_validate(item))
-        except ValueError as err:
-            name = item.get("metadata", {}).get("name", "?")
-            raise HubReadError(f"the hub's {kind} {name} is not readable: {err}") from err
+            item = _binding_part(item)
+        document = Document(path="hub", index=0, data=item, positions={})
+        obj, found = validate_model(model, document, item)
+        for problem in found:
+            field = f"{problem.field}: " if problem.field else ""
+            problems.append(f"{where}: {field}{problem.message}")
+        if obj is None:
+            continue
+        meta = getattr(obj, "metadata")  # noqa: B009 - every model read here has one
+        key = (meta.namespace, meta.name)
+        if key in seen:
+            problems.append(f"{where}: listed twice")
+            continue
+        seen.add(key)
+        objects.append(obj)
     return objects
+
+
+def _binding_part(item: dict[str, Any]) -> dict[str, Any]:
+    # Our model of a binding is strict (it validates what users write): keep what is read.
+    meta = item.get("metadata")
+    spec = item.get("spec")
+    return {
+        "apiVersion": item["apiVersion"],
+        "kind": item["kind"],
+        "metadata": {k: meta[k] for k in ("name", "namespace") if k in meta}
+        if isinstance(meta, dict)
+        else meta,
+        "spec": {"clusterSet": spec.get("clusterSet")} if isinstance(spec, dict) else spec,
+    }

@@ -1,6 +1,6 @@
 """``sync --clusters``: the hub's ManagedClusters → ``clusters/discovered.yaml``.
 
-Read-only: one list call through the ``kubernetes`` client. Each cluster is written as
+Read-only: list calls through :mod:`dsf_compile.hub` (paged and bounded). Each cluster is written as
 ``kubectl get managedclusters -o yaml`` shows it, minus what the servers set and change
 on their own (uid, resourceVersion, managedFields, conditions, leases, client configs,
 and the ``feature.open-cluster-management.io/addon-*`` labels that follow addon health),
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.render.emit import dump_yaml
 
 GROUP = "cluster.open-cluster-management.io"
@@ -25,10 +26,6 @@ HEADER = (
     "# The hub's ManagedClusters, written by `dsf-compile sync --clusters`; do not edit.\n"
     "# (Keep hand-written clusters in another file of clusters/, under other names.)\n"
 )
-
-
-class ClusterDiscoveryError(Exception):
-    """The hub could not be read (kubeconfig, connection, permission)."""
 
 
 @dataclass(frozen=True)
@@ -95,46 +92,74 @@ def encode_discovered(clusters: list[dict[str, Any]]) -> str:
     return HEADER + "---\n".join(dump_yaml(c) for c in ordered)
 
 
-def list_managed_clusters(kubeconfig: Path) -> list[dict[str, Any]]:
-    """Every ManagedCluster on the hub (one list call; read-only)."""
-    from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
+def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[str, Any]]:
+    """Every ManagedCluster on the hub, cleaned (list calls only, within ``settings``).
 
-    try:
-        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig), persist_config=False
-        )
-    except (config.ConfigException, OSError, ValueError) as err:
-        raise ClusterDiscoveryError(f"hub kubeconfig {kubeconfig} unusable: {err}") from None
-    try:
-        with api_client:
-            listed = client.CustomObjectsApi(api_client).list_cluster_custom_object(
-                GROUP, VERSION, "managedclusters", _request_timeout=30
-            )
-    except ApiException as err:
-        raise ClusterDiscoveryError(
-            f"listing ManagedClusters on the hub failed: {err.status} {err.reason}"
-        ) from None
-    except OSError as err:  # connection refused, DNS, TLS
-        raise ClusterDiscoveryError(f"cannot reach the hub: {err}") from None
-    except Exception as err:  # urllib3's errors are not OSErrors
-        if type(err).__module__.startswith("urllib3"):
-            raise ClusterDiscoveryError(f"cannot reach the hub: {err}") from None
-        raise
-    items = listed.get("items") if isinstance(listed, dict) else None
-    if not isinstance(items, list):
-        raise ClusterDiscoveryError("the hub's answer to the ManagedCluster list has no items")
-    return [item for item in items if isinstance(item, dict) and "name" in item.get("metadata", {})]
+    Each cluster is validated as ``validate`` validates ``clusters/*.yaml`` before and after
+    it is cleaned: a name that is not a DNS label (``../../etc``), a label Kubernetes would
+    refuse, a control character or a credential in what would be written. A malformed
+    cluster is an error and nothing is written: skipping it would drop it from the file, so
+    the scheduled sync would propose removing a cluster the hub still has.
+    """
+    from dsf_compile.hub import HubReadError, format_object_problems, item_label, open_hub
+
+    with open_hub(str(kubeconfig), settings) as hub:
+        items = hub.list_objects(GROUP, VERSION, "managedclusters")
+    problems: list[str] = []
+    cleaned = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        where = item_label("managedclusters", index, item)
+        found = _cluster_problems(item)
+        cluster = clean_cluster(item) if not found else None
+        found = found or _cluster_problems(cluster, written=True)
+        if found or cluster is None:
+            problems += [f"{where}: {problem}" for problem in found]
+            continue
+        name = cluster["metadata"]["name"]
+        if name in seen:
+            problems.append(f"{where}: listed twice")
+            continue
+        seen.add(name)
+        cleaned.append(cluster)
+    if problems:
+        raise HubReadError("malformed ManagedClusters", format_object_problems(problems))
+    return cleaned
+
+
+def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
+    """What ``validate`` would say about ``item`` as a ManagedCluster in ``clusters/``."""
+    from dsf_compile.inputs.inventory import ManagedCluster
+    from dsf_compile.inputs.load import Document
+    from dsf_compile.inputs.validate import precheck, validate_model
+    from dsf_compile.untrusted import first_string_problem
+
+    if not isinstance(item, dict):
+        return ["not an object"]
+    data = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedCluster", **item}
+    document = Document(path="hub", index=0, data=data, positions={})
+    found = validate_model(ManagedCluster, document, data)[1]
+    if written:  # what goes to Git: no credentials, nothing a terminal or YAML would act on
+        found += precheck(document)
+        string = first_string_problem(data)
+        if string is not None:
+            return [string]
+    return [f"{p.field}: {p.message}" if p.field else p.message for p in found]
 
 
 def names_in(text: str) -> set[str]:
-    """The cluster names of a discovered file's text (for the added/removed summary)."""
-    import yaml
+    """The cluster names of a discovered file's text (for the added/removed summary).
+
+    The file came from Git: read with the project's loader (bounded aliases and depth),
+    and only names that are DNS labels count, so the summary prints nothing else.
+    """
+    from dsf_compile.fields import DNS_LABEL_RE
+    from dsf_compile.inputs.load import parse_yaml
 
     names = set()
-    for document in yaml.safe_load_all(text):
-        if isinstance(document, dict):
-            name = (document.get("metadata") or {}).get("name")
-            if isinstance(name, str):
-                names.add(name)
+    for document in parse_yaml(text, DISCOVERED_FILE)[0]:
+        meta = document.data.get("metadata") if isinstance(document.data, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if isinstance(name, str) and DNS_LABEL_RE.fullmatch(name):
+            names.add(name)
     return names

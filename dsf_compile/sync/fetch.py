@@ -18,9 +18,7 @@ the transport is injectable so tests can pass their own.
 from __future__ import annotations
 
 import asyncio
-import errno
 import fnmatch
-import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
+from dsf_compile.connect_errors import connect_failure
 from dsf_compile.connect_to import DEFAULT_PORTS, ConnectToTransport, parse_connect_to
 from dsf_compile.errors import SyncError
 from dsf_compile.http_body import BodyTooLargeError, read_capped
@@ -363,7 +362,7 @@ def _describe(err: httpx.HTTPError) -> tuple[str, bool, bool]:
     if isinstance(err, httpx.TimeoutException):
         return "timed out", True, True
     if isinstance(err, httpx.ConnectError):
-        return _connect_reason(err), True, False
+        return connect_failure(err), True, False
     if isinstance(err, httpx.RemoteProtocolError):
         if "without sending" in str(err):
             return "server closed the connection without a response", True, False
@@ -373,37 +372,6 @@ def _describe(err: httpx.HTTPError) -> tuple[str, bool, bool]:
     if isinstance(err, httpx.UnsupportedProtocol):
         return "only http and https URLs are allowed", False, False
     return f"request failed ({type(err).__name__})", False, False
-
-
-def _connect_reason(err: BaseException) -> str:
-    # Walk the chain down to the OS error: its class is stable, its text (addresses,
-    # "All connection attempts failed") is not.
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return f"TLS certificate verification failed: {cause.verify_message}"
-        if isinstance(cause, ssl.SSLError):
-            return "TLS handshake failed"
-        if isinstance(cause, socket.gaierror):
-            return "cannot resolve host name"
-        if (
-            isinstance(cause, ConnectionRefusedError)
-            or getattr(cause, "errno", None) == errno.ECONNREFUSED
-        ):
-            return "connection refused"
-        if getattr(cause, "errno", None) == errno.ENETUNREACH:
-            return "network unreachable"
-        if getattr(cause, "errno", None) == errno.EHOSTUNREACH:
-            return "host unreachable"
-        cause = cause.__cause__ or cause.__context__
-    text = str(err).lower()
-    if "refused" in text:
-        return "connection refused"
-    if "name or service" in text or "nodename" in text or "getaddrinfo" in text:
-        return "cannot resolve host name"
-    return "connection failed"
 
 
 def _healthz_url(config_url: str) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import load
+from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.placement import sources
 from dsf_compile.placement.sources import read_decisions, read_hub, read_scores
 from tests.agent.agent_fakes import FakeKube
@@ -168,10 +169,7 @@ def _score(cluster: str, value: int) -> dict[str, object]:
     }
 
 
-def test_a_hub_is_listed_in_pages(
-    hub: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sources, "PAGE_SIZE", 2)
+def test_a_hub_is_listed_in_pages(hub: FakeKube, tmp_path: Path) -> None:
     for index in range(5):
         hub.put("addonplacementscores", f"worker{index:02d}", _score(f"worker{index:02d}", index))
     hub.put("placementdecisions", "default", DECISION)
@@ -179,7 +177,7 @@ def test_a_hub_is_listed_in_pages(
     kubeconfig.write_text(hub.kubeconfig())
     before = len(hub.server.taken())
 
-    state = read_hub(str(kubeconfig))
+    state = read_hub(str(kubeconfig), HubSettings(pageSize=2))
 
     assert state.scores is not None
     assert [s.status.scores[0].value for s in state.scores] == [0, 1, 2, 3, 4]

@@ -1,0 +1,355 @@
+"""Reading a hub (``--hub-kubeconfig``): list calls only, bounded in pages, items, bytes and time.
+
+``explain``, ``optimize``, ``dsf-mcp`` and ``sync --clusters`` read a hub through the
+official ``kubernetes`` client. Its answers are untrusted (a broken or hostile API server,
+or anything on the path), so every list is paged (``hub.pageSize``) and stops with an error
+at ``hub.maxPages`` pages or ``hub.maxItems`` objects; a ``continue`` token the hub already
+sent is an error (the list would never end); the answers of one command may hold
+``hub.maxBytes`` bytes together; and the whole read, every list and page included, ends at
+``hub.timeoutSeconds``.
+
+The client's own timeouts cannot give that deadline: urllib3 applies them to each socket
+read, so a hub that sends one byte every few seconds never trips them. Two hooks on the
+client's connection pool do: every byte of an answer (status line, headers, body) is read
+through :class:`_CappedReader`, which counts it against ``hub.maxBytes`` and gives each
+socket read only the time left; and a watchdog timer shuts down every socket of the read
+at the deadline, which also ends a connect or a TLS handshake that drips. A compressed
+answer is refused (it is never asked for, and would slip a small body past the byte cap).
+
+Every failure is a :class:`HubReadError`: one line (``hub: ...``), exit 2 in the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import io
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from dsf_compile.connect_errors import connect_failure
+from dsf_compile.errors import DsfError
+from dsf_compile.inputs.settings import HubSettings
+from dsf_compile.untrusted import load_json
+
+__all__ = [
+    "MAX_CONTINUE_CHARS",
+    "HubReadError",
+    "HubSession",
+    "format_object_problems",
+    "item_label",
+    "open_hub",
+]
+
+#: Longest ``continue`` token sent back (the API server's are a few hundred characters of
+#: base64); a longer one would make every following request line grow with it.
+MAX_CONTINUE_CHARS = 4096
+#: Problems listed one per line before the rest are counted.
+MAX_LISTED_PROBLEMS = 20
+#: Share of what is left of the deadline that opening a connection may take.
+_CONNECT_SECONDS = 10.0
+
+
+class HubReadError(DsfError):
+    """The hub could not be read, or answered something unusable; ``lines`` says what, one per line."""
+
+    def __init__(self, message: str, details: tuple[str, ...] = ()) -> None:
+        self.lines = (f"hub: {message}", *details)
+        super().__init__("\n".join(self.lines))
+
+
+class _StopReadError(Exception):
+    """Raised inside the client's read path: not an OSError, so urllib3 does not retry it."""
+
+
+class _Budget:
+    """The deadline and byte budget of one hub read, shared by every connection it opens."""
+
+    def __init__(self, settings: HubSettings) -> None:
+        self.settings = settings
+        self.ends = time.monotonic() + settings.timeoutSeconds
+        self.bytes_left = settings.maxBytes
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self._timer = threading.Timer(settings.timeoutSeconds, self.expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        """Seconds left; raises once the deadline has passed."""
+        left = self.ends - time.monotonic()
+        if left <= 0 or self.expired:
+            raise _StopReadError(self.deadline_message())
+        return left
+
+    def deadline_message(self) -> str:
+        return (
+            f"no complete answer within {self.settings.timeoutSeconds:g} s "
+            "(hub.timeoutSeconds in dsf.yaml)"
+        )
+
+    def spend(self, count: int) -> None:
+        with self._lock:
+            self.bytes_left -= count
+            over = self.bytes_left < 0
+        if over:
+            raise _StopReadError(
+                f"the answers hold more than {self.settings.maxBytes} bytes "
+                "(hub.maxBytes in dsf.yaml)"
+            )
+
+    def track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.add(sock)
+        if self.expired:
+            _shutdown(sock)
+
+    def expire(self) -> None:
+        """The watchdog: wake every read still blocked on the hub."""
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shutdown(sock)
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed: nothing left to wake
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _CappedReader(io.RawIOBase):
+    """A socket read as a file, each read bounded by the time left and counted against the bytes."""
+
+    def __init__(self, sock: socket.socket, budget: _Budget, keep: io.BufferedIOBase) -> None:
+        self._sock = sock
+        self._budget = budget
+        # The file http.client opened holds the socket open after the connection lets go
+        # of it (a Connection: close answer); it is closed with this reader, never read.
+        self._keep = keep
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._keep.close()
+        super().close()
+
+    def readinto(self, buffer: Any) -> int:
+        self._sock.settimeout(self._budget.left())
+        try:
+            count = self._sock.recv_into(buffer)
+        except OSError:
+            self._budget.left()  # the watchdog shut the socket: say so, not "reset"
+            raise
+        self._budget.left()
+        self._budget.spend(count)
+        return count
+
+
+def _response_class(budget: _Budget) -> type[http.client.HTTPResponse]:
+    class CappedResponse(http.client.HTTPResponse):
+        def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+            super().__init__(sock, *args, **kwargs)
+            self.fp = io.BufferedReader(_CappedReader(sock, budget, self.fp))
+
+        def begin(self) -> None:
+            super().begin()
+            encoding = (self.getheader("content-encoding") or "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise _StopReadError(f"answer with Content-Encoding {encoding!r}, never asked for")
+
+    return CappedResponse
+
+
+def _watch_pools(pool_manager: Any, budget: _Budget) -> None:
+    """Make every connection the client opens report its socket and read through the caps."""
+    response_class = _response_class(budget)
+
+    def watched_pool(pool_class: Any) -> Any:
+        class Connection(pool_class.ConnectionCls):  # type: ignore[misc]
+            def _new_conn(self) -> socket.socket:
+                budget.left()
+                sock: socket.socket = super()._new_conn()
+                budget.track(sock)
+                return sock
+
+        Connection.response_class = response_class
+        return type(pool_class.__name__, (pool_class,), {"ConnectionCls": Connection})
+
+    pool_manager.pool_classes_by_scheme = {
+        scheme: watched_pool(cls) for scheme, cls in pool_manager.pool_classes_by_scheme.items()
+    }
+
+
+class HubSession:
+    """One command's reads from a hub; use :func:`open_hub`."""
+
+    def __init__(self, api: Any, budget: _Budget) -> None:
+        self._api = api
+        self._budget = budget
+
+    def list_objects(self, group: str, version: str, plural: str) -> list[Any]:
+        """Every item of a cluster-wide list, page by page, within the read's bounds.
+
+        The items are returned as the hub sent them (any JSON value): the caller validates
+        each as it validates Git input.
+        """
+        settings = self._budget.settings
+        items: list[Any] = []
+        seen: set[str] = set()
+        token = ""
+        for _page in range(settings.maxPages):
+            page, token = _page_contents(self._get(group, version, plural, token), plural)
+            items += page
+            if len(items) > settings.maxItems:
+                raise HubReadError(
+                    f"the {plural} list holds more than {settings.maxItems} objects "
+                    "(hub.maxItems in dsf.yaml)"
+                )
+            if not token:
+                return items
+            if token in seen:
+                raise HubReadError(
+                    f"the {plural} list repeats a continue token: it would never end"
+                )
+            seen.add(token)
+        raise HubReadError(
+            f"the {plural} list takes more than {settings.maxPages} pages "
+            "(hub.maxPages in dsf.yaml)"
+        )
+
+    def _get(self, group: str, version: str, plural: str, token: str) -> Any:
+        options: dict[str, Any] = {"limit": self._budget.settings.pageSize}
+        if token:
+            options["_continue"] = token
+        try:
+            left = self._budget.left()
+            response = self._api.list_cluster_custom_object(
+                group,
+                version,
+                plural,
+                _preload_content=False,
+                _request_timeout=(min(_CONNECT_SECONDS, left), left),
+                **options,
+            )
+            body = response.data
+        except _StopReadError as err:
+            raise HubReadError(f"cannot list {plural}: {err}") from None
+        except Exception as err:  # ApiException, urllib3's errors, OSError: one line each
+            if self._budget.expired or time.monotonic() >= self._budget.ends:
+                raise HubReadError(
+                    f"cannot list {plural}: {self._budget.deadline_message()}"
+                ) from None
+            stop = _stop_in(err)
+            reason = str(stop) if stop is not None else _failure(err)
+            raise HubReadError(f"cannot list {plural}: {reason}") from None
+        try:
+            return load_json(body)
+        except ValueError as err:  # also: not UTF-8, nested too deeply, a number too long
+            raise HubReadError(f"the answer to the {plural} list is not JSON ({err})") from None
+
+
+def _stop_in(err: BaseException) -> _StopReadError | None:
+    """A cap that fired inside the client, however it was wrapped on the way out."""
+    return next((c for c in _causes(err) if isinstance(c, _StopReadError)), None)
+
+
+def _failure(err: BaseException) -> str:
+    """A short reason: the HTTP status, or what became of the connection."""
+    status = getattr(err, "status", None)
+    if isinstance(status, int) and status:
+        return f"HTTP {status} {getattr(err, 'reason', '') or ''}".rstrip()
+    names = {type(cause).__name__ for cause in _causes(err)}
+    if any("Timeout" in name for name in names):
+        return "timed out"
+    if names & {"ProtocolError", "RemoteDisconnected", "IncompleteRead", "BadStatusLine"}:
+        return "the hub broke off or garbled its answer"
+    return connect_failure(err)
+
+
+def _causes(err: BaseException) -> Iterator[BaseException]:
+    """``err`` and what it wraps (causes, contexts, urllib3's ``reason``), each once."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [err]
+    while todo and len(seen) < 32:
+        cause = todo.pop()
+        if id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        yield cause
+        inner = getattr(cause, "reason", None)
+        todo += [
+            c for c in (inner, cause.__cause__, cause.__context__) if isinstance(c, BaseException)
+        ]
+
+
+def _page_contents(answer: Any, plural: str) -> tuple[list[Any], str]:
+    """A list answer's items and ``continue`` token, or an error saying what is wrong with it."""
+    where = f"the answer to the {plural} list"
+    if not isinstance(answer, dict):
+        raise HubReadError(f"{where} is not an object")
+    items = answer.get("items")
+    if items is None:
+        items = []  # an empty list, as the API server may send it
+    if not isinstance(items, list):
+        raise HubReadError(f"{where}: items is not a list")
+    metadata = answer.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise HubReadError(f"{where}: metadata is not an object")
+    token = metadata.get("continue") or ""
+    if not isinstance(token, str) or len(token) > MAX_CONTINUE_CHARS:
+        raise HubReadError(
+            f"{where}: metadata.continue is not a string of at most {MAX_CONTINUE_CHARS} characters"
+        )
+    return items, token
+
+
+@contextmanager
+def open_hub(kubeconfig: str, settings: HubSettings) -> Iterator[HubSession]:
+    """A session on the hub ``kubeconfig`` names; its deadline starts now."""
+    from kubernetes import client, config  # only the commands that read a hub need it
+
+    try:
+        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, persist_config=False
+        )
+    except Exception as err:  # the client raises several unrelated types here
+        text = str(err).split("\n", 1)[0][:300]
+        raise HubReadError(f"--hub-kubeconfig {kubeconfig} is not usable: {text}") from None
+    budget = _Budget(settings)
+    try:
+        _watch_pools(api_client.rest_client.pool_manager, budget)
+        with api_client:
+            yield HubSession(client.CustomObjectsApi(api_client), budget)
+    finally:
+        budget.close()
+
+
+def item_label(plural: str, index: int, item: Any) -> str:
+    """``hub: PLURAL items[I] (NAMESPACE/NAME)``: where a list item is, in a problem line."""
+    where = f"hub: {plural} items[{index}]"
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return where
+    namespace = meta.get("namespace")
+    prefix = f"{namespace}/" if isinstance(namespace, str) and namespace else ""
+    return f"{where} ({prefix}{meta['name'][:253]})"
+
+
+def format_object_problems(problems: list[str]) -> tuple[str, ...]:
+    """At most :data:`MAX_LISTED_PROBLEMS` lines, then how many more there were."""
+    shown = tuple(problems[:MAX_LISTED_PROBLEMS])
+    rest = len(problems) - len(shown)
+    return (*shown, f"hub: ... and {rest} more") if rest else shown
