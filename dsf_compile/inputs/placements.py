@@ -25,7 +25,6 @@ from dsf_compile.fields import (
     Labels,
     Lenient,
     QualifiedKey,
-    StrMap,
     Time,
     matches,
 )
@@ -274,9 +273,11 @@ class ManifestWorkReplicaSet(PassThrough):
 
 
 class ReadMeta(Lenient):
-    name: str = Field(min_length=1)
-    namespace: str = Field(min_length=1)
-    labels: StrMap = Field(default_factory=dict)
+    """Metadata read back from a hub or a snapshot: names as the API server allows them."""
+
+    name: DnsSubdomain
+    namespace: DnsLabel
+    labels: Labels = Field(default_factory=dict)
 
 
 class ScoreItem(Lenient):
@@ -310,7 +311,7 @@ class AddOnPlacementScore(Lenient):
 
 
 class ClusterDecision(Lenient):
-    clusterName: str = Field(min_length=1)
+    clusterName: DnsSubdomain
     reason: str = ""
     score: int | None = None
 
