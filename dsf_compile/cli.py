@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from dsf_compile.errors import DsfError, InputError, Problem, UsageError
+from dsf_compile.errors import DsfError, InputError, Problem, UnreachableFleetError, UsageError
 from dsf_compile.untrusted import safe_message
 
 if TYPE_CHECKING:
@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sync.add_argument("names", nargs="*", metavar="NAME", help="refresh only these scorers")
     sync.add_argument("--strict", action="store_true", help="exit 1 when a scorer is Inactive")
+    sync.add_argument(
+        "--allow-mass-failure",
+        action="store_true",
+        help="record the scorers Inactive even when most Active ones cannot be reached "
+        "(sync.maxUnreachableFraction); once",
+    )
     sync.add_argument(
         "--resolve",
         action="append",
@@ -319,10 +325,16 @@ def _discover(args: argparse.Namespace, root: Path, err: TextIO) -> int:
     from dsf_compile.pipeline import discover_clusters
     from dsf_compile.sync.clusters import DISCOVERED_FILE
 
-    if args.hub_kubeconfig is None or args.names or args.strict or args.resolve:
+    if (
+        args.hub_kubeconfig is None
+        or args.names
+        or args.strict
+        or args.resolve
+        or args.allow_mass_failure
+    ):
         print(
             "dsf-compile: error: sync --clusters needs --hub-kubeconfig PATH and takes no "
-            "scorer names, --strict or --resolve",
+            "scorer names, --strict, --resolve or --allow-mass-failure",
             file=err,
         )
         return EXIT_FAILURE
@@ -368,7 +380,18 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             if show:
                 print(format_progress(name, entry, done, total), file=err, flush=True)
 
-        synced = sync_fleet(root, names=args.names, resolve=args.resolve, progress=progress)
+        try:
+            synced = sync_fleet(
+                root,
+                names=args.names,
+                resolve=args.resolve,
+                progress=progress,
+                allow_mass_failure=args.allow_mass_failure,
+            )
+        except UnreachableFleetError as error:
+            print_problems(error.problems, err, github)
+            _print_error(error, err)
+            return EXIT_INVALID
         print_problems(synced.warnings, err, github)
         state = "updated" if synced.lockfile_changed else "unchanged"
         print(

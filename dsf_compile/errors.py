@@ -59,6 +59,24 @@ class SyncError(DsfError):
     """Sync could not run at all (not: a scorer is down, which makes it Inactive)."""
 
 
+class UnreachableFleetError(DsfError):
+    """Sync reached too few of the scorers Active in the lockfile to trust what it saw; nothing was written."""
+
+    def __init__(
+        self, problems: Iterable[Problem], lost: int, counted: int, fraction: float
+    ) -> None:
+        self.problems = tuple(sorted(problems))
+        self.lost = lost
+        self.counted = counted
+        self.fraction = fraction
+        super().__init__(
+            f"{lost} of the {counted} scorer(s) Active in dsf.lock.json could not be reached: "
+            "this machine does not seem to reach the scorers; dsf.lock.json was not changed "
+            "(run sync where they are reachable, or pass --allow-mass-failure to record them "
+            f"Inactive; sync.maxUnreachableFraction is {fraction:g})"
+        )
+
+
 class RenderError(DsfError):
     """Rendering failed for a reason that is not an input problem (for example I/O)."""
 

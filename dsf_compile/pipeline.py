@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dsf_compile.errors import InputError, Problem, UsageError
+from dsf_compile.errors import InputError, Problem, UnreachableFleetError, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
 from dsf_compile.inputs.load import MAX_FILE_BYTES, Document, list_input_files, read_yaml_file
 from dsf_compile.inputs.prerequisites import prerequisite_notes
@@ -180,9 +180,16 @@ def sync_fleet(
     names: Sequence[str],
     resolve: Sequence[str],
     progress: Callable[[str, LockEntry, int, int], None] | None = None,
+    allow_mass_failure: bool = False,
 ) -> SyncResult:
-    """``sync``: refresh the lockfile; ``progress(name, entry, done, total)`` after each scorer."""
-    from dsf_compile.sync.fetch import parse_connect_to, parse_resolve_setting, sync_lock
+    """``sync``: refresh the lockfile; ``progress(name, entry, done, total)`` after each scorer.
+
+    Raises :class:`UnreachableFleetError`, writing nothing, when too many scorers Active in
+    the lockfile could not be reached (:mod:`dsf_compile.sync.guard`), unless
+    ``allow_mass_failure``.
+    """
+    from dsf_compile.sync.fetch import fetch_fleet, parse_connect_to, parse_resolve_setting
+    from dsf_compile.sync.guard import unreachable_fleet
 
     inputs = load_inputs(root)
     blocked = check_lockfile_target(root)
@@ -206,8 +213,8 @@ def sync_fleet(
 
     import asyncio
 
-    lock = asyncio.run(
-        sync_lock(
+    fetched = asyncio.run(
+        fetch_fleet(
             scorers,
             previous,
             inputs.settings.sync,
@@ -216,6 +223,18 @@ def sync_fleet(
             progress=counted,
         )
     )
+    lock = fetched.lock
+    fraction = inputs.settings.sync.maxUnreachableFraction
+    refreshed = only if only is not None else lock.scorers.keys()
+    lost, counted_active = unreachable_fleet(previous, refreshed, fetched.unreachable, fraction)
+    if lost and not allow_mass_failure:
+        problems = [
+            inputs.scorer(name).problem(
+                ("spec", "configURL"), f"not reached: {lock.scorers[name].reason}"
+            )
+            for name in lost
+        ]
+        raise UnreachableFleetError(problems, len(lost), counted_active, fraction)
     changed = write_lockfile(root, lock)
     inactive = tuple(
         sorted(

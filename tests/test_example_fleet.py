@@ -54,7 +54,7 @@ def test_sync_of_one_scorer_keeps_the_others(tmp_path: Path) -> None:
 
 
 def test_scorers_that_are_down_become_inactive_and_strict_fails(tmp_path: Path) -> None:
-    """No sample is running: every scorer is Inactive; sync still writes the lockfile."""
+    """No sample is running: sync refuses to write; with --allow-mass-failure every scorer is Inactive."""
     repo = copy_fleet(tmp_path / "fleet", with_rendered=False)
     settings = (repo / "dsf.yaml").read_text() + "sync:\n  timeoutSeconds: 2\n  retries: 0\n"
     (repo / "dsf.yaml").write_text(settings)
@@ -65,8 +65,19 @@ def test_scorers_that_are_down_become_inactive_and_strict_fails(tmp_path: Path) 
         "llm-forecast.scoring.example.net",
     )
     resolve = [f"--resolve={host}:8000:127.0.0.1:9" for host in hosts]  # port 9 (discard): refused
+    # Every scorer Active in the lockfile refused: this machine cannot reach them, so the
+    # lockfile stays as it is (a scheduled sync must not propose removing the fleet) ...
+    before = (repo / "dsf.lock.json").read_bytes()
     out, err = io.StringIO(), io.StringIO()
-    code = run(["--root", str(repo), "sync", "--strict", *resolve], out, err)
+    code = run(["--root", str(repo), "sync", *resolve], out, err)
+    assert code == 1
+    assert "does not seem to reach the scorers" in err.getvalue()
+    assert (repo / "dsf.lock.json").read_bytes() == before
+    # ... unless told otherwise, once
+    out, err = io.StringIO(), io.StringIO()
+    code = run(
+        ["--root", str(repo), "sync", "--strict", "--allow-mass-failure", *resolve], out, err
+    )
     assert code == 1
     text = err.getvalue()
     assert "0 Active, 5 Inactive" in text

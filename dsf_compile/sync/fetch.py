@@ -22,13 +22,14 @@ import fnmatch
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.connect_errors import connect_failure
+from dsf_compile.connect_errors import UNREACHABLE_REASONS, connect_failure
 from dsf_compile.connect_to import DEFAULT_PORTS, ConnectToTransport, parse_connect_to
 from dsf_compile.errors import SyncError
 from dsf_compile.http_body import BodyTooLargeError, read_capped
@@ -42,6 +43,8 @@ from dsf_compile.untrusted import first_string_problem, has_credentials, load_js
 __all__ = [
     "MAX_REDIRECTS",
     "ConnectTo",
+    "Fetched",
+    "fetch_fleet",
     "format_progress",
     "parse_connect_to",
     "parse_resolve_setting",
@@ -65,6 +68,17 @@ _REASON_LIMIT = 300
 # ------------------------------------------------------------------- public API
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """The new lockfile, and which refreshed scorers could not be reached at all."""
+
+    lock: Lockfile
+    #: Failed at the connection level (refused, unreachable, name not resolved, timed
+    #: out): what sync's unreachable-fleet guard counts. An HTTP error, a bad document or
+    #: a TLS failure means the scorer was reached, and is not in here.
+    unreachable: frozenset[str] = frozenset()
+
+
 async def sync_lock(
     scorers: Sequence[DynamicScorer],
     previous: Lockfile,
@@ -75,7 +89,30 @@ async def sync_lock(
     transport: httpx.AsyncBaseTransport | None = None,
     progress: Callable[[str, LockEntry], None] | None = None,
 ) -> Lockfile:
-    """Fetch every scorer's ``/config`` (or ``/healthz``) and return the new lockfile.
+    """The new lockfile of :func:`fetch_fleet` (same arguments)."""
+    fetched = await fetch_fleet(
+        scorers,
+        previous,
+        settings,
+        only=only,
+        connect_to=connect_to,
+        transport=transport,
+        progress=progress,
+    )
+    return fetched.lock
+
+
+async def fetch_fleet(
+    scorers: Sequence[DynamicScorer],
+    previous: Lockfile,
+    settings: SyncSettings,
+    *,
+    only: frozenset[str] | None = None,
+    connect_to: ConnectTo | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    progress: Callable[[str, LockEntry], None] | None = None,
+) -> Fetched:
+    """Fetch every scorer's ``/config`` (or ``/healthz``): the new lockfile, and who was unreachable.
 
     ``only`` refreshes just the named scorers (``None`` or empty: all of them); the
     others keep their entry from ``previous`` unchanged, or stay without one. Entries of
@@ -124,6 +161,7 @@ async def sync_lock(
         for name in by_name
         if name not in selected and name in previous.scorers
     }
+    unreachable: set[str] = set()
     if selected:
         semaphore = asyncio.Semaphore(settings.concurrency)
 
@@ -131,8 +169,10 @@ async def sync_lock(
             # The budget starts once the scorer holds a slot, so waiting for a slot
             # behind slow scorers never counts against it.
             async with semaphore:
-                entry = await _check_scorer(client, by_name[name].spec, settings)
+                entry, reached = await _check_scorer(client, by_name[name].spec, settings)
             entries[name] = entry
+            if not reached:
+                unreachable.add(name)
             if progress is not None:
                 progress(name, entry)
 
@@ -142,7 +182,8 @@ async def sync_lock(
         ):
             for name in selected:
                 group.create_task(refresh(name, client))
-    return Lockfile(scorers={name: entries[name] for name in sorted(entries)})
+    lock = Lockfile(scorers={name: entries[name] for name in sorted(entries)})
+    return Fetched(lock, frozenset(unreachable))
 
 
 def parse_resolve_setting(mapping: Mapping[str, str]) -> dict[Address, Address]:
@@ -180,16 +221,20 @@ def format_progress(name: str, entry: LockEntry, done: int, total: int) -> str:
 class _FetchFailedError(Exception):
     """One attempt failed; ``reason`` is what the lock entry says, ``retry`` whether to try again."""
 
-    def __init__(self, reason: str, *, retry: bool = False, timeout: bool = False) -> None:
+    def __init__(
+        self, reason: str, *, retry: bool = False, timeout: bool = False, unreachable: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry = retry or timeout
         self.timeout = timeout
+        self.unreachable = unreachable or timeout
 
 
 async def _check_scorer(
     client: httpx.AsyncClient, spec: DynamicScorerSpec, settings: SyncSettings
-) -> LockEntry:
+) -> tuple[LockEntry, bool]:
+    """The scorer's entry, and whether it was reached (False: a connection-level failure)."""
     full = spec.configSyncMode == "Full"
     url = spec.configURL if full else _healthz_url(spec.configURL)
     budget = settings.timeoutSeconds
@@ -197,18 +242,18 @@ async def _check_scorer(
     if has_credentials(url):
         # Sending it would hand the secret to whoever answers, and the reason would print it.
         reason = f"GET {url}: the URL carries credentials; refused (use auth.tokenSecretRef)"
-        return make_entry(spec, healthy=False, reason=_clean(reason))
+        return make_entry(spec, healthy=False, reason=_clean(reason)), True
     try:
         async with asyncio.timeout(budget):
             config = await _fetch_with_retries(client, url, full=full, settings=settings)
     except TimeoutError:
-        return make_entry(spec, healthy=False, reason=timed_out)
+        return make_entry(spec, healthy=False, reason=timed_out), False
     except _FetchFailedError as failure:
         # Whether httpx's timeout or the budget fired first is a race; both read the
         # same so the lockfile does not flap.
         reason = timed_out if failure.timeout else failure.reason
-        return make_entry(spec, healthy=False, reason=_clean(reason))
-    return make_entry(spec, healthy=True, config=config)
+        return make_entry(spec, healthy=False, reason=_clean(reason)), not failure.unreachable
+    return make_entry(spec, healthy=True, config=config), True
 
 
 async def _fetch_with_retries(
@@ -268,7 +313,10 @@ async def _fetch_once(
         except httpx.HTTPError as err:
             reason, retry, timed_out = _describe(err)
             raise _FetchFailedError(
-                f"GET {shown}: {reason}", retry=retry, timeout=timed_out
+                f"GET {shown}: {reason}",
+                retry=retry,
+                timeout=timed_out,
+                unreachable=reason in UNREACHABLE_REASONS,
             ) from err
         current, shown = target, str(target)
     raise _FetchFailedError(f"GET {url}: too many redirects (more than {MAX_REDIRECTS})")
