@@ -429,3 +429,47 @@ def test_sync_clusters_reads_are_bounded_too(fleet: Path, hub: HostileHub, case:
     code, _, err = sync_clusters(fleet)
     assert code == 2 and message in err and len(err.splitlines()) == 1
     assert not (fleet / "clusters" / "discovered.yaml").exists()
+
+
+# ------------------------------------------------------------------------- dsf-mcp
+
+
+async def mcp_calls(root: Path, calls: list[str]) -> list[Any]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    kubeconfig = root.parent / "hub.kubeconfig"
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "dsf_compile.mcp_server",
+            "--root",
+            str(root),
+            "--hub-kubeconfig",
+            str(kubeconfig),
+        ],
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return [await session.call_tool(name, {}) for name in calls]
+
+
+@pytest.mark.timeout(HANG_GUARD)
+def test_dsf_mcp_answers_a_hostile_hub_with_one_clean_error_and_keeps_serving(
+    fleet: Path, hub: HostileHub
+) -> None:
+    pytest.importorskip("mcp")
+    import asyncio
+
+    hub.answer = on_scores(lambda request: json_answer(list_of([], "again")))
+    repeated, again, scorers = asyncio.run(
+        mcp_calls(fleet, ["get_scores", "get_scores", "list_scorers"])
+    )
+    assert repeated.is_error
+    text = "\n".join(part.text for part in repeated.content)
+    assert "hub: the addonplacementscores list repeats a continue token" in text
+    assert "Traceback" not in text
+    assert again.is_error  # the server is not stuck in the first read: a second one errs too
+    assert not scorers.is_error
