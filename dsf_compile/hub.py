@@ -268,7 +268,8 @@ def _failure(err: BaseException) -> str:
     """A short reason: the HTTP status, or what became of the connection."""
     status = getattr(err, "status", None)
     if isinstance(status, int) and status:
-        return f"HTTP {status} {getattr(err, 'reason', '') or ''}".rstrip()
+        reason = str(getattr(err, "reason", "") or "")[:100]  # the hub's words: kept short
+        return f"HTTP {status} {reason}".rstrip()
     names = {type(cause).__name__ for cause in _causes(err)}
     if any("Timeout" in name for name in names):
         return "timed out"

@@ -256,6 +256,24 @@ def test_a_compressed_answer_is_refused(fleet: Path, hub: HostileHub) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("status", "reason", "shown"),
+    [
+        (403, "Forbidden", "HTTP 403 Forbidden"),
+        (500, "Oops\x1b[2J" + "x" * 500, "HTTP 500 Oops\\x1b[2J" + "x" * 92),
+    ],
+    ids=["403", "500-esc-long"],
+)
+def test_an_http_error_is_one_short_line(
+    fleet: Path, hub: HostileHub, status: int, reason: str, shown: str
+) -> None:
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    hub.answer = on_scores(lambda request: iter([(0.0, head.encode("latin-1"))]))
+    code, _, err = explain(fleet)
+    assert code == 2
+    assert err == f"dsf-compile: error: hub: cannot list addonplacementscores: {shown}\n"
+
+
 # ------------------------------------------------------------------ malformed answers
 
 

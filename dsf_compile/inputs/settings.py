@@ -416,7 +416,7 @@ class HubSettings(Frozen):
         default=100_000, description="Objects one list may hold before the read is refused."
     )
     maxBytes: Annotated[int, Field(ge=1024, le=4 * 1024 * 1024 * 1024)] = Field(
-        default=256 * 1024 * 1024,
+        default=64 * 1024 * 1024,
         description="Bytes the hub's answers to one command may hold together (headers included).",
     )
 
