@@ -427,11 +427,15 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
         Discovery,
+        check_discovered_target,
         encode_discovered,
         names_in,
         read_managed_clusters,
     )
 
+    blocked = check_discovered_target(root)
+    if blocked:
+        raise InputError(blocked)
     text = encode_discovered(read_managed_clusters(kubeconfig, load_settings(root).hub))
     path = root / DISCOVERED_FILE
     try:  # from Git: a link or a FIFO in its place is refused, not followed or waited on

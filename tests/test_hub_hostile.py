@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 import resource
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -491,3 +492,22 @@ def test_dsf_mcp_answers_a_hostile_hub_with_one_clean_error_and_keeps_serving(
     assert "Traceback" not in text
     assert again.is_error  # the server is not stuck in the first read: a second one errs too
     assert not scorers.is_error
+
+
+@pytest.mark.parametrize("where", ["clusters", "clusters/discovered.yaml"])
+def test_sync_clusters_writes_through_no_link(
+    fleet: Path, hub: HostileHub, tmp_path: Path, where: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if where == "clusters":
+        shutil.rmtree(fleet / "clusters")
+        (fleet / "clusters").symlink_to(outside)
+    else:
+        (fleet / "clusters" / "discovered.yaml").symlink_to(outside / "discovered.yaml")
+    hub.answer = on_scores(lambda request: json_answer(list_of([cluster("worker01")])))
+    code, _, err = sync_clusters(fleet)
+    assert code == 1
+    assert err.startswith(f"{where}:0:0: error: must be ")
+    assert list(outside.iterdir()) == []
+    assert hub.requests == []  # refused before the hub is read

@@ -10,10 +10,13 @@ resources change. Same hub state, same bytes: clusters sorted by name, keys in f
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsf_compile.errors import Problem
 from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.render.emit import dump_yaml
 
@@ -90,6 +93,30 @@ def encode_discovered(clusters: list[dict[str, Any]]) -> str:
     """The file's text: a header, then one YAML document per cluster, sorted by name."""
     ordered = sorted((clean_cluster(c) for c in clusters), key=lambda c: c["metadata"]["name"])
     return HEADER + "---\n".join(dump_yaml(c) for c in ordered)
+
+
+def check_discovered_target(root: Path) -> list[Problem]:
+    """What would make ``sync --clusters`` write elsewhere than ``clusters/discovered.yaml``.
+
+    ``clusters/`` and the file come with pull requests: a link in either place would send
+    the write wherever it points, so both must be what they seem (checked before the hub
+    is read).
+    """
+    problems = []
+    for relative, expected, check in (
+        ("clusters", "a folder", stat.S_ISDIR),
+        (DISCOVERED_FILE, "a regular file", stat.S_ISREG),
+    ):
+        try:
+            mode = os.lstat(root / relative).st_mode
+        except FileNotFoundError:
+            break
+        if not check(mode):
+            problems.append(
+                Problem(relative, 0, 0, "", f"must be {expected} (not a link or a FIFO): remove it")
+            )
+            break
+    return problems
 
 
 def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[str, Any]]:
