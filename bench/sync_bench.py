@@ -80,7 +80,7 @@ class Row:
 def _run(scorers: list[DynamicScorer], settings: SyncSettings) -> tuple[float, float, Lockfile]:
     """Wall time, this process's CPU time, and the lockfile of one sync."""
     start, cpu = time.perf_counter(), time.process_time()
-    lock = asyncio.run(sync_lock(scorers, Lockfile(), settings))
+    lock = asyncio.run(sync_lock(scorers, Lockfile(), settings)).lock
     return time.perf_counter() - start, time.process_time() - cpu, lock
 
 

@@ -188,7 +188,7 @@ def sync_fleet(
     the lockfile could not be reached (:mod:`dsf_compile.sync.guard`), unless
     ``allow_mass_failure``.
     """
-    from dsf_compile.sync.fetch import fetch_fleet, parse_connect_to, parse_resolve_setting
+    from dsf_compile.sync.fetch import parse_connect_to, parse_resolve_setting, sync_lock
     from dsf_compile.sync.guard import unreachable_fleet
 
     inputs = load_inputs(root)
@@ -214,7 +214,7 @@ def sync_fleet(
     import asyncio
 
     fetched = asyncio.run(
-        fetch_fleet(
+        sync_lock(
             scorers,
             previous,
             inputs.settings.sync,

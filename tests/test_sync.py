@@ -76,7 +76,7 @@ def sync(
     previous: Lockfile | None = None,
     **kwargs: Any,
 ) -> Lockfile:
-    return asyncio.run(sync_lock(scorers, previous or Lockfile(), settings, **kwargs))
+    return asyncio.run(sync_lock(scorers, previous or Lockfile(), settings, **kwargs)).lock
 
 
 def one(url: str, mode: str = "Full", settings: SyncSettings = FAST, **kwargs: Any) -> LockEntry:
@@ -387,18 +387,20 @@ def test_connect_to_https_keeps_sni_and_certificate_check(
 
         async def run() -> Lockfile:
             if not injected:
-                return await sync_lock(
+                fetched = await sync_lock(
                     [good, bad], Lockfile(), SyncSettings(retries=0), connect_to=mapping
                 )
+                return fetched.lock
             transport = httpx.AsyncHTTPTransport(verify=client_ctx)
             async with transport:
-                return await sync_lock(
+                fetched = await sync_lock(
                     [good, bad],
                     Lockfile(),
                     SyncSettings(retries=0),
                     connect_to=mapping,
                     transport=transport,
                 )
+            return fetched.lock
 
         lock = asyncio.run(run())
     assert lock.scorers["good"].health == "Active"

@@ -20,21 +20,11 @@ import pytest
 from dsf_compile.cli import run
 from dsf_compile.sync.guard import unreachable_fleet
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
+from tests import test_sync_hostile as hostile
 from tests.fleet_repo import REPO_ROOT
 from tests.sync_servers import LoopbackServer, free_port, hang, json_body, respond
 from tests.test_sync import CONFIG, scorer
 
-SCORER_YAML = """\
-apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
-kind: DynamicScorer
-metadata:
-  name: {name}
-spec:
-  description: {name} scorer
-  configURL: http://{name}.fleet.example:8000/config
-  configSyncMode: Full
-  scoreDestination: AddOnPlacementScore
-"""
 NAMES = ("s1", "s2", "s3", "s4", "s5")
 SETTINGS = "sync:\n  timeoutSeconds: 2\n  retries: 0\n"
 
@@ -47,9 +37,8 @@ def server() -> Iterator[LoopbackServer]:
 
 
 def make_fleet(root: Path, names: tuple[str, ...] = NAMES, settings: str = SETTINGS) -> Path:
-    (root / "scorers").mkdir(parents=True)
-    for name in names:
-        (root / "scorers" / f"{name}.yaml").write_text(SCORER_YAML.format(name=name))
+    # the URLs name the fleet's hosts; --resolve says where they are this time
+    hostile.make_fleet(root, {name: f"http://{name}.fleet.example:8000/config" for name in names})
     (root / "clusters").mkdir()
     (root / "dsf.yaml").write_text(settings)
     return root

@@ -135,7 +135,7 @@ def test_a_config_url_with_a_token_is_not_requested_recorded_or_printed(
 ) -> None:
     server.route("/config", json_body(CONFIG))
     url = server.url(f"/config?api_key={SECRET}")
-    entry = asyncio.run(sync_lock([scorer("s", url)], Lockfile(), FAST)).scorers["s"]
+    entry = asyncio.run(sync_lock([scorer("s", url)], Lockfile(), FAST)).lock.scorers["s"]
     assert server.requests == []  # the secret was not handed to whoever answers
     assert entry.health == "Inactive"
     assert entry.configURL == server.url("/config?api_key=***")
@@ -152,7 +152,7 @@ def test_redirect_locations_with_secrets_are_redacted(server: LoopbackServer) ->
             Lockfile(),
             SyncSettings(timeoutSeconds=5, retries=0),
         )
-    )
+    ).lock
     same, cross = lock.scorers["same"], lock.scorers["cross"]
     assert same.reason == f"GET {server.url('/next?token=***')}: HTTP 500"
     assert cross.reason.endswith("/x?password=***) refused")
@@ -224,7 +224,7 @@ def test_one_unencodable_config_leaves_the_others_synced(
 def test_multi_line_queries_are_kept(server: LoopbackServer) -> None:
     config = with_config(source__params__query="sum by (node) (\n\trate(x[1m])\n)")
     url = server.route("/config", json_body(config))
-    entry = asyncio.run(sync_lock([scorer("s", url)], Lockfile(), FAST)).scorers["s"]
+    entry = asyncio.run(sync_lock([scorer("s", url)], Lockfile(), FAST)).lock.scorers["s"]
     assert entry.health == "Active", entry.reason
 
 

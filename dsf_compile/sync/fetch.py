@@ -44,7 +44,6 @@ __all__ = [
     "MAX_REDIRECTS",
     "ConnectTo",
     "Fetched",
-    "fetch_fleet",
     "format_progress",
     "parse_connect_to",
     "parse_resolve_setting",
@@ -80,29 +79,6 @@ class Fetched:
 
 
 async def sync_lock(
-    scorers: Sequence[DynamicScorer],
-    previous: Lockfile,
-    settings: SyncSettings,
-    *,
-    only: frozenset[str] | None = None,
-    connect_to: ConnectTo | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    progress: Callable[[str, LockEntry], None] | None = None,
-) -> Lockfile:
-    """The new lockfile of :func:`fetch_fleet` (same arguments)."""
-    fetched = await fetch_fleet(
-        scorers,
-        previous,
-        settings,
-        only=only,
-        connect_to=connect_to,
-        transport=transport,
-        progress=progress,
-    )
-    return fetched.lock
-
-
-async def fetch_fleet(
     scorers: Sequence[DynamicScorer],
     previous: Lockfile,
     settings: SyncSettings,
