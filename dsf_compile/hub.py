@@ -51,7 +51,7 @@ __all__ = [
 MAX_CONTINUE_CHARS = 4096
 #: Problems listed one per line before the rest are counted.
 MAX_LISTED_PROBLEMS = 20
-#: Share of what is left of the deadline that opening a connection may take.
+#: Longest wait for a connection to open (less when less of the deadline is left).
 _CONNECT_SECONDS = 10.0
 
 
