@@ -178,7 +178,11 @@ def _watch_pools(pool_manager: Any, budget: _Budget) -> None:
     def watched_pool(pool_class: Any) -> Any:
         class Connection(pool_class.ConnectionCls):  # type: ignore[misc]
             def _new_conn(self) -> socket.socket:
-                budget.left()
+                # a retry's connect gets what is left, not the timeout of its first try
+                left = budget.left()
+                timeout: object = getattr(self, "timeout", None)
+                if not isinstance(timeout, int | float) or timeout > left:
+                    self.timeout = left
                 sock: socket.socket = super()._new_conn()
                 budget.track(sock)
                 return sock

@@ -10,9 +10,11 @@ guards against a hang (before the fix several of these never ended), it is not a
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -511,3 +513,32 @@ def test_sync_clusters_writes_through_no_link(
     assert err.startswith(f"{where}:0:0: error: must be ")
     assert list(outside.iterdir()) == []
     assert hub.requests == []  # refused before the hub is read
+
+
+def test_a_hub_that_never_accepts_the_connection_ends_at_the_deadline(fleet: Path) -> None:
+    # a listening socket whose queue is full: the kernel drops further SYNs, so connecting
+    # neither succeeds nor fails, as with a firewall that drops packets
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = []
+    try:
+        for _ in range(4):
+            client = socket.socket()
+            client.setblocking(False)
+            client.connect_ex(("127.0.0.1", port))
+            queued.append(client)
+        config = json.loads((fleet.parent / "hub.kubeconfig").read_text(encoding="utf-8"))
+        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{port}"
+        (fleet.parent / "hub.kubeconfig").write_text(json.dumps(config), encoding="utf-8")
+        code, _, err = explain(fleet)
+    finally:
+        for client in queued:
+            client.close()
+        listener.close()
+    assert code == 2
+    assert err == (
+        "dsf-compile: error: hub: cannot list addonplacementscores: no complete answer "
+        "within 3 s (hub.timeoutSeconds in dsf.yaml)\n"
+    )
