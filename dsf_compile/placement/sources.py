@@ -202,7 +202,7 @@ def _listed(hub: HubSession, model: type[M], problems: list[str]) -> list[M]:
 def validated_objects(model: type[M], items: list[Any], problems: list[str]) -> list[M]:
     """``items`` of one hub list validated as ``model``, as Git input is; ``problems`` gets a line per fault."""
     kind = model.__name__
-    version, plural = _HUB_RESOURCES.get(kind, ("v1", kind.lower() + "s"))
+    version, plural = _HUB_RESOURCES[kind]
     objects: list[M] = []
     seen: set[tuple[object, object]] = set()
     for index, item in enumerate(items):

@@ -138,9 +138,10 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
     for index, item in enumerate(items):
         where = item_label("managedclusters", index, item)
         found = _cluster_problems(item)
-        cluster = clean_cluster(item) if not found else None
-        found = found or _cluster_problems(cluster, written=True)
-        if found or cluster is None:
+        if not found:  # well-formed: clean it, and check what would be written
+            cluster = clean_cluster(item)
+            found = _cluster_problems(cluster, written=True)
+        if found:
             problems += [f"{where}: {problem}" for problem in found]
             continue
         name = cluster["metadata"]["name"]
