@@ -3,8 +3,8 @@ user runs them (a subprocess), against a real HTTP server the real ``kubernetes`
 talks to. Every case ends: exit 2, one clean line per problem, no traceback, no raw
 control byte printed, nothing written; the server's counters show the client stopped.
 
-``dsf.yaml`` sets small hub limits so each case is quick; the subprocess ``timeout`` only
-guards against a hang (before the fix several of these never ended), it is not a measure.
+``dsf.yaml`` sets small hub limits so each case is quick; the subprocess's hang guard
+(before the fix several of these never ended) is not a measure.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +67,32 @@ def fleet(tmp_path: Path, hub: HostileHub) -> Path:
 
 
 def dsf(root: Path, *argv: str) -> tuple[int, str, str]:
-    """One ``dsf-compile`` command in a subprocess, as a user (or a scheduled job) runs it."""
+    """One ``dsf-compile`` command in a subprocess, as a user (or a scheduled job) runs it.
+
+    Every run is held to what the issue asks of a hostile hub: no traceback, no raw
+    control byte printed, and a peak memory (the child's own, from ``wait4``) under 1 GiB.
+    """
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("GITHUB_ACTIONS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv],
-        capture_output=True,
-        timeout=HANG_GUARD,
-        env=env,
-        check=False,
-    )
-    out, err = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+    command = [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv]
+    with (
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        guard = threading.Timer(HANG_GUARD, proc.kill)
+        guard.start()
+        assert proc.stdout is not None and proc.stderr is not None
+        stdout, stderr = pool.submit(proc.stdout.read), pool.submit(proc.stderr.read)
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here, for its own peak memory
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out, err = (f.result().decode("utf-8", "replace") for f in (stdout, stderr))
+        guard.cancel()
+    assert proc.returncode != -signal.SIGKILL, f"hung past {HANG_GUARD} s: {err}"
     assert "Traceback" not in err, err
     for stream in (out, err):
         assert not any((ord(c) < 32 and c not in "\n") or 0x7F <= ord(c) < 0xA0 for c in stream)
-    return done.returncode, out, err
+    assert usage.ru_maxrss < 1024 * 1024, f"{usage.ru_maxrss} KiB"  # Linux: KiB
+    return proc.returncode, out, err
 
 
 def explain(root: Path) -> tuple[int, str, str]:
@@ -216,8 +229,7 @@ def test_the_deadline_covers_the_whole_read_not_each_request(fleet: Path, hub: H
 
 def test_an_endless_answer_stops_at_the_byte_cap(fleet: Path, hub: HostileHub) -> None:
     hub.answer = on_scores(lambda request: endless_body())
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    code, _, err = explain(fleet)
+    code, _, err = explain(fleet)  # its peak memory is checked, as every run's
     assert code == 2
     assert err == (
         "dsf-compile: error: hub: cannot list addonplacementscores: the answers hold more "
@@ -225,8 +237,6 @@ def test_an_endless_answer_stops_at_the_byte_cap(fleet: Path, hub: HostileHub) -
     )
     # the client hung up: what was sent is the cap plus the kernel's socket buffers
     assert hub.bytes_sent < 64 * 1024 * 1024
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    assert max(peak, before) < 1024 * 1024  # KiB: no child of this test run reached 1 GiB
 
 
 def test_an_error_answer_is_bounded_too(fleet: Path, hub: HostileHub) -> None:
