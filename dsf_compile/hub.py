@@ -16,7 +16,7 @@ socket read only the time left; and a watchdog timer shuts down every socket of 
 at the deadline, which also ends a connect or a TLS handshake that drips. A compressed
 answer is refused (it is never asked for, and would slip a small body past the byte cap).
 
-Every failure is a :class:`HubReadError`: one line (``hub: ...``), exit 2 in the CLI.
+Every failure is a :class:`HubReadError`: one line per problem (``hub: ...``), exit 2 in the CLI.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from dsf_compile.connect_errors import connect_failure
@@ -321,7 +320,7 @@ def _page_contents(answer: Any, plural: str) -> tuple[list[Any], str]:
     return items, token
 
 
-@contextmanager
+@contextlib.contextmanager
 def open_hub(kubeconfig: str, settings: HubSettings) -> Iterator[HubSession]:
     """A session on the hub ``kubeconfig`` names; its deadline starts now."""
     from kubernetes import client, config  # only the commands that read a hub need it
