@@ -8,13 +8,15 @@ sent is an error (the list would never end); the answers of one command may hold
 ``hub.maxBytes`` bytes together; and the whole read, every list and page included, ends at
 ``hub.timeoutSeconds``.
 
-The client's own timeouts cannot give that deadline: urllib3 applies them to each socket
-read, so a hub that sends one byte every few seconds never trips them. Two hooks on the
-client's connection pool do: every byte of an answer (status line, headers, body) is read
-through :class:`_CappedReader`, which counts it against ``hub.maxBytes`` and gives each
-socket read only the time left; and a watchdog timer shuts down every socket of the read
-at the deadline, which also ends a connect or a TLS handshake that drips. A compressed
-answer is refused (it is never asked for, and would slip a small body past the byte cap).
+The client's own timeouts cannot give that deadline: urllib3 applies its read timeout to
+each socket read, so a hub that sends one byte every few seconds never trips it. Two hooks
+on the client's connection pool do. Every byte of an answer (status line, headers, body)
+is read through :class:`_CappedReader`, which counts it against ``hub.maxBytes`` and gives
+each socket read only the time left. And every new connection gets at most the time left
+as its timeout, which Python counts over a whole connect, TLS handshake or request write
+(not per read), so a hub that drips its handshake is cut off at the deadline too. A
+compressed answer is refused (it is never asked for, and would slip a small body past the
+byte cap).
 
 Every failure is a :class:`HubReadError`: one line per problem (``hub: ...``), exit 2 in the CLI.
 """
@@ -27,7 +29,6 @@ import io
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -73,19 +74,17 @@ class _Budget:
         self.settings = settings
         self.ends = time.monotonic() + settings.timeoutSeconds
         self.bytes_left = settings.maxBytes
-        self.expired = False
         self._lock = threading.Lock()
-        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
-        self._timer = threading.Timer(settings.timeoutSeconds, self.expire)
-        self._timer.daemon = True
-        self._timer.start()
 
     def left(self) -> float:
         """Seconds left; raises once the deadline has passed."""
         left = self.ends - time.monotonic()
-        if left <= 0 or self.expired:
+        if left <= 0:
             raise _StopReadError(self.deadline_message())
         return left
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.ends
 
     def deadline_message(self) -> str:
         return (
@@ -102,28 +101,6 @@ class _Budget:
                 f"the answers hold more than {self.settings.maxBytes} bytes "
                 "(hub.maxBytes in dsf.yaml)"
             )
-
-    def track(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.add(sock)
-        if self.expired:
-            _shutdown(sock)
-
-    def expire(self) -> None:
-        """The watchdog: wake every read still blocked on the hub."""
-        with self._lock:
-            self.expired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            _shutdown(sock)
-
-    def close(self) -> None:
-        self._timer.cancel()
-
-
-def _shutdown(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # already closed: nothing left to wake
-        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _CappedReader(io.RawIOBase):
@@ -145,12 +122,7 @@ class _CappedReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         self._sock.settimeout(self._budget.left())
-        try:
-            count = self._sock.recv_into(buffer)
-        except OSError:
-            self._budget.left()  # the watchdog shut the socket: say so, not "reset"
-            raise
-        self._budget.left()
+        count = self._sock.recv_into(buffer)
         self._budget.spend(count)
         return count
 
@@ -171,19 +143,19 @@ def _response_class(budget: _Budget) -> type[http.client.HTTPResponse]:
 
 
 def _watch_pools(pool_manager: Any, budget: _Budget) -> None:
-    """Make every connection the client opens report its socket and read through the caps."""
+    """Make every connection the client opens keep to the deadline and read through the caps."""
     response_class = _response_class(budget)
 
     def watched_pool(pool_class: Any) -> Any:
         class Connection(pool_class.ConnectionCls):  # type: ignore[misc]
             def _new_conn(self) -> socket.socket:
-                # a retry's connect gets what is left, not the timeout of its first try
+                # connect, TLS handshake and request write: at most the time left (a
+                # retry's too, not its first try's timeout)
                 left = budget.left()
                 timeout: object = getattr(self, "timeout", None)
                 if not isinstance(timeout, int | float) or timeout > left:
                     self.timeout = left
                 sock: socket.socket = super()._new_conn()
-                budget.track(sock)
                 return sock
 
         Connection.response_class = response_class
@@ -249,7 +221,7 @@ class HubSession:
         except _StopReadError as err:
             raise HubReadError(f"cannot list {plural}: {err}") from None
         except Exception as err:  # ApiException, urllib3's errors, OSError: one line each
-            if self._budget.expired or time.monotonic() >= self._budget.ends:
+            if self._budget.passed():
                 raise HubReadError(
                     f"cannot list {plural}: {self._budget.deadline_message()}"
                 ) from None
@@ -333,12 +305,9 @@ def open_hub(kubeconfig: str, settings: HubSettings) -> Iterator[HubSession]:
         text = str(err).split("\n", 1)[0][:300]
         raise HubReadError(f"--hub-kubeconfig {kubeconfig} is not usable: {text}") from None
     budget = _Budget(settings)
-    try:
-        _watch_pools(api_client.rest_client.pool_manager, budget)
-        with api_client:
-            yield HubSession(client.CustomObjectsApi(api_client), budget)
-    finally:
-        budget.close()
+    _watch_pools(api_client.rest_client.pool_manager, budget)
+    with api_client:
+        yield HubSession(client.CustomObjectsApi(api_client), budget)
 
 
 def item_label(plural: str, index: int, item: Any) -> str:

@@ -53,6 +53,8 @@ class HostileHub:
 
     def __init__(self) -> None:
         self.answer: Answer = lambda request: json_answer(list_of([]))
+        #: Set to answer before any request is read (a TLS handshake that drips).
+        self.greeting: Iterator[tuple[float, bytes]] | None = None
         self.requests: list[HubRequest] = []
         self.bytes_sent = 0
         self._lock = threading.Lock()
@@ -101,6 +103,9 @@ class HostileHub:
 
     def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(10)
+        if self.greeting is not None:
+            self._send(conn, self.greeting)
+            return
         head = b""
         while b"\r\n\r\n" not in head and len(head) < 65536:
             data = conn.recv(4096)
@@ -112,8 +117,11 @@ class HostileHub:
         request = HubRequest(method, parts.path, parse_qs(parts.query))
         with self._lock:
             self.requests.append(request)
+        self._send(conn, self.answer(request))
+
+    def _send(self, conn: socket.socket, parts: Iterator[tuple[float, bytes]]) -> None:
         try:
-            for pause, data in self.answer(request):
+            for pause, data in parts:
                 if pause and self._stop.wait(pause):
                     return
                 conn.sendall(data)

@@ -552,3 +552,22 @@ def test_a_hub_that_never_accepts_the_connection_ends_at_the_deadline(fleet: Pat
         "dsf-compile: error: hub: cannot list addonplacementscores: no complete answer "
         "within 3 s (hub.timeoutSeconds in dsf.yaml)\n"
     )
+
+
+def test_a_tls_handshake_that_drips_ends_at_the_deadline(fleet: Path, hub: HostileHub) -> None:
+    # a handshake record announcing 16 KiB, then one byte every 0.4 s: TLS waits for the
+    # whole record, and no single socket read waits long enough for a read timeout
+    hub.greeting = iter([(0.0, b"\x16\x03\x03\x40\x00"), *drip(b"\x02" * 16384, 0.4)])
+    kubeconfig = fleet.parent / "hub.kubeconfig"
+    config = json.loads(kubeconfig.read_text(encoding="utf-8"))
+    config["clusters"][0]["cluster"] = {
+        "server": hub.url.replace("http://", "https://"),
+        "insecure-skip-tls-verify": True,
+    }
+    kubeconfig.write_text(json.dumps(config), encoding="utf-8")
+    code, _, err = explain(fleet)
+    assert code == 2
+    assert err == (
+        "dsf-compile: error: hub: cannot list addonplacementscores: no complete answer "
+        "within 3 s (hub.timeoutSeconds in dsf.yaml)\n"
+    )
