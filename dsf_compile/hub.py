@@ -1,7 +1,7 @@
 """Reading a hub (``--hub-kubeconfig``): list calls only, bounded in pages, items, bytes and time.
 
-``explain``, ``optimize``, ``dsf-mcp`` and ``sync --clusters`` read a hub through the
-official ``kubernetes`` client. Its answers are untrusted (a broken or hostile API server,
+``explain`` (``--verify`` too), ``optimize``, ``dsf-mcp`` and ``sync --clusters`` read a
+hub through the official ``kubernetes`` client. Its answers are untrusted (a broken or hostile API server,
 or anything on the path), so every list is paged (``hub.pageSize``) and stops with an error
 at ``hub.maxPages`` pages or ``hub.maxItems`` objects; a ``continue`` token the hub already
 sent is an error (the list would never end); the answers of one command may hold

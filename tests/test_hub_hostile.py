@@ -571,3 +571,43 @@ def test_a_tls_handshake_that_drips_ends_at_the_deadline(fleet: Path, hub: Hosti
         "dsf-compile: error: hub: cannot list addonplacementscores: no complete answer "
         "within 3 s (hub.timeoutSeconds in dsf.yaml)\n"
     )
+
+
+# -------------------------------------------------------------------- explain --verify
+
+PLACEMENTS = "/apis/cluster.open-cluster-management.io/v1beta1/placements"
+
+
+def verify(root: Path) -> tuple[int, str, str]:
+    kubeconfig = root.parent / "hub.kubeconfig"
+    return dsf(root, "explain", "--verify", "--hub-kubeconfig", str(kubeconfig), "--at", AT)
+
+
+def test_verify_reads_its_six_lists_within_the_same_bounds(fleet: Path, hub: HostileHub) -> None:
+    def answer(request: HubRequest) -> Iterator[tuple[float, bytes]]:
+        if request.path == PLACEMENTS:
+            return json_answer(list_of([], "again"))
+        return json_answer(list_of([]))
+
+    hub.answer = answer
+    code, _, err = verify(fleet)
+    assert code == 2
+    assert err == (
+        "dsf-compile: error: hub: the placements list repeats a continue token: "
+        "it would never end\n"
+    )
+
+
+def test_verify_skips_a_placement_that_is_not_an_object_with_a_warning(
+    fleet: Path, hub: HostileHub
+) -> None:
+    # verify reports each Placement it cannot replay and goes on (a read-only report)
+    def answer(request: HubRequest) -> Iterator[tuple[float, bytes]]:
+        return json_answer(list_of([5] if request.path == PLACEMENTS else []))
+
+    hub.answer = answer
+    code, _, err = verify(fleet)
+    assert code == 0, err
+    assert err.splitlines()[0] == (
+        "dsf-compile: warning: the hub's Placement None cannot be replayed: not an object"
+    )
