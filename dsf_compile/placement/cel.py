@@ -24,9 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import cel
-
 from dsf_compile.placement import cel_library, cel_values
+from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,
     UNSUPPORTED_VARIABLES,

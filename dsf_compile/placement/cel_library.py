@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import cel
+from dsf_compile.placement.cel_engine import engine as cel
 
 
 class CelFunctionError(Exception):
