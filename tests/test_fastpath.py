@@ -210,6 +210,15 @@ def test_a_fleet_without_placements_renders_without_the_scheduler(tmp_path: Path
     assert not imported & placement
 
 
+def test_validate_loads_the_cel_interpreter_without_its_interactive_shell(tmp_path: Path) -> None:
+    # common-expression-language's package imports its shell (typer, prompt_toolkit,
+    # rich: 0.2 s) before the interpreter; the placement checks load the interpreter alone
+    root = copy_fleet(tmp_path / "fleet")
+    imported, _ = imported_by(root, "validate")
+    assert "dsf_compile.placement.checks" in imported  # the fleet's Placements were checked
+    assert not imported & {"cel", "cel.cli", "typer", "prompt_toolkit", "rich"}
+
+
 def test_the_digest_of_what_was_written_equals_the_digest_of_the_disk(
     rendered_fleet: Path,
 ) -> None:
