@@ -24,6 +24,7 @@ from dsf_compile.fields import (
     Items,
     Labels,
     Lenient,
+    PlainText,
     QualifiedKey,
     Time,
     matches,
@@ -86,8 +87,8 @@ class Predicate(Frozen):
 class AddOnScore(Frozen):
     """The ``scoreName`` item of the AddOnPlacementScore named ``resourceName``."""
 
-    resourceName: str
-    scoreName: str
+    resourceName: PlainText
+    scoreName: PlainText
 
 
 class ScoreCoordinate(Frozen):
