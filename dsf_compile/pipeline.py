@@ -324,8 +324,8 @@ def read_rendered_placements(
     root: Path,
 ) -> tuple[list[Placement], list[ManagedClusterSetBinding]]:
     """The Placements and bindings as committed in ``rendered/hub/placements/``."""
+    from dsf_compile.inputs.names import PLACEMENTS_FOLDER
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
-    from dsf_compile.render.placements import PLACEMENTS_FOLDER
     from dsf_compile.render.write import RENDERED
 
     files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")

@@ -230,7 +230,7 @@ class PassThrough(BaseModel):
 
 
 class ObjectRef(PassThrough):
-    name: str = Field(min_length=1)
+    name: DnsSubdomain  # names an object
     kind: str | None = None
     apiGroup: str | None = None
 
@@ -254,7 +254,7 @@ class PlacementBinding(PassThrough):
 
 
 class LocalPlacementReference(PassThrough):
-    name: str = Field(min_length=1)
+    name: DnsSubdomain  # names a Placement: optimize may write one by that name
 
 
 class ManifestWorkReplicaSetSpec(PassThrough):

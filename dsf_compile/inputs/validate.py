@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -21,6 +21,7 @@ from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
+from dsf_compile.inputs.names import check_derived_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings, parse_resolve_entry
@@ -83,6 +84,19 @@ class Inputs:
             for o in self.placement_objects
             if isinstance(o.model, ManagedClusterSetBinding)
         )
+
+    @cached_property
+    def placement_index(self) -> dict[tuple[str, str, str], Located[PlacementObject]]:
+        """``(kind, namespace, name)`` → the object of ``placements/`` (the first, if repeated).
+
+        Built once: every reference ``validate`` and ``optimize`` follow is one lookup,
+        not a scan of every object (which made validate quadratic in references).
+        """
+        index: dict[tuple[str, str, str], Located[PlacementObject]] = {}
+        for located in self.placement_objects:
+            meta = located.model.metadata
+            index.setdefault((located.model.kind, meta.namespace, meta.name), located)
+        return index
 
     @property
     def masks(self) -> tuple[Mask, ...]:
@@ -160,7 +174,7 @@ def _message(error: Any, plain_text: str | None = None) -> str:
         return f"must be >= {ctx.get('ge')}"
     if kind == "less_than_equal":
         return f"must be <= {ctx.get('le')}"
-    if kind == "string_too_short":
+    if kind == "string_too_short" or (kind == "too_short" and ctx.get("min_length") == 1):
         return "must not be empty"
     if kind == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters"
@@ -537,6 +551,9 @@ def validate_documents(
     problems += _check_unique_names(collected.clusters, "cluster")
     problems += check_placement_objects(collected.placement_objects)
     problems += check_default_image(settings_document, EXAMPLE_REPOSITORY_URL)
+    problems += check_derived_names(
+        collected.scorers, collected.placement_objects, collected.optimizations
+    )
     config = None
     for extra in collected.configs[1:]:
         first = collected.configs[0].document

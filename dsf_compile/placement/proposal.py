@@ -16,6 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs import names
+from dsf_compile.inputs.names import OPTIMIZED_FOLDER as OPTIMIZED_FOLDER
 from dsf_compile.inputs.optimization import (
     COMPLIANCE_CLAIM,
     DEMAND_AMOUNT,
@@ -47,15 +49,13 @@ from dsf_compile.placement.optimize import (
 )
 from dsf_compile.render.emit import dump_yaml
 
-OPTIMIZED_FOLDER = "placements/optimized"
 PLACEMENT_API = "cluster.open-cluster-management.io/v1beta1"
 POLICY_API = "policy.open-cluster-management.io/v1"
 
 
 def optimized_path(optimization: PlacementOptimization) -> str:
     """Where ``optimize`` writes the plan of ``optimization``."""
-    meta = optimization.metadata
-    return f"{OPTIMIZED_FOLDER}/{meta.namespace}-{meta.name}.yaml"
+    return names.optimized_path(optimization.metadata.namespace, optimization.metadata.name)
 
 
 # --------------------------------------------------------------------- checks
@@ -164,11 +164,6 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
     for located in inputs.optimizations:
         meta = located.model.metadata
         plan = optimized_path(located.model)
-        elsewhere: dict[tuple[str, str, str], str] = {
-            (o.model.kind, o.model.metadata.namespace, o.model.metadata.name): o.document.path
-            for o in inputs.placement_objects
-            if o.document.path != plan
-        }
 
         claims: list[tuple[tuple[str, str, str], tuple[str | int, ...], str]] = []
         cluster_names = [c.name for c in located.model.spec.clusters]
@@ -189,7 +184,7 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
                 key = ("Placement", meta.namespace, placement)
                 claims.append((key, ("spec", "targetWorkloads", index), workload_name))
         for key, pointer, by in claims:
-            owner = written.get(key) or elsewhere.get(key)
+            owner = written.get(key) or _elsewhere(inputs, key, plan)
             if owner is None:
                 written[key] = f"{plan} (for {by})"
                 continue
@@ -203,22 +198,22 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
     return problems
 
 
-def plan_object_name(optimization: PlacementOptimization, cluster: str) -> str:
-    """The Placement and PlacementBinding that give ``cluster`` its configuration.
+def _elsewhere(inputs: Inputs, key: tuple[str, str, str], plan: str) -> str | None:
+    """The file of ``placements/`` other than ``plan`` that holds the object ``key``."""
+    found = inputs.placement_index.get(key)
+    if found is None or found.document.path == plan:
+        return None
+    return found.document.path
 
-    Named after the cluster, not the Policy: a Policy shared by several clusters still
-    gets one pair per cluster, and a change of configuration changes the binding's
-    subject, not the objects' names.
-    """
-    return f"{optimization.metadata.name}-{cluster}"
+
+def plan_object_name(optimization: PlacementOptimization, cluster: str) -> str:
+    """The Placement and PlacementBinding that give ``cluster`` its configuration."""
+    return names.plan_object_name(optimization.metadata.name, cluster)
 
 
 def _find(inputs: Inputs, kind: type[Any], namespace: str, name: str) -> Located[Any] | None:
-    for located in inputs.placement_objects:
-        meta = located.model.metadata
-        if isinstance(located.model, kind) and (meta.namespace, meta.name) == (namespace, name):
-            return located
-    return None
+    found = inputs.placement_index.get((kind.__name__, namespace, name))
+    return found if found is not None and isinstance(found.model, kind) else None
 
 
 def _label_problems(located: Located[Any], required: Sequence[str], number: str) -> list[Problem]:

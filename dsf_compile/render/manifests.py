@@ -22,6 +22,7 @@ from typing import Any
 from dsf_compile.contract import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 from dsf_compile.errors import InputError
 from dsf_compile.fields import API_GROUP, API_VERSION
+from dsf_compile.inputs.names import scorer_path
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
@@ -94,7 +95,7 @@ def _render_hub(plan: Plan) -> dict[str, str]:
             "metadata": metadata,
             "spec": scorer.spec.model_dump(mode="json", exclude_none=True),
         }
-        files[f"hub/dynamicscorers/{name}.yaml"] = dump_yaml(obj)
+        files[scorer_path(name)] = dump_yaml(obj)
     if inputs.config is not None:
         config = inputs.config.model
         metadata = {"name": CONFIG_NAME, "namespace": namespace}
