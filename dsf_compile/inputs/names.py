@@ -27,6 +27,8 @@ from dsf_compile.errors import Problem
 from dsf_compile.inputs.load import Pointer
 
 if TYPE_CHECKING:
+    from dsf_compile.inputs.load import Document
+    from dsf_compile.inputs.settings import Settings
     from dsf_compile.inputs.validate import Located
 
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.
@@ -64,6 +66,11 @@ def plan_object_name(optimization: str, cluster: str) -> str:
     subject, not the objects' names.
     """
     return f"{optimization}-{cluster}"
+
+
+def install_placement_name(addon_name: str) -> str:
+    """The Placement with which OCM installs the agent (``addon.installStrategy: Placements``)."""
+    return f"{addon_name}-install"
 
 
 # --------------------------------------------------------------------- checks
@@ -164,6 +171,19 @@ def _too_long_for_decisions(name: str) -> str:
         f"PlacementDecisions cluster.open-cluster-management.io/placement=<name>, and a label "
         f"value holds at most {MAX_PLACEMENT_NAME}, so it would never get a decision"
     )
+
+
+def check_settings_names(settings: Settings, document: Document | None) -> list[Problem]:
+    """The names ``dsf.yaml`` settings derive: the install Placement's (``<addonName>-install``)."""
+    if settings.addon.installStrategy != "Placements" or document is None:
+        return []  # the default addon name is short
+    name = install_placement_name(settings.addonName)
+    if len(name) <= MAX_PLACEMENT_NAME:
+        return []
+    message = (
+        f"the agent's install Placement would be named {name!r}: {_too_long_for_decisions(name)}"
+    )
+    return [document.problem(("addonName",), message)]
 
 
 def _placement_names(placement_objects: Iterable[Located[Any]]) -> list[Problem]:

@@ -21,7 +21,7 @@ from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
-from dsf_compile.inputs.names import check_derived_names
+from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings, parse_resolve_entry
@@ -554,6 +554,7 @@ def validate_documents(
     problems += check_derived_names(
         collected.scorers, collected.placement_objects, collected.optimizations
     )
+    problems += check_settings_names(settings, settings_document)
     config = None
     for extra in collected.configs[1:]:
         first = collected.configs[0].document
