@@ -174,7 +174,7 @@ def _message(error: Any, plain_text: str | None = None) -> str:
         return f"must be >= {ctx.get('ge')}"
     if kind == "less_than_equal":
         return f"must be <= {ctx.get('le')}"
-    if kind == "string_too_short" or (kind == "too_short" and ctx.get("min_length") == 1):
+    if kind == "string_too_short" or (kind == "too_short" and isinstance(value, str)):
         return "must not be empty"
     if kind == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters"
@@ -202,9 +202,23 @@ def validate_model(
             pointer = (*base, *loc)
             if any(pointer[: len(done)] == done for done in document.reported):
                 continue  # loading refused what was written here and said so
+            if _short_by_failed_items(error):
+                continue  # the failing item is reported at its own field
             message = _message(error, document.plain_text.get(pointer))
             problems.append(document.problem(pointer, message))
         return None, problems
+
+
+def _short_by_failed_items(error: Any) -> bool:
+    """A list "too short" only because some of its items failed (each reported itself)."""
+    written = error.get("input")
+    minimum = (error.get("ctx") or {}).get("min_length")
+    return (
+        error["type"] == "too_short"
+        and isinstance(written, list | tuple)
+        and isinstance(minimum, int)
+        and len(written) >= minimum
+    )
 
 
 # --------------------------------------------------------------- pre-checks
