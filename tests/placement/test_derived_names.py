@@ -79,7 +79,8 @@ def test_two_optimizations_writing_one_plan_file_are_refused_before_anything_is_
     # default/gpu-apps and default-gpu/apps: both plans are placements/optimized/default-gpu-apps.yaml
     _copy_of_gpu_apps(fleet, "default-gpu", "apps")
     before = tree_digest(fleet)
-    for argv in (("validate",), ("optimize", "--scores", "snapshots", "--at", AT), ("render",)):
+    scores = str(fleet / "snapshots")
+    for argv in (("validate",), ("optimize", "--scores", scores, "--at", AT), ("render",)):
         code, err = command(fleet, *argv)
         assert code == 1, err
         _problem_line(
@@ -106,7 +107,7 @@ def test_generated_names_of_two_optimizations_that_collide_name_both(fleet: Path
         "metadata:\n  name: apps-worker01\n",
         encoding="utf-8",
     )
-    code, err = command(fleet, "optimize", "--scores", "snapshots", "--at", AT)
+    code, err = command(fleet, "optimize", "--scores", str(fleet / "snapshots"), "--at", AT)
     assert code == 1, err
     assert "Placement default/gpu-apps-worker01" in err and "already has it" in err
     assert "placements/optimized/default-gpu.yaml" in err and PLAN in err
