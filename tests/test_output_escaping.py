@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from dsf_compile.escaping import (
     terminal,
     terminal_lines,
 )
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import copy_fleet, run_command
 
 AT = "2026-11-22T10:00:00Z"
 HOSTILE = "ok\x1b[2J\x1b]8;;https://evil.example\x1b\\link\x9b1m\u202e\r\n# Approved by @security-team | x |"
@@ -94,15 +93,7 @@ def test_json_text_escapes_what_json_dumps_leaves_raw() -> None:
 
 
 def command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in result.stderr, result.stderr
+    result = run_command(root, *argv)
     return result
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from dsf_compile.fields import EARLIEST, INT64_MAX, LATEST, add_seconds, parse_time
 from dsf_compile.inputs.placements import AddOnPlacementScore
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import copy_fleet, run_command
 
 FIRST = "0001-01-01T00:00:00+14:00"
 LAST = "9999-12-31T23:59:59-14:00"
@@ -76,15 +75,8 @@ def test_adding_seconds_saturates(start: datetime, seconds: int, expected: datet
 
 
 def command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in result.stderr and "OverflowError" not in result.stderr, result.stderr
+    result = run_command(root, *argv)
+    assert "OverflowError" not in result.stderr, result.stderr
     return result
 
 

@@ -6,14 +6,12 @@ Whole commands in a subprocess, as a user runs them: ``validate``, ``optimize`` 
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import copy_fleet, run_command
+from tests.placement.test_placement_cli import digest
 
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
 PLAN = "placements/optimized/default-gpu-apps.yaml"
@@ -21,27 +19,8 @@ AT = "2026-11-22T10:00:00Z"
 
 
 def command(root: Path, *argv: str) -> tuple[int, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in result.stderr, result.stderr
+    result = run_command(root, *argv)
     return result.returncode, result.stderr
-
-
-def tree_digest(root: Path) -> str:
-    sha = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if ".dsf-cache" in path.parts:
-            continue
-        sha.update(str(path.relative_to(root)).encode())
-        if path.is_file():
-            sha.update(path.read_bytes())
-    return sha.hexdigest()
 
 
 @pytest.fixture
@@ -78,7 +57,7 @@ def test_two_optimizations_writing_one_plan_file_are_refused_before_anything_is_
 ) -> None:
     # default/gpu-apps and default-gpu/apps: both plans are placements/optimized/default-gpu-apps.yaml
     _copy_of_gpu_apps(fleet, "default-gpu", "apps")
-    before = tree_digest(fleet)
+    before = digest(fleet)
     scores = str(fleet / "snapshots")
     for argv in (("validate",), ("optimize", "--scores", scores, "--at", AT), ("render",)):
         code, err = command(fleet, *argv)
@@ -90,7 +69,7 @@ def test_two_optimizations_writing_one_plan_file_are_refused_before_anything_is_
             f"{PLAN}, like the plan of PlacementOptimization default-gpu/apps "
             "(placements/gpu-apps/copy-optimization.yaml:6)",
         )
-        assert tree_digest(fleet) == before
+        assert digest(fleet) == before
 
 
 def test_generated_names_of_two_optimizations_that_collide_name_both(fleet: Path) -> None:
@@ -160,10 +139,10 @@ def test_a_derived_name_over_its_limit_is_a_located_error_of_validate(
     text = path.read_text(encoding="utf-8")
     assert old in text
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    before = tree_digest(fleet)
+    before = digest(fleet)
     for argv in (("validate",), ("render",), ("render", "--check")):
         code, err = command(fleet, *argv)
         assert code == 1, err
         assert "File name too long" not in err
         _problem_line(err, where, message)
-    assert tree_digest(fleet) == before
+    assert digest(fleet) == before
