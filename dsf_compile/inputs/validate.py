@@ -103,10 +103,14 @@ class Inputs:
         return self.config.model.spec.masks if self.config else ()
 
     def scorer(self, name: str) -> Located[DynamicScorer]:
+        return self._scorers_by_name[name]
+
+    @cached_property
+    def _scorers_by_name(self) -> dict[str, Located[DynamicScorer]]:
+        found: dict[str, Located[DynamicScorer]] = {}
         for located in self.scorers:
-            if located.model.metadata.name == name:
-                return located
-        raise KeyError(name)
+            found.setdefault(located.model.metadata.name, located)
+        return found
 
 
 # ------------------------------------------------------------------- messages

@@ -167,8 +167,9 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
 
         claims: list[tuple[tuple[str, str, str], tuple[str | int, ...], str]] = []
         cluster_names = [c.name for c in located.model.spec.clusters]
+        first_cluster = _first_indexes(cluster_names)
         for index, cluster in enumerate(cluster_names):
-            if cluster in cluster_names[:index]:
+            if first_cluster[cluster] != index:
                 continue  # listed twice: reported by check_optimizations
             name = plan_object_name(located.model, cluster)
             claims += [
@@ -176,10 +177,11 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
                 for kind in ("Placement", "PlacementBinding")
             ]
         targets = located.model.spec.targetWorkloads
+        first_index = _first_indexes(targets)
         for index, workload_name in enumerate(targets):
             workload = _find(inputs, ManifestWorkReplicaSet, meta.namespace, workload_name)
             # a missing or repeated workload is reported by check_optimizations
-            if workload is not None and workload_name not in targets[:index]:
+            if workload is not None and first_index[workload_name] == index:
                 placement = workload.model.spec.placementRefs[0].name
                 key = ("Placement", meta.namespace, placement)
                 claims.append((key, ("spec", "targetWorkloads", index), workload_name))
@@ -196,6 +198,14 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _first_indexes(names: Sequence[str]) -> dict[str, int]:
+    """Each name's first index in ``names`` (a dict: no rescan of the list per name)."""
+    first: dict[str, int] = {}
+    for index, name in enumerate(names):
+        first.setdefault(name, index)
+    return first
 
 
 def _elsewhere(inputs: Inputs, key: tuple[str, str, str], plan: str) -> str | None:

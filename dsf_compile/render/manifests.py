@@ -166,6 +166,7 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
     item_indent = " " * (indent - 6)
     files = {}
     problems = []
+    located_clusters = {c.model.metadata.name: c for c in plan.inputs.clusters}
     for cluster in plan.clusters:
         body = "|-\n" + encode_summaries([blocks[n] for n in cluster.scorers], " " * indent)
         summaries = 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
@@ -178,7 +179,7 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
                 for line in dump_yaml(extra).splitlines(keepends=True)
             ).rstrip("\n")
         if size > MAX_MANIFEST_BYTES:
-            located = next(c for c in plan.inputs.clusters if c.model.metadata.name == cluster.name)
+            located = located_clusters[cluster.name]
             problems.append(
                 located.problem(
                     ("metadata", "name"),
