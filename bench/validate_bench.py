@@ -7,7 +7,8 @@ commands (``python -m dsf_compile validate`` in a child process, the package's b
 compiled as an install leaves it):
 
 - a fleet: clusters × scorers × Placements (full: 10,000 × 100 × 1,000), every Placement
-  ranking by two scorers' scores and selecting by labels, masks by label selector;
+  ranking by two scorers' scores and selecting by labels; masks by label selector, by
+  name glob, and one per tenth cluster naming it (upstream's form);
 - optimizations: PlacementOptimizations whose clusters list 2,000 Policies in all (full),
   with their ManifestWorkReplicaSets.
 
@@ -145,6 +146,11 @@ def generate_fleet(root: Path, clusters: int, scorers: int, placements: int) -> 
             "masks": [
                 {"clusterSelector": {"matchLabels": {"gpu": "false"}}, "scoreName": "score_00*"},
                 {"clusterName": "cluster-0000*", "scoreName": "score_0001"},
+                # upstream's form, one cluster and one score each: as many as a tenth of the fleet
+                *(
+                    {"clusterName": f"cluster-{i:05d}", "scoreName": f"score_{i % scorers:04d}"}
+                    for i in range(0, clusters, 10)
+                ),
             ]
         },
     }

@@ -23,7 +23,7 @@ from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, M
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
 from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.inputs.selectors import selects_cluster
+from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings, parse_resolve_entry
 from dsf_compile.inputs.settings_checks import check_external_secrets
 from dsf_compile.untrusted import has_secret_query
@@ -97,6 +97,11 @@ class Inputs:
             meta = located.model.metadata
             index.setdefault((located.model.kind, meta.namespace, meta.name), located)
         return index
+
+    @cached_property
+    def cluster_lookup(self) -> ClusterLookup:
+        """The clusters by name, for what selects clusters by name or glob."""
+        return ClusterLookup(self.clusters)
 
     @property
     def masks(self) -> tuple[Mask, ...]:
@@ -517,12 +522,41 @@ def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
     return selects_cluster(mask, cluster.metadata.name, cluster.metadata.labels)
 
 
+class ClusterLookup:
+    """The inventory by name, for masks and overrides.
+
+    A mask or override that names one cluster (upstream's form: ``clusterName: worker02``)
+    looks it up; only a glob or a bare selector reads every cluster. A fleet with a mask
+    per cluster would otherwise cost masks × clusters.
+    """
+
+    def __init__(self, clusters: Iterable[Located[ManagedCluster]]) -> None:
+        self.clusters = list(clusters)
+        self.by_name: dict[str, Located[ManagedCluster]] = {}
+        for located in self.clusters:
+            self.by_name.setdefault(located.model.metadata.name, located)
+
+    def selected_by(self, part: ClusterPart) -> list[Located[ManagedCluster]]:
+        """The clusters whose name and labels ``part`` selects, in inventory order."""
+        name = part.clusterName
+        if name is not None and not is_glob(name):
+            found = self.by_name.get(name)
+            candidates = [found] if found is not None else []
+        else:
+            candidates = self.clusters
+        return [
+            c
+            for c in candidates
+            if selects_cluster(part, c.model.metadata.name, c.model.metadata.labels)
+        ]
+
+
 def _check_masks_clusters(
-    config: Located[DynamicScoringConfig], clusters: list[Located[ManagedCluster]]
+    config: Located[DynamicScoringConfig], clusters: ClusterLookup
 ) -> list[Problem]:
     problems = []
     for index, mask in enumerate(config.model.spec.masks):
-        if not any(mask_matches_cluster(mask, c.model) for c in clusters):
+        if not clusters.selected_by(mask):
             field = "clusterName" if mask.clusterName is not None else "clusterSelector"
             problems.append(
                 config.problem(
@@ -533,14 +567,11 @@ def _check_masks_clusters(
 
 
 def _check_overrides_clusters(
-    settings: Settings, document: Document | None, clusters: list[Located[ManagedCluster]]
+    settings: Settings, document: Document | None, clusters: ClusterLookup
 ) -> list[Problem]:
     problems = []
     for index, override in enumerate(settings.agent.overrides):
-        if not any(
-            selects_cluster(override, c.model.metadata.name, c.model.metadata.labels)
-            for c in clusters
-        ):
+        if not clusters.selected_by(override):
             field = "clusterName" if override.clusterName is not None else "clusterSelector"
             pointer: Pointer = ("agent", "overrides", index, field)
             message = "selects no cluster of the inventory (a typo?)"
@@ -588,9 +619,10 @@ def validate_documents(
     if collected.configs:
         config = collected.configs[0]
         if collected.inventory_complete and not unreadable:
-            problems += _check_masks_clusters(config, collected.clusters)
+            problems += _check_masks_clusters(config, ClusterLookup(collected.clusters))
     if collected.inventory_complete and not unreadable:
-        problems += _check_overrides_clusters(settings, settings_document, collected.clusters)
+        lookup = ClusterLookup(collected.clusters)
+        problems += _check_overrides_clusters(settings, settings_document, lookup)
     if any(p.severity == "error" for p in problems):
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))

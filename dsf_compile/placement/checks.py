@@ -20,7 +20,8 @@ from dsf_compile.contract import PLACEHOLDER_RE, sanitize_score_name
 from dsf_compile.errors import Problem
 from dsf_compile.inputs.load import Pointer
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
-from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
+from dsf_compile.inputs.selectors import is_glob
+from dsf_compile.inputs.validate import Inputs, Located
 from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
 from dsf_compile.placement.scheduler import (
     Cluster,
@@ -161,27 +162,25 @@ def check_placements(
                 )
             )
             continue
-        alike = groups.for_placement(placement)
-        result = schedule(placement, [g.representative for g in alike], bindings, None, (), at)
+        grouping = groups.for_placement(placement)
+        representatives = [g.representative for g in grouping.groups]
+        result = schedule(placement, representatives, bindings, None, (), at)
         misconfigured = any(
             c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
         )
         if not result.simulated or misconfigured:  # reported above as errors
             continue
         chosen = set(result.ranking)
-        selected = [g for g in alike if g.representative.name in chosen]
-        selectable = sum(len(g.members) for g in selected)
+        selected = {i for i, g in enumerate(grouping.groups) if g.representative.name in chosen}
+        selectable = sum(len(grouping.groups[i].members) for i in selected)
         if not selectable:
             warnings.append(
                 located.problem(("spec",), "selects no cluster of the inventory", "warning")
             )
             continue
         for pointer, published in used:
-            masked = groups.masked(selected, published.score_name)
-            if masked:
-                count = sum(len(g.members) for g in masked)
-                # the first names of every group hold the first names of all of them
-                names = sorted(n for g in masked for n in g.members[:_NAMED])[:_NAMED]
+            count, names = groups.masked(grouping, selected, published.score_name)
+            if count:
                 shown = ", ".join(names) + (f" and {count - _NAMED} more" if count > _NAMED else "")
                 warnings.append(
                     located.problem(
@@ -201,7 +200,13 @@ class _Group:
 
     representative: Cluster
     members: tuple[str, ...]  # sorted
-    masks: tuple[int, ...]  # the masks (by index) whose cluster part selects these clusters
+    masks: tuple[int, ...]  # the broad masks (by index) that select these clusters
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    groups: list[_Group]
+    group_of: dict[str, int]  # cluster name -> its group's index
 
 
 class _ClusterGroups:
@@ -210,37 +215,51 @@ class _ClusterGroups:
     Scheduling every Placement against every cluster is Placements × clusters (10⁷ for
     1,000 × 10,000). Whether a Placement can select a cluster depends only on the labels
     and claims its cluster sets and selectors name, on the cluster's taints and on the
-    rest of what the scheduler knows of it but its name and resources (which only rank);
-    and whether a score is masked there, on the masks that select it. Clusters equal in
-    all that form one group, scheduled once through one representative. Placements that
-    name the same keys share the grouping, so the work is about Placements × groups plus
-    clusters × distinct key sets. A Placement with a CEL expression (which may read
-    anything) gets one group per cluster.
+    rest of what the scheduler knows of it but its name and resources (which only rank).
+    Clusters equal in all that, and selected by the same broad masks (a name glob or a
+    selector), form one group, scheduled once through one representative; Placements that
+    name the same keys share the grouping. A mask naming one cluster (upstream's form, as
+    many as the clusters) is looked up per score instead of splitting the groups. The
+    work is about Placements × (groups + such masks per score) plus clusters × distinct
+    key sets. A Placement with a CEL expression (which may read anything) gets one group
+    per cluster.
     """
 
     def __init__(self, inputs: Inputs) -> None:
         self.clusters = inventory_clusters(inputs)
         self.masks = inputs.masks
-        self.mask_sets = [
-            tuple(i for i, mask in enumerate(self.masks) if mask_matches_cluster(mask, c.model))
-            for c in inputs.clusters
-        ]
-        self._groupings: dict[tuple[frozenset[str], frozenset[str]] | None, list[_Group]] = {}
+        selecting: dict[str, list[int]] = {}
+        # the one-cluster masks: clusters by score name, and (score name glob, cluster) pairs
+        self.narrow_by_score: dict[str, list[str]] = {}
+        self.narrow_globs: list[tuple[str, str]] = []
+        for i, mask in enumerate(self.masks):
+            found = [c.model.metadata.name for c in inputs.cluster_lookup.selected_by(mask)]
+            if mask.clusterName is not None and not is_glob(mask.clusterName):
+                if is_glob(mask.scoreName):
+                    self.narrow_globs += [(mask.scoreName, name) for name in found]
+                else:
+                    self.narrow_by_score.setdefault(mask.scoreName, []).extend(found)
+                continue
+            for name in found:
+                selecting.setdefault(name, []).append(i)
+        self.mask_sets = [tuple(selecting.get(c.name, ())) for c in self.clusters]
+        self._groupings: dict[tuple[frozenset[str], frozenset[str]] | None, _Grouping] = {}
+        self._narrowly_masked: dict[str, list[str]] = {}
 
-    def for_placement(self, placement: Placement) -> list[_Group]:
+    def for_placement(self, placement: Placement) -> _Grouping:
         keys = _keys_read(placement)
         if keys not in self._groupings:
             self._groupings[keys] = self._group(keys)
         return self._groupings[keys]
 
-    def _group(self, keys: tuple[frozenset[str], frozenset[str]] | None) -> list[_Group]:
+    def _group(self, keys: tuple[frozenset[str], frozenset[str]] | None) -> _Grouping:
         found: dict[object, list[int]] = {}
         for index, cluster in enumerate(self.clusters):
             signature = (
                 (index,) if keys is None else (_signature(cluster, *keys), self.mask_sets[index])
             )
             found.setdefault(signature, []).append(index)
-        return [
+        groups = [
             _Group(
                 self.clusters[indexes[0]],
                 tuple(sorted(self.clusters[i].name for i in indexes)),
@@ -248,14 +267,41 @@ class _ClusterGroups:
             )
             for indexes in found.values()
         ]
+        group_of = {name: i for i, g in enumerate(groups) for name in g.members}
+        return _Grouping(groups, group_of)
 
-    def masked(self, groups: Sequence[_Group], score_name: str) -> list[_Group]:
-        """The groups on which some mask keeps ``score_name`` off."""
-        return [
-            g
-            for g in groups
-            if any(fnmatchcase(score_name, self.masks[i].scoreName) for i in g.masks)
-        ]
+    def masked(
+        self, grouping: _Grouping, selected: set[int], score_name: str
+    ) -> tuple[int, list[str]]:
+        """How many clusters of the ``selected`` groups a mask keeps ``score_name`` off,
+        and the first names of them (sorted)."""
+        broad = {
+            i
+            for i in selected
+            if any(
+                fnmatchcase(score_name, self.masks[m].scoreName) for m in grouping.groups[i].masks
+            )
+        }
+        count = sum(len(grouping.groups[i].members) for i in broad)
+        # the first names of every group hold the first names of all of them
+        names = [n for i in broad for n in grouping.groups[i].members[:_NAMED]]
+        for name in self._narrow_for(score_name):
+            group = grouping.group_of[name]
+            if group in selected and group not in broad:
+                count += 1
+                names.append(name)
+        return count, sorted(names)[:_NAMED]
+
+    def _narrow_for(self, score_name: str) -> list[str]:
+        """The clusters a one-cluster mask keeps ``score_name`` off (once per score)."""
+        if score_name not in self._narrowly_masked:
+            self._narrowly_masked[score_name] = sorted(
+                {
+                    *self.narrow_by_score.get(score_name, ()),
+                    *(n for pattern, n in self.narrow_globs if fnmatchcase(score_name, pattern)),
+                }
+            )
+        return self._narrowly_masked[score_name]
 
 
 def _keys_read(placement: Placement) -> tuple[frozenset[str], frozenset[str]] | None:
