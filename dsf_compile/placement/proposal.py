@@ -17,7 +17,6 @@ from typing import Any
 
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs import names
-from dsf_compile.inputs.names import OPTIMIZED_FOLDER as OPTIMIZED_FOLDER
 from dsf_compile.inputs.optimization import (
     COMPLIANCE_CLAIM,
     DEMAND_AMOUNT,
