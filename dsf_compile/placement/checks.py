@@ -321,8 +321,9 @@ def _keys_read(placement: Placement) -> tuple[frozenset[str], frozenset[str]] | 
     return frozenset(labels), frozenset(claims)
 
 
-#: What the scheduler knows of a cluster that only ranks it, never filters it out.
-_RANKING_ONLY = frozenset({"name", "labels", "claims", "allocatable", "capacity"})
+#: What the scheduler knows of a cluster that only ranks it, or that only CEL reads (a
+#: Placement with CEL gets a group per cluster): never part of a group's signature.
+_RANKING_ONLY = frozenset({"name", "labels", "claims", "allocatable", "capacity", "view"})
 
 
 def _signature(cluster: Cluster, labels: frozenset[str], claims: frozenset[str]) -> object:
