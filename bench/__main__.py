@@ -3,7 +3,7 @@
 Each row: what, the workload, the figure, its in-run baseline or floor, the ratio, the
 target and whether it is met. ``--quick`` runs everything at tiny sizes (the test suite
 does, so the benchmarks cannot rot; its figures mean nothing); ``--only GROUP`` runs one
-of render, sync, explain, optimize, agent, commands, shards.
+of render, sync, explain, optimize, agent, commands, shards, validate.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 
-GROUPS = ("render", "sync", "explain", "optimize", "agent", "commands", "shards")
+GROUPS = ("render", "sync", "explain", "optimize", "agent", "commands", "shards", "validate")
 
 
 @dataclass(frozen=True)
@@ -300,6 +300,12 @@ def shard_rows(sizes: Sizes) -> list[Row]:
     return [Row(*cells) for cells in rows(sizes.big_clusters, sizes.big_scorers, sizes is QUICK)]
 
 
+def validate_rows(sizes: Sizes) -> list[Row]:
+    from bench.validate_bench import rows
+
+    return [Row("validate", *row) for row in rows(quick=sizes is QUICK)]
+
+
 RUNNERS: dict[str, Callable[[Sizes], list[Row]]] = {
     "render": render_rows,
     "sync": sync_rows,
@@ -308,6 +314,7 @@ RUNNERS: dict[str, Callable[[Sizes], list[Row]]] = {
     "agent": agent_rows,
     "commands": command_rows,
     "shards": shard_rows,
+    "validate": validate_rows,
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from dsf_compile.escaping import github_message, github_property, terminal
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
@@ -28,19 +30,18 @@ class Problem:
     severity: str = "error"
 
     def format(self) -> str:
+        """One terminal line: what the inputs put in the path, field or message is escaped."""
         where = f"{self.field}: " if self.field else ""
-        text = f"{where}{self.message}".replace("\r", "\\r").replace("\n", "\\n")
-        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {text}"
+        return terminal(
+            f"{self.path}:{self.line}:{self.column}: {self.severity}: {where}{self.message}"
+        )
 
     def format_github(self) -> str:
+        """A GitHub workflow command (``::error file=…,line=…,col=…::message``)."""
         level = {"error": "error", "info": "notice"}.get(self.severity, "warning")
         where = f"{self.field}: " if self.field else ""
-        text = _escape_github(f"{where}{self.message}")
-        return f"::{level} file={self.path},line={self.line},col={self.column}::{text}"
-
-
-def _escape_github(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        text = github_message(f"{where}{self.message}")
+        return f"::{level} file={github_property(self.path)},line={self.line},col={self.column}::{text}"
 
 
 class DsfError(Exception):

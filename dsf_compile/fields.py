@@ -9,7 +9,7 @@ OpenAPI schemas of the rendered CRDs are generated from those models
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -146,6 +146,22 @@ LABEL_VALUE_RE = re.compile(rf"^({_LABEL_NAME})?$")
 MAX_ANNOTATIONS_BYTES = 64 * 1024
 
 
+#: Characters that act on a terminal or a reader rather than show: C0 and C1 controls
+#: (line breaks and ESC included), line and paragraph separators, bidi overrides.
+_ACTING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def check_plain_text(value: str) -> str:
+    """A name that reaches printed output: one line, nothing a terminal or a reader acts on."""
+    found = _ACTING.search(value)
+    if found is not None:
+        raise ValueError(
+            f"holds the control character U+{ord(found.group()):04X} at position {found.start()}: "
+            "names are printed by validate, explain and diff, one line each"
+        )
+    return value
+
+
 def check_label_key(value: str) -> str:
     """A label or annotation key: ``[prefix/]name``, the prefix a DNS subdomain."""
     prefix, slash, name = value.rpartition("/")
@@ -202,6 +218,8 @@ HttpUrl = Annotated[str, AfterValidator(check_http_url), Field(json_schema_extra
 # Label keys and values, and the integer bounds, are checked by validators only: as
 # JSON Schema keywords they would reach the rendered CRDs (a pattern on a map's keys
 # becomes patternProperties, which a structural CRD schema may not hold).
+#: A name that is printed (score names, globs): no control characters or line breaks.
+PlainText = Annotated[str, AfterValidator(check_plain_text)]
 LabelKey = Annotated[str, AfterValidator(check_label_key)]
 LabelValue = Annotated[str, AfterValidator(check_label_value)]
 #: Kubernetes labels (and selectors' ``matchLabels``): keys and values checked as the API does.
@@ -267,23 +285,56 @@ QualifiedKey = Annotated[
 ]
 
 
+#: The first and last moments Python can hold, in UTC. RFC 3339 writes times Python can
+#: parse but not convert to UTC (``0001-01-01T00:00:00+14:00`` is in year 0): such a time
+#: is clamped to these, which keeps its order against every other time — long expired,
+#: or valid for ever — where refusing it would throw away a whole snapshot for one field.
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
+
+
+def in_utc(moment: datetime) -> datetime:
+    """``moment`` (aware) in UTC, clamped to [EARLIEST, LATEST]."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        # only a zone offset pushes a parsed time past the range: east of UTC at year 1
+        offset = moment.utcoffset()
+        return EARLIEST if offset is not None and offset > timedelta(0) else LATEST
+
+
+def add_seconds(moment: datetime, seconds: int) -> datetime:
+    """``moment + seconds``, saturating at EARLIEST and LATEST (int64 seconds overflow a timedelta)."""
+    try:
+        return moment + timedelta(seconds=seconds)
+    except OverflowError:
+        return LATEST if seconds > 0 else EARLIEST
+
+
 def parse_time(text: str) -> datetime:
-    """An RFC 3339 time with its zone (``2026-11-22T10:00:00Z``); ValueError saying what is wrong."""
+    """An RFC 3339 time with its zone (``2026-11-22T10:00:00Z``), in UTC; ValueError saying what is wrong.
+
+    Every time the compiler reads (``--at``, a snapshot's ``validUntil``, a taint's
+    ``timeAdded``, MCP arguments) comes through here or :data:`Time`, so each use can
+    compare, convert and print it without overflowing (see :data:`EARLIEST`).
+    """
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{text!r} is not an RFC 3339 time like 2026-11-22T10:00:00Z") from None
     if moment.tzinfo is None:
         raise ValueError(f"{text!r} needs a time zone, like 2026-11-22T10:00:00Z")
-    return moment
+    return in_utc(moment)
 
 
 def _parse_time(value: object) -> object:
     # YAML reads an unquoted timestamp as a datetime, JSON leaves it a string.
     if isinstance(value, str):
         return parse_time(value)
-    if isinstance(value, datetime) and value.tzinfo is None:
-        raise ValueError("must carry a time zone (RFC 3339, like 2026-01-01T00:00:00Z)")
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("must carry a time zone (RFC 3339, like 2026-01-01T00:00:00Z)")
+        return in_utc(value)
     return value
 
 

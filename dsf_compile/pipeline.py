@@ -6,8 +6,10 @@ repository, the network (through :mod:`dsf_compile.sync.fetch`), writing ``rende
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,8 +71,32 @@ def load_settings(root: Path) -> Settings:
     return settings
 
 
+@contextmanager
+def _building_inputs() -> Iterator[None]:
+    """No cyclic garbage collection while the inputs are read and validated.
+
+    Loading allocates millions of small objects that all stay alive (documents, positions,
+    models), and each of CPython's full collections walks every one of them: measured on
+    20,000 clusters × 2,000 Placements, collections took 40 % of ``validate`` and made it
+    grow faster than its input. What loading discards is freed by reference counting; the
+    collector resumes for the rest of the command.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_inputs(root: Path) -> Inputs:
     """Read and validate ``dsf.yaml``, ``scorers/`` and ``clusters/``; raise InputError on problems."""
+    with _building_inputs():
+        return _load_inputs(root)
+
+
+def _load_inputs(root: Path) -> Inputs:
     settings, settings_document, problems = _read_settings(root)
     documents = []
     for folder in ("scorers", "clusters", "placements"):
@@ -324,8 +350,8 @@ def read_rendered_placements(
     root: Path,
 ) -> tuple[list[Placement], list[ManagedClusterSetBinding]]:
     """The Placements and bindings as committed in ``rendered/hub/placements/``."""
+    from dsf_compile.inputs.names import PLACEMENTS_FOLDER
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
-    from dsf_compile.render.placements import PLACEMENTS_FOLDER
     from dsf_compile.render.write import RENDERED
 
     files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")

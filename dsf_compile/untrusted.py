@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from dsf_compile.escaping import terminal
+
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_NUMBER_CHARS",
@@ -71,18 +73,7 @@ def has_credentials(text: str) -> bool:
 
 def printable(text: str) -> str:
     """``text`` with every non-printable character escaped (``\\x1b``, ``\\u202e``, ``\\ud800``)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
+    return terminal(text)
 
 
 def safe_message(text: str) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -23,3 +25,17 @@ def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
         elif source.exists():
             shutil.copy2(source, target / name)
     return target
+
+
+def run_command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``python -m dsf_compile --root ROOT ARGV…`` as a user runs it; never a traceback."""
+    result = subprocess.run(
+        [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result

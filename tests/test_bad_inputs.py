@@ -173,6 +173,67 @@ spec:
   scoreDestination: AddOnPlacementScore
 """
 
+LONG_SCORER = ".".join(["s" * 63, "t" * 63, "u" * 63, "v" * 59])  # 251: 256 bytes with .yaml
+LONG_POLICY = ".".join(["p" * 63, "q" * 63, "r" * 63, "s" * 61])  # 253: 265 bytes as policy-….yaml
+
+
+def _optimization(namespace: str, name: str) -> str:
+    return f"""\
+apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
+kind: PlacementOptimization
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  preference:
+    addOnPlacementScore: static-score
+    scoreDimensionFormat: "${{app}};${{device}}"
+  clusters:
+    - name: worker01
+      availablePolicies: [policy-a]
+  targetWorkloads: [mwrs-a]
+"""
+
+
+def _placement(name: str, score_name: str = "app;gpu") -> str:
+    return f"""\
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata:
+  name: {name}
+  namespace: default
+spec:
+  prioritizerPolicy:
+    configurations:
+      - scoreCoordinate:
+          type: AddOn
+          addOn:
+            resourceName: static-score
+            scoreName: {score_name}
+"""
+
+
+POLICY = """\
+apiVersion: policy.open-cluster-management.io/v1
+kind: Policy
+metadata:
+  name: %s
+  namespace: default
+spec: {disabled: false}
+"""
+
+WORKLOAD = """\
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata:
+  name: mwrs-a
+  namespace: default
+spec:
+  placementRefs:
+    - name: %s
+"""
+
+
 PROMETHEUS_SOURCE = """\
     type: Prometheus
     host: http://prometheus.monitoring.svc:9090
@@ -1529,6 +1590,104 @@ CASES = [
         "spec.configURL",
         "/config source.params.step: step 7200 s",
         validate=False,
+    ),
+    Case(
+        "scorer-named-kustomization",
+        _edit(SCORER, "name: static-scorer", "name: kustomization"),
+        SCORER,
+        5,
+        "metadata.name",
+        "rendered/hub/dynamicscorers/kustomization.yaml, the kustomization of its folder",
+    ),
+    Case(
+        "scorer-name-too-long-for-its-file",
+        _edit(SCORER, "name: static-scorer", f"name: {LONG_SCORER}"),
+        SCORER,
+        5,
+        "metadata.name",
+        "is 251 characters: DynamicScorer .* a file name of 256 bytes where file systems "
+        "allow 255; at most 250 characters here",
+    ),
+    Case(
+        "optimization-plan-files-collide",
+        {
+            "placements/optimizations.yaml": _optimization("default", "gpu-apps")
+            + "---\n"
+            + _optimization("default-gpu", "apps")
+        },
+        "placements/optimizations.yaml",
+        18,
+        "metadata.name",
+        r"the plan of PlacementOptimization default-gpu/apps would be written to "
+        r"placements/optimized/default-gpu-apps.yaml, like the plan of PlacementOptimization "
+        r"default/gpu-apps \(placements/optimizations.yaml:4\)",
+    ),
+    Case(
+        "placement-name-over-a-label-value",
+        {"placements/p.yaml": _placement("p" * 64)},
+        "placements/p.yaml",
+        4,
+        "metadata.name",
+        "is 64 characters: OCM labels the Placement's PlacementDecisions",
+    ),
+    Case(
+        "policy-name-too-long-for-its-file",
+        {"placements/policy.yaml": POLICY % LONG_POLICY},
+        "placements/policy.yaml",
+        4,
+        "metadata.name",
+        "rendered/hub/placements/default/policy-p+.* a file name of 265 bytes",
+    ),
+    Case(
+        "workload-placement-ref-not-dns",
+        {"placements/workload.yaml": WORKLOAD % "Placement_A"},
+        "placements/workload.yaml",
+        8,
+        "spec.placementRefs[0].name",
+        "must be a DNS-1123 subdomain",
+    ),
+    Case(
+        "optimization-generated-name-over-a-label-value",
+        {"placements/optimization.yaml": _optimization("default", "o" * 56)},
+        "placements/optimization.yaml",
+        11,
+        "spec.clusters[0].name",
+        "would write a Placement and PlacementBinding 'o+-worker01' for this cluster",
+    ),
+    Case(
+        "score-name-with-an-escape-sequence",
+        _edit(SCORER, "name: static_score", r'name: "static\e[2J_score"'),
+        SCORER,
+        16,
+        "spec.scoring.params.name",
+        "holds the control character U\\+001B at position 6",
+    ),
+    Case(
+        "mask-score-name-with-a-line-break",
+        _edit(MASKS, "scoreName: cpu_score", r'scoreName: "cpu_score\n# Approved"'),
+        MASKS,
+        10,
+        "spec.masks[0].scoreName",
+        "holds the control character U\\+000A",
+    ),
+    Case(
+        "placement-score-name-with-a-line-break",
+        {"placements/p.yaml": _placement("p", r'"app;gpu\n| x | y |"')},
+        "placements/p.yaml",
+        13,
+        "spec.prioritizerPolicy.configurations[0].scoreCoordinate.addOn.scoreName",
+        "holds the control character U\\+000A",
+    ),
+    Case(
+        "addon-install-placement-name-over-a-label-value",
+        {
+            SETTINGS: _base(SETTINGS)
+            + f"addonName: {'a' * 60}\naddon:\n  installStrategy: Placements\n"
+        },
+        SETTINGS,
+        7,
+        "addonName",
+        "the agent's install Placement would be named 'a+-install'",
     ),
 ]
 

@@ -20,6 +20,7 @@ from dsf_compile.fields import (
     Labels,
     LabelValue,
     Lenient,
+    PlainText,
     QualifiedKey,
     Time,
 )
@@ -50,11 +51,11 @@ class LabelSelector(Frozen):
 class Mask(Frozen):
     """Keeps the scores whose name matches ``scoreName`` off the matching clusters."""
 
-    clusterName: str | None = Field(
+    clusterName: PlainText | None = Field(
         default=None, min_length=1, description="A cluster name or shell-style glob."
     )
     clusterSelector: LabelSelector | None = None
-    scoreName: str = Field(min_length=1, description="A score name or shell-style glob.")
+    scoreName: PlainText = Field(min_length=1, description="A score name or shell-style glob.")
 
     @model_validator(mode="after")
     def _needs_cluster_part(self) -> Mask:

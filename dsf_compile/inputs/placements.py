@@ -24,6 +24,7 @@ from dsf_compile.fields import (
     Items,
     Labels,
     Lenient,
+    PlainText,
     QualifiedKey,
     Time,
     matches,
@@ -86,8 +87,8 @@ class Predicate(Frozen):
 class AddOnScore(Frozen):
     """The ``scoreName`` item of the AddOnPlacementScore named ``resourceName``."""
 
-    resourceName: str
-    scoreName: str
+    resourceName: PlainText
+    scoreName: PlainText
 
 
 class ScoreCoordinate(Frozen):
@@ -229,7 +230,7 @@ class PassThrough(BaseModel):
 
 
 class ObjectRef(PassThrough):
-    name: str = Field(min_length=1)
+    name: DnsSubdomain  # names an object
     kind: str | None = None
     apiGroup: str | None = None
 
@@ -253,7 +254,7 @@ class PlacementBinding(PassThrough):
 
 
 class LocalPlacementReference(PassThrough):
-    name: str = Field(min_length=1)
+    name: DnsSubdomain  # names a Placement: optimize may write one by that name
 
 
 class ManifestWorkReplicaSetSpec(PassThrough):

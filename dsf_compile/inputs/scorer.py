@@ -15,6 +15,7 @@ from dsf_compile.fields import (
     HttpUrl,
     Labels,
     Location,
+    PlainText,
     PositiveInt,
     ScoreDestination,
     SecretKey,
@@ -43,7 +44,7 @@ class SourceParams(Frozen):
 
 
 class ScoringParams(Frozen):
-    name: str | None = Field(default=None, min_length=1, description="The score name.")
+    name: PlainText | None = Field(default=None, min_length=1, description="The score name.")
     interval: PositiveInt | None = Field(
         default=None, description="Seconds between scoring cycles."
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Protocol
@@ -24,6 +25,14 @@ def selects_cluster(part: ClusterPart, name: str, labels: Mapping[str, str]) -> 
     if part.clusterName is not None and not fnmatchcase(name, part.clusterName):
         return False
     return part.clusterSelector is None or selector_matches(part.clusterSelector, labels)
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` holds a shell-style wildcard (else it matches only itself)."""
+    return _GLOB.search(pattern) is not None
 
 
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:

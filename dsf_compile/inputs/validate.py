@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -21,8 +21,9 @@ from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.load import Document, Pointer, format_pointer
+from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.inputs.selectors import selects_cluster
+from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings, parse_resolve_entry
 from dsf_compile.inputs.settings_checks import check_external_secrets
 from dsf_compile.untrusted import has_secret_query
@@ -84,15 +85,37 @@ class Inputs:
             if isinstance(o.model, ManagedClusterSetBinding)
         )
 
+    @cached_property
+    def placement_index(self) -> dict[tuple[str, str, str], Located[PlacementObject]]:
+        """``(kind, namespace, name)`` → the object of ``placements/`` (the first, if repeated).
+
+        Built once: every reference ``validate`` and ``optimize`` follow is one lookup,
+        not a scan of every object (which made validate quadratic in references).
+        """
+        index: dict[tuple[str, str, str], Located[PlacementObject]] = {}
+        for located in self.placement_objects:
+            meta = located.model.metadata
+            index.setdefault((located.model.kind, meta.namespace, meta.name), located)
+        return index
+
+    @cached_property
+    def cluster_lookup(self) -> ClusterLookup:
+        """The clusters by name, for what selects clusters by name or glob."""
+        return ClusterLookup(self.clusters)
+
     @property
     def masks(self) -> tuple[Mask, ...]:
         return self.config.model.spec.masks if self.config else ()
 
     def scorer(self, name: str) -> Located[DynamicScorer]:
+        return self._scorers_by_name[name]
+
+    @cached_property
+    def _scorers_by_name(self) -> dict[str, Located[DynamicScorer]]:
+        found: dict[str, Located[DynamicScorer]] = {}
         for located in self.scorers:
-            if located.model.metadata.name == name:
-                return located
-        raise KeyError(name)
+            found.setdefault(located.model.metadata.name, located)
+        return found
 
 
 # ------------------------------------------------------------------- messages
@@ -160,7 +183,7 @@ def _message(error: Any, plain_text: str | None = None) -> str:
         return f"must be >= {ctx.get('ge')}"
     if kind == "less_than_equal":
         return f"must be <= {ctx.get('le')}"
-    if kind == "string_too_short":
+    if kind == "string_too_short" or (kind == "too_short" and isinstance(value, str)):
         return "must not be empty"
     if kind == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters"
@@ -188,9 +211,23 @@ def validate_model(
             pointer = (*base, *loc)
             if any(pointer[: len(done)] == done for done in document.reported):
                 continue  # loading refused what was written here and said so
+            if _short_by_failed_items(error):
+                continue  # the failing item is reported at its own field
             message = _message(error, document.plain_text.get(pointer))
             problems.append(document.problem(pointer, message))
         return None, problems
+
+
+def _short_by_failed_items(error: Any) -> bool:
+    """A list "too short" only because some of its items failed (each reported itself)."""
+    written = error.get("input")
+    minimum = (error.get("ctx") or {}).get("min_length")
+    return (
+        error["type"] == "too_short"
+        and isinstance(written, list | tuple)
+        and isinstance(minimum, int)
+        and len(written) >= minimum
+    )
 
 
 # --------------------------------------------------------------- pre-checks
@@ -485,12 +522,41 @@ def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
     return selects_cluster(mask, cluster.metadata.name, cluster.metadata.labels)
 
 
+class ClusterLookup:
+    """The inventory by name, for masks and overrides.
+
+    A mask or override that names one cluster (upstream's form: ``clusterName: worker02``)
+    looks it up; only a glob or a bare selector reads every cluster. A fleet with a mask
+    per cluster would otherwise cost masks × clusters.
+    """
+
+    def __init__(self, clusters: Iterable[Located[ManagedCluster]]) -> None:
+        self.clusters = list(clusters)
+        self.by_name: dict[str, Located[ManagedCluster]] = {}
+        for located in self.clusters:
+            self.by_name.setdefault(located.model.metadata.name, located)
+
+    def selected_by(self, part: ClusterPart) -> list[Located[ManagedCluster]]:
+        """The clusters whose name and labels ``part`` selects, in inventory order."""
+        name = part.clusterName
+        if name is not None and not is_glob(name):
+            found = self.by_name.get(name)
+            candidates = [found] if found is not None else []
+        else:
+            candidates = self.clusters
+        return [
+            c
+            for c in candidates
+            if selects_cluster(part, c.model.metadata.name, c.model.metadata.labels)
+        ]
+
+
 def _check_masks_clusters(
-    config: Located[DynamicScoringConfig], clusters: list[Located[ManagedCluster]]
+    config: Located[DynamicScoringConfig], clusters: ClusterLookup
 ) -> list[Problem]:
     problems = []
     for index, mask in enumerate(config.model.spec.masks):
-        if not any(mask_matches_cluster(mask, c.model) for c in clusters):
+        if not clusters.selected_by(mask):
             field = "clusterName" if mask.clusterName is not None else "clusterSelector"
             problems.append(
                 config.problem(
@@ -501,14 +567,11 @@ def _check_masks_clusters(
 
 
 def _check_overrides_clusters(
-    settings: Settings, document: Document | None, clusters: list[Located[ManagedCluster]]
+    settings: Settings, document: Document | None, clusters: ClusterLookup
 ) -> list[Problem]:
     problems = []
     for index, override in enumerate(settings.agent.overrides):
-        if not any(
-            selects_cluster(override, c.model.metadata.name, c.model.metadata.labels)
-            for c in clusters
-        ):
+        if not clusters.selected_by(override):
             field = "clusterName" if override.clusterName is not None else "clusterSelector"
             pointer: Pointer = ("agent", "overrides", index, field)
             message = "selects no cluster of the inventory (a typo?)"
@@ -537,6 +600,10 @@ def validate_documents(
     problems += _check_unique_names(collected.clusters, "cluster")
     problems += check_placement_objects(collected.placement_objects)
     problems += check_default_image(settings_document, EXAMPLE_REPOSITORY_URL)
+    problems += check_derived_names(
+        collected.scorers, collected.placement_objects, collected.optimizations
+    )
+    problems += check_settings_names(settings, settings_document)
     config = None
     for extra in collected.configs[1:]:
         first = collected.configs[0].document
@@ -552,9 +619,10 @@ def validate_documents(
     if collected.configs:
         config = collected.configs[0]
         if collected.inventory_complete and not unreadable:
-            problems += _check_masks_clusters(config, collected.clusters)
+            problems += _check_masks_clusters(config, ClusterLookup(collected.clusters))
     if collected.inventory_complete and not unreadable:
-        problems += _check_overrides_clusters(settings, settings_document, collected.clusters)
+        lookup = ClusterLookup(collected.clusters)
+        problems += _check_overrides_clusters(settings, settings_document, lookup)
     if any(p.severity == "error" for p in problems):
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))

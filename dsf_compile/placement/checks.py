@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
@@ -19,8 +19,9 @@ from typing import Any
 from dsf_compile.contract import PLACEHOLDER_RE, sanitize_score_name
 from dsf_compile.errors import Problem
 from dsf_compile.inputs.load import Pointer
-from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, Placement
-from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
+from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
+from dsf_compile.inputs.selectors import is_glob
+from dsf_compile.inputs.validate import Inputs, Located
 from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
 from dsf_compile.placement.scheduler import (
     Cluster,
@@ -129,14 +130,14 @@ def check_placements(
     """``(errors, warnings)`` of every Placement of ``inputs`` against the published scores."""
     errors: list[Problem] = []
     warnings: list[Problem] = []
-    clusters = inventory_clusters(inputs)
     bindings = [b.model for b in inputs.bindings]
     bound = {b.metadata.namespace for b in bindings}
+    groups = _ClusterGroups(inputs)
     for located in inputs.placements:
         found_errors, used = _check_coordinates(located, catalog)
         errors += found_errors
         errors += _check_tolerations(located)
-        found_errors, found_warnings = _check_cel(located, catalog, clusters)
+        found_errors, found_warnings = _check_cel(located, catalog, groups.clusters)
         errors += found_errors
         warnings += found_warnings
         # whatever the Placement selects, a score nobody publishes any more ranks nothing
@@ -161,34 +162,179 @@ def check_placements(
                 )
             )
             continue
-        result = schedule(placement, clusters, bindings, None, (), at)
+        grouping = groups.for_placement(placement)
+        representatives = [g.representative for g in grouping.groups]
+        result = schedule(placement, representatives, bindings, None, (), at)
         misconfigured = any(
             c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
         )
         if not result.simulated or misconfigured:  # reported above as errors
             continue
-        selectable = result.ranking
+        chosen = set(result.ranking)
+        selected = {i for i, g in enumerate(grouping.groups) if g.representative.name in chosen}
+        selectable = sum(len(grouping.groups[i].members) for i in selected)
         if not selectable:
             warnings.append(
                 located.problem(("spec",), "selects no cluster of the inventory", "warning")
             )
             continue
         for pointer, published in used:
-            masked = _masked_on(inputs, published.score_name, selectable)
-            if masked:
-                shown = ", ".join(masked[:_NAMED]) + (
-                    f" and {len(masked) - _NAMED} more" if len(masked) > _NAMED else ""
-                )
+            count, names = groups.masked(grouping, selected, published.score_name)
+            if count:
+                shown = ", ".join(names) + (f" and {count - _NAMED} more" if count > _NAMED else "")
                 warnings.append(
                     located.problem(
                         pointer,
-                        f"score {published.score_name!r} is masked on {len(masked)} of the "
-                        f"{len(selectable)} clusters this Placement can select ({shown}): "
+                        f"score {published.score_name!r} is masked on {count} of the "
+                        f"{selectable} clusters this Placement can select ({shown}): "
                         "they score 0 for it",
                         "warning",
                     )
                 )
     return errors, warnings
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Clusters a Placement cannot tell apart: what decides whether it selects one decides for all."""
+
+    representative: Cluster
+    members: tuple[str, ...]  # sorted
+    masks: tuple[int, ...]  # the broad masks (by index) that select these clusters
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    groups: list[_Group]
+    group_of: dict[str, int]  # cluster name -> its group's index
+
+
+class _ClusterGroups:
+    """The inventory in groups of clusters that look alike to a Placement, for ``validate``.
+
+    Scheduling every Placement against every cluster is Placements × clusters (10⁷ for
+    1,000 × 10,000). Whether a Placement can select a cluster depends only on the labels
+    and claims its cluster sets and selectors name, on the cluster's taints and on the
+    rest of what the scheduler knows of it but its name and resources (which only rank).
+    Clusters equal in all that, and selected by the same broad masks (a name glob or a
+    selector), form one group, scheduled once through one representative; Placements that
+    name the same keys share the grouping. A mask naming one cluster (upstream's form, as
+    many as the clusters) is looked up per score instead of splitting the groups. The
+    work is about Placements × (groups + such masks per score) plus clusters × distinct
+    key sets. A Placement with a CEL expression (which may read anything) gets one group
+    per cluster.
+    """
+
+    def __init__(self, inputs: Inputs) -> None:
+        self.clusters = inventory_clusters(inputs)
+        self.masks = inputs.masks
+        selecting: dict[str, list[int]] = {}
+        # the one-cluster masks: clusters by score name, and (score name glob, cluster) pairs
+        self.narrow_by_score: dict[str, list[str]] = {}
+        self.narrow_globs: list[tuple[str, str]] = []
+        for i, mask in enumerate(self.masks):
+            found = [c.model.metadata.name for c in inputs.cluster_lookup.selected_by(mask)]
+            if mask.clusterName is not None and not is_glob(mask.clusterName):
+                if is_glob(mask.scoreName):
+                    self.narrow_globs += [(mask.scoreName, name) for name in found]
+                else:
+                    self.narrow_by_score.setdefault(mask.scoreName, []).extend(found)
+                continue
+            for name in found:
+                selecting.setdefault(name, []).append(i)
+        self.mask_sets = [tuple(selecting.get(c.name, ())) for c in self.clusters]
+        self._groupings: dict[tuple[frozenset[str], frozenset[str]] | None, _Grouping] = {}
+        self._narrowly_masked: dict[str, list[str]] = {}
+
+    def for_placement(self, placement: Placement) -> _Grouping:
+        keys = _keys_read(placement)
+        if keys not in self._groupings:
+            self._groupings[keys] = self._group(keys)
+        return self._groupings[keys]
+
+    def _group(self, keys: tuple[frozenset[str], frozenset[str]] | None) -> _Grouping:
+        found: dict[object, list[int]] = {}
+        for index, cluster in enumerate(self.clusters):
+            signature = (
+                (index,) if keys is None else (_signature(cluster, *keys), self.mask_sets[index])
+            )
+            found.setdefault(signature, []).append(index)
+        groups = [
+            _Group(
+                self.clusters[indexes[0]],
+                tuple(sorted(self.clusters[i].name for i in indexes)),
+                self.mask_sets[indexes[0]],
+            )
+            for indexes in found.values()
+        ]
+        group_of = {name: i for i, g in enumerate(groups) for name in g.members}
+        return _Grouping(groups, group_of)
+
+    def masked(
+        self, grouping: _Grouping, selected: set[int], score_name: str
+    ) -> tuple[int, list[str]]:
+        """How many clusters of the ``selected`` groups a mask keeps ``score_name`` off,
+        and the first names of them (sorted)."""
+        broad = {
+            i
+            for i in selected
+            if any(
+                fnmatchcase(score_name, self.masks[m].scoreName) for m in grouping.groups[i].masks
+            )
+        }
+        count = sum(len(grouping.groups[i].members) for i in broad)
+        # the first names of every group hold the first names of all of them
+        names = [n for i in broad for n in grouping.groups[i].members[:_NAMED]]
+        for name in self._narrow_for(score_name):
+            group = grouping.group_of[name]
+            if group in selected and group not in broad:
+                count += 1
+                names.append(name)
+        return count, sorted(names)[:_NAMED]
+
+    def _narrow_for(self, score_name: str) -> list[str]:
+        """The clusters a one-cluster mask keeps ``score_name`` off (once per score)."""
+        if score_name not in self._narrowly_masked:
+            self._narrowly_masked[score_name] = sorted(
+                {
+                    *self.narrow_by_score.get(score_name, ()),
+                    *(n for pattern, n in self.narrow_globs if fnmatchcase(score_name, pattern)),
+                }
+            )
+        return self._narrowly_masked[score_name]
+
+
+def _keys_read(placement: Placement) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The label and claim keys the Placement's cluster sets and predicates read; None for CEL."""
+    labels, claims = {CLUSTERSET_LABEL}, set()
+    for predicate in placement.spec.predicates:
+        selector = predicate.requiredClusterSelector
+        if selector is None:
+            continue
+        if selector.celSelector is not None and selector.celSelector.celExpressions:
+            return None
+        if selector.labelSelector is not None:
+            labels |= set(selector.labelSelector.matchLabels or {})
+            labels |= {e.key for e in selector.labelSelector.matchExpressions or ()}
+        if selector.claimSelector is not None:
+            claims |= {e.key for e in selector.claimSelector.matchExpressions or ()}
+    return frozenset(labels), frozenset(claims)
+
+
+#: What the scheduler knows of a cluster that only ranks it, or that only CEL reads (a
+#: Placement with CEL gets a group per cluster): never part of a group's signature.
+_RANKING_ONLY = frozenset({"name", "labels", "claims", "allocatable", "capacity", "view"})
+
+
+def _signature(cluster: Cluster, labels: frozenset[str], claims: frozenset[str]) -> object:
+    return (
+        tuple(sorted((k, v) for k, v in cluster.labels.items() if k in labels)),
+        tuple(sorted((k, v) for k, v in cluster.claims.items() if k in claims)),
+        # every other field, whatever a later scheduler adds (a deletion time, ...)
+        tuple(
+            repr(getattr(cluster, f.name)) for f in fields(cluster) if f.name not in _RANKING_ONLY
+        ),
+    )
 
 
 def _check_coordinates(
@@ -357,15 +503,3 @@ def _did_you_mean(word: str, choices: Sequence[str]) -> str:
 
 def _example_item(dimension_format: str) -> str:
     return PLACEHOLDER_RE.sub(lambda m: f"<{m.group(1)}>", dimension_format)
-
-
-def _masked_on(inputs: Inputs, score_name: str, clusters: Sequence[str]) -> list[str]:
-    by_name = {c.model.metadata.name: c.model for c in inputs.clusters}
-    return [
-        name
-        for name in clusters
-        if any(
-            fnmatchcase(score_name, mask.scoreName) and mask_matches_cluster(mask, by_name[name])
-            for mask in inputs.masks
-        )
-    ]

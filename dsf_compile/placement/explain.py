@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from dsf_compile.escaping import json_text, markdown, terminal
 from dsf_compile.placement.scheduler import PlacementResult, format_time
 
 
@@ -25,7 +26,7 @@ def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[s
 
 def format_json(results: Sequence[PlacementResult], at: datetime) -> str:
     """``explain --format json``: the document, indented, ending with a newline."""
-    return json.dumps(explain_document(results, at), indent=2, ensure_ascii=False) + "\n"
+    return json_text(json.dumps(explain_document(results, at), indent=2, ensure_ascii=False)) + "\n"
 
 
 def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
@@ -41,6 +42,8 @@ def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
                 lines.append(f"  removed by {step}: {', '.join(removed)}")
         if result.simulated and result.ranking:
             header, rows = _table(result)
+            # escaped before measuring, so that the columns line up as printed
+            header, rows = [terminal(c) for c in header], [[terminal(c) for c in r] for r in rows]
             widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
             for row in (header, *rows):
                 cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
@@ -51,7 +54,8 @@ def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
             )
         lines.extend(f"  {line}" for line in _outcome(result))
         lines.extend(f"  warning: {warning}" for warning in result.warnings)
-    return "\n".join(lines) + "\n"
+    # one entry per line: a line break or ESC a score name or hub condition holds is shown escaped
+    return "\n".join(terminal(line) for line in lines) + "\n"
 
 
 def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
@@ -62,28 +66,28 @@ def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
         state = "" if result.simulated else " (not simulated)"
         lines.append(f"#### `{result.namespace}/{result.name}`{state}")
         lines.append("")
-        lines.append(f"Cluster sets: {_md(_names(result.cluster_sets))}.")
+        lines.append(f"Cluster sets: {markdown(_names(result.cluster_sets))}.")
         for step, removed in _filtered(result):
             if removed:
-                lines.append(f"Removed by {step}: {_md(', '.join(removed))}.")
+                lines.append(f"Removed by {step}: {markdown(', '.join(removed))}.")
         if result.simulated and result.ranking:
             header, rows = _table(result)
             lines.append("")
-            lines.append("| " + " | ".join(_md(cell) for cell in header) + " |")
+            lines.append("| " + " | ".join(markdown(cell) for cell in header) + " |")
             lines.append("|" + "---|" + "---:|" * (len(header) - 2) + ":---:|")
-            lines.extend("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows)
+            lines.extend("| " + " | ".join(markdown(cell) for cell in row) + " |" for row in rows)
         if result.simulated:
             lines.append("")
             lines.append(
-                f"Decisions: {_md(_names(result.decisions))}; unscheduled: {result.unscheduled}."
+                f"Decisions: {markdown(_names(result.decisions))}; unscheduled: {result.unscheduled}."
             )
         outcome = _outcome(result)
         if outcome:
             lines.append("")
-            lines.extend(f"- {_md(line)}" for line in outcome)
+            lines.extend(f"- {markdown(line)}" for line in outcome)
         if result.warnings:
             lines.append("")
-            lines.extend(f"- ⚠️ {_md(warning)}" for warning in result.warnings)
+            lines.extend(f"- ⚠️ {markdown(warning)}" for warning in result.warnings)
     return "\n".join(lines) + "\n"
 
 
@@ -177,11 +181,6 @@ def _names(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none"
 
 
-def _md(text: str) -> str:
-    # A table cell ends at "|"; "*", "_" and "`" in names would turn into formatting.
-    return "".join(f"\\{c}" if c in "|*_`[]<>\\" else c for c in text)
-
-
 @dataclass(frozen=True)
 class DecisionChange:
     """A Placement whose outcome differs between the committed ``rendered/`` and the inputs.
@@ -254,8 +253,8 @@ def format_decision_changes(changes: Sequence[DecisionChange], style: str) -> st
         if not changes:
             return "\n### Placement decisions\n\nNo Placement changes its decisions.\n"
         rows = "".join(
-            f"| {_md(c.placement)} | {_md(_names(c.before))} | {_md(_names(c.after))} "
-            f"| {_md('; '.join(c.moves() + c.margin_changes()))} |\n"
+            f"| {markdown(c.placement)} | {markdown(_names(c.before))} | {markdown(_names(c.after))} "
+            f"| {markdown('; '.join(c.moves() + c.margin_changes()))} |\n"
             for c in changes
         )
         return (
@@ -263,7 +262,8 @@ def format_decision_changes(changes: Sequence[DecisionChange], style: str) -> st
             "| --- | --- | --- | --- |\n" + rows
         )
     return "".join(
-        f"placement {c.placement}: {_names(c.before)} -> {_names(c.after)}\n"
-        + "".join(f"  {line}\n" for line in c.moves() + c.margin_changes())
+        terminal(f"placement {c.placement}: {_names(c.before)} -> {_names(c.after)}")
+        + "\n"
+        + "".join(f"  {terminal(line)}\n" for line in c.moves() + c.margin_changes())
         for c in changes
     )

@@ -8,8 +8,9 @@ Follows ocm ``pkg/placement``: ``controllers/scheduling/helpers.go`` (cluster se
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from dsf_compile.fields import add_seconds
 from dsf_compile.inputs.inventory import ClusterTaint, LabelSelector, LabelSelectorRequirement
 from dsf_compile.inputs.placements import (
     CLUSTERSET_LABEL,
@@ -158,8 +159,4 @@ def _tolerates(toleration: Toleration, taint: ClusterTaint, at: datetime) -> boo
     if taint.timeAdded is None:
         # OCM adds the seconds to a zero time: long expired.
         return False
-    try:
-        until = taint.timeAdded + timedelta(seconds=toleration.tolerationSeconds)
-    except OverflowError:
-        return toleration.tolerationSeconds > 0
-    return at < until
+    return at < add_seconds(taint.timeAdded, toleration.tolerationSeconds)

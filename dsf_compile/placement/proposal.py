@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from dsf_compile.errors import InputError, Problem
+from dsf_compile.inputs import names
 from dsf_compile.inputs.optimization import (
     COMPLIANCE_CLAIM,
     DEMAND_AMOUNT,
@@ -47,15 +48,13 @@ from dsf_compile.placement.optimize import (
 )
 from dsf_compile.render.emit import dump_yaml
 
-OPTIMIZED_FOLDER = "placements/optimized"
 PLACEMENT_API = "cluster.open-cluster-management.io/v1beta1"
 POLICY_API = "policy.open-cluster-management.io/v1"
 
 
 def optimized_path(optimization: PlacementOptimization) -> str:
     """Where ``optimize`` writes the plan of ``optimization``."""
-    meta = optimization.metadata
-    return f"{OPTIMIZED_FOLDER}/{meta.namespace}-{meta.name}.yaml"
+    return names.optimized_path(optimization.metadata.namespace, optimization.metadata.name)
 
 
 # --------------------------------------------------------------------- checks
@@ -164,16 +163,12 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
     for located in inputs.optimizations:
         meta = located.model.metadata
         plan = optimized_path(located.model)
-        elsewhere: dict[tuple[str, str, str], str] = {
-            (o.model.kind, o.model.metadata.namespace, o.model.metadata.name): o.document.path
-            for o in inputs.placement_objects
-            if o.document.path != plan
-        }
 
         claims: list[tuple[tuple[str, str, str], tuple[str | int, ...], str]] = []
         cluster_names = [c.name for c in located.model.spec.clusters]
+        first_cluster = _first_indexes(cluster_names)
         for index, cluster in enumerate(cluster_names):
-            if cluster in cluster_names[:index]:
+            if first_cluster[cluster] != index:
                 continue  # listed twice: reported by check_optimizations
             name = plan_object_name(located.model, cluster)
             claims += [
@@ -181,15 +176,16 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
                 for kind in ("Placement", "PlacementBinding")
             ]
         targets = located.model.spec.targetWorkloads
+        first_index = _first_indexes(targets)
         for index, workload_name in enumerate(targets):
             workload = _find(inputs, ManifestWorkReplicaSet, meta.namespace, workload_name)
             # a missing or repeated workload is reported by check_optimizations
-            if workload is not None and workload_name not in targets[:index]:
+            if workload is not None and first_index[workload_name] == index:
                 placement = workload.model.spec.placementRefs[0].name
                 key = ("Placement", meta.namespace, placement)
                 claims.append((key, ("spec", "targetWorkloads", index), workload_name))
         for key, pointer, by in claims:
-            owner = written.get(key) or elsewhere.get(key)
+            owner = written.get(key) or _elsewhere(inputs, key, plan)
             if owner is None:
                 written[key] = f"{plan} (for {by})"
                 continue
@@ -203,22 +199,30 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
     return problems
 
 
-def plan_object_name(optimization: PlacementOptimization, cluster: str) -> str:
-    """The Placement and PlacementBinding that give ``cluster`` its configuration.
+def _first_indexes(names: Sequence[str]) -> dict[str, int]:
+    """Each name's first index in ``names`` (a dict: no rescan of the list per name)."""
+    first: dict[str, int] = {}
+    for index, name in enumerate(names):
+        first.setdefault(name, index)
+    return first
 
-    Named after the cluster, not the Policy: a Policy shared by several clusters still
-    gets one pair per cluster, and a change of configuration changes the binding's
-    subject, not the objects' names.
-    """
-    return f"{optimization.metadata.name}-{cluster}"
+
+def _elsewhere(inputs: Inputs, key: tuple[str, str, str], plan: str) -> str | None:
+    """The file of ``placements/`` other than ``plan`` that holds the object ``key``."""
+    found = inputs.placement_index.get(key)
+    if found is None or found.document.path == plan:
+        return None
+    return found.document.path
+
+
+def plan_object_name(optimization: PlacementOptimization, cluster: str) -> str:
+    """The Placement and PlacementBinding that give ``cluster`` its configuration."""
+    return names.plan_object_name(optimization.metadata.name, cluster)
 
 
 def _find(inputs: Inputs, kind: type[Any], namespace: str, name: str) -> Located[Any] | None:
-    for located in inputs.placement_objects:
-        meta = located.model.metadata
-        if isinstance(located.model, kind) and (meta.namespace, meta.name) == (namespace, name):
-            return located
-    return None
+    found = inputs.placement_index.get((kind.__name__, namespace, name))
+    return found if found is not None and isinstance(found.model, kind) else None
 
 
 def _label_problems(located: Located[Any], required: Sequence[str], number: str) -> list[Problem]:

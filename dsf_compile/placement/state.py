@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
+from dsf_compile.fields import in_utc
 from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import AddOnPlacementScore
 from dsf_compile.inputs.quantity import quantity_value
@@ -194,5 +195,5 @@ compile_cached = functools.lru_cache(maxsize=4096)(compile_expression)
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, the way Kubernetes prints times."""
-    text = moment.astimezone(UTC).isoformat()
+    text = in_utc(moment).isoformat()  # clamped: a time past Python's range prints its end
     return text.removesuffix("+00:00") + "Z"

@@ -26,6 +26,7 @@ from typing import Any
 from dsf_compile.contract import CONFIG_MAP_NAME
 from dsf_compile.errors import InputError, Problem
 from dsf_compile.inputs.load import Pointer, format_pointer
+from dsf_compile.inputs.names import install_placement_name
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import (
     TEMPLATE_VARIABLE_RE,
@@ -399,7 +400,7 @@ def install_placement(settings: Settings) -> dict[str, Any]:
         "apiVersion": PLACEMENT_API_VERSION,
         "kind": "Placement",
         "metadata": {
-            "name": f"{settings.addonName}-install",
+            "name": install_placement_name(settings.addonName),
             "namespace": settings.hubNamespace,
             "labels": dict(MANAGED_BY),
             "annotations": gitops_annotations(WAVE_HUB),

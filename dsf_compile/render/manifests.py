@@ -22,6 +22,7 @@ from typing import Any
 from dsf_compile.contract import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 from dsf_compile.errors import InputError
 from dsf_compile.fields import API_GROUP, API_VERSION
+from dsf_compile.inputs.names import scorer_path
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
@@ -94,7 +95,7 @@ def _render_hub(plan: Plan) -> dict[str, str]:
             "metadata": metadata,
             "spec": scorer.spec.model_dump(mode="json", exclude_none=True),
         }
-        files[f"hub/dynamicscorers/{name}.yaml"] = dump_yaml(obj)
+        files[scorer_path(name)] = dump_yaml(obj)
     if inputs.config is not None:
         config = inputs.config.model
         metadata = {"name": CONFIG_NAME, "namespace": namespace}
@@ -165,6 +166,7 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
     item_indent = " " * (indent - 6)
     files = {}
     problems = []
+    located_clusters = {c.model.metadata.name: c for c in plan.inputs.clusters}
     for cluster in plan.clusters:
         body = "|-\n" + encode_summaries([blocks[n] for n in cluster.scorers], " " * indent)
         summaries = 3 + sum(escaped[n] + 3 for n in cluster.scorers) if cluster.scorers else 2
@@ -177,7 +179,7 @@ def render_cluster_works(plan: Plan) -> dict[str, str]:
                 for line in dump_yaml(extra).splitlines(keepends=True)
             ).rstrip("\n")
         if size > MAX_MANIFEST_BYTES:
-            located = next(c for c in plan.inputs.clusters if c.model.metadata.name == cluster.name)
+            located = located_clusters[cluster.name]
             problems.append(
                 located.problem(
                     ("metadata", "name"),

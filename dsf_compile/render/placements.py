@@ -9,16 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsf_compile.inputs.names import placement_path
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.render.emit import dump_yaml
 from dsf_compile.render.gitops import WAVE_PLACEMENTS, gitops_annotations
-
-PLACEMENTS_FOLDER = "hub/placements"
-
-
-def placement_path(kind: str, namespace: str, name: str) -> str:
-    """Where an object of ``placements/`` is rendered."""
-    return f"{PLACEMENTS_FOLDER}/{namespace}/{kind.lower()}-{name}.yaml"
 
 
 def render_placements(inputs: Inputs) -> dict[str, str]:

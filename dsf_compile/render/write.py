@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsf_compile.errors import InputError, Problem, RenderError
+from dsf_compile.escaping import code_fence, markdown, terminal
 from dsf_compile.files import create_new
 from dsf_compile.render.shards import files_by_shard
 
@@ -544,7 +545,8 @@ def _unified(relative: str, old: str, new: str) -> str:
         fromfile=f"a/{RENDERED}/{relative}",
         tofile=f"b/{RENDERED}/{relative}",
     )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    # the old side is a file of the pull request: what a terminal would act on is shown escaped
+    return "".join(terminal(line.removesuffix("\n")) + "\n" for line in lines)
 
 
 def _describe(text: str) -> str:
@@ -558,7 +560,7 @@ def _describe(text: str) -> str:
             namespace = line[13:]
     if not kind:
         return ""
-    return f"{kind} {namespace + '/' if namespace else ''}{name}"
+    return terminal(f"{kind} {namespace + '/' if namespace else ''}{name}")
 
 
 def _hidden(changes: Changes, relative: str) -> str:
@@ -617,12 +619,12 @@ def _format_markdown(changes: Changes) -> str:
         *(("removed", p, t) for p, t in changes.removed.items()),
     ]
     for change, relative, text in rows:
-        out.append(f"| {change} | `{RENDERED}/{relative}` | {_describe(text)} |\n")
+        out.append(f"| {change} | `{RENDERED}/{relative}` | {markdown(_describe(text))} |\n")
     for relative, (old, new) in changes.changed.items():
         if relative in changes.hidden:
             out.append(f"\n`{RENDERED}/{relative}`:{_hidden(changes, relative)}")
             continue
-        out.append(f"\n<details><summary><code>{RENDERED}/{relative}</code></summary>\n\n```diff\n")
-        out.append(_unified(relative, old, new))
-        out.append("```\n\n</details>\n")
+        out.append(f"\n<details><summary><code>{RENDERED}/{relative}</code></summary>\n\n")
+        out.append(code_fence(_unified(relative, old, new), "diff"))
+        out.append("\n</details>\n")
     return "".join(out)

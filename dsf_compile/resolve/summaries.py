@@ -19,7 +19,8 @@ from dsf_compile.errors import InputError, Problem
 from dsf_compile.fields import check_http_url
 from dsf_compile.inputs.load import Pointer
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.inputs.validate import Inputs, Located, mask_matches_cluster
+from dsf_compile.inputs.selectors import is_glob
+from dsf_compile.inputs.validate import Inputs, Located
 from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import Lockfile, sha256
 from dsf_compile.untrusted import redact
@@ -305,7 +306,8 @@ def _masks_matching_no_score(inputs: Inputs, known: set[str]) -> list[Problem]:
             ("spec", "masks", index, "scoreName"), "matches no score of any scorer (a typo?)"
         )
         for index, mask in enumerate(inputs.masks)
-        if not any(fnmatchcase(score, mask.scoreName) for score in known)
+        if mask.scoreName not in known
+        and not (is_glob(mask.scoreName) and any(fnmatchcase(s, mask.scoreName) for s in known))
     ]
 
 
@@ -351,13 +353,19 @@ def plan_clusters(inputs: Inputs, resolved: dict[str, ResolvedScorer]) -> tuple[
     """Per cluster, the resolved scorers that no mask keeps off it, ordered by scorer name."""
     names = sorted(resolved)
     masked: dict[str, set[str]] = {}
+    by_score: dict[str, list[str]] = {}
+    for n in names:
+        by_score.setdefault(resolved[n].score_name, []).append(n)
     for mask in inputs.masks:
-        scorers = [n for n in names if fnmatchcase(resolved[n].score_name, mask.scoreName)]
+        pattern = mask.scoreName
+        if is_glob(pattern):
+            scorers = [n for n in names if fnmatchcase(resolved[n].score_name, pattern)]
+        else:  # one lookup: a fleet may hold a mask per cluster and score
+            scorers = by_score.get(pattern, [])
         if not scorers:
             continue
-        for cluster in inputs.clusters:
-            if mask_matches_cluster(mask, cluster.model):
-                masked.setdefault(cluster.model.metadata.name, set()).update(scorers)
+        for cluster in inputs.cluster_lookup.selected_by(mask):
+            masked.setdefault(cluster.model.metadata.name, set()).update(scorers)
     plans = []
     for cluster in inputs.clusters:
         meta = cluster.model.metadata
