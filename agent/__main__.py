@@ -33,7 +33,7 @@ from agent.secrets import ApiSecretStore, DirSecretStore, SecretStore
 from agent.server import EndpointServer
 from agent.settings import Settings, parse_settings
 from agent.transport import make_client
-from dsf_compile.contract import CONFIG_MAP_NAME
+from dsf_contract.summary import CONFIG_MAP_NAME
 
 log = logging.getLogger("dsf.agent")
 

@@ -24,11 +24,11 @@ from pydantic import ValidationError
 from agent.errors import ConfigError
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
-from dsf_compile.contract import CONFIG_MAP_KEY, Summary
-from dsf_compile.contract import sanitize_score_name as sanitize_name
-from dsf_compile.fields import check_http_url
-from dsf_compile.inputs.load import MAX_DEPTH, parse_yaml
-from dsf_compile.untrusted import load_json as load_untrusted_json
+from dsf_contract.bounded_json import load_json as load_untrusted_json
+from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
+from dsf_contract.fields import check_http_url
+from dsf_contract.summary import CONFIG_MAP_KEY, Summary
+from dsf_contract.summary import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (

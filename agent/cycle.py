@@ -34,8 +34,8 @@ from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import Settings
 from agent.transport import RequestSlots
-from dsf_compile.contract import Summary
-from dsf_compile.contract import sanitize_score_name as sanitize_name
+from dsf_contract.summary import Summary
+from dsf_contract.summary import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.cycle")
 

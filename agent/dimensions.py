@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from agent.aggregate import Aggregation, group_by_key
 from agent.score import RESULT_LABELS, Scored
-from dsf_compile.contract import PLACEHOLDER_RE
+from dsf_contract.summary import PLACEHOLDER_RE
 
 SCORE_MIN = -100
 SCORE_MAX = 100

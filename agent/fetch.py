@@ -8,7 +8,7 @@ from agent.answer import SeriesBlock, series_block
 from agent.errors import FetchError
 from agent.memory import Reservation
 from agent.transport import RequestSlots, read_capped, request_failures
-from dsf_compile.contract import Summary
+from dsf_contract.summary import Summary
 
 
 def split_queries(source_query: str) -> list[str]:

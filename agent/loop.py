@@ -23,8 +23,8 @@ from agent.cycle import CycleContext, CycleState, run_cycle
 from agent.errors import ConfigError
 from agent.logs import fields
 from agent.metrics import ScorerMetrics
-from dsf_compile.contract import Summary
-from dsf_compile.contract import sanitize_score_name as sanitize_name
+from dsf_contract.summary import Summary
+from dsf_contract.summary import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.loop")
 MAX_PHASE_SECONDS = 10.0

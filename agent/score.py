@@ -27,7 +27,7 @@ from agent.answer import (
 )
 from agent.errors import ScoreError
 from agent.transport import RequestSlots, read_capped, request_failures
-from dsf_compile.scoring_api import ScoreResult
+from dsf_contract.scoring_api import ScoreResult
 
 #: The result labels the agent uses (dimension placeholders and ``dynamic_score`` labels).
 RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")

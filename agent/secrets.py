@@ -17,7 +17,7 @@ from typing import Protocol
 from agent.errors import SecretMissingError
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import REDACTOR, Redactor
-from dsf_compile.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
+from dsf_contract.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
 
 
 class SecretStore(Protocol):

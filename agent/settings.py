@@ -12,9 +12,8 @@ from typing import cast
 
 from agent.aggregate import AGGREGATIONS, Aggregation
 from agent.score import DEFAULT_MAX_RESULTS
-from dsf_compile.connect_to import parse_connect_to
-from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
-from dsf_compile.errors import DsfError
+from dsf_contract.connect_to import ResolveError, parse_connect_to
+from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -235,7 +234,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     host, port = args.metrics_bind
     try:
         connect_to = parse_connect_to(args.resolve)
-    except DsfError as err:
+    except ResolveError as err:
         parser.error(str(err))
     return Settings(
         cluster_name=args.cluster_name,

@@ -17,8 +17,8 @@ import orjson
 
 from agent.errors import AgentError, ResponseTooLargeError
 from agent.memory import Reservation
-from dsf_compile.connect_to import ConnectToTransport
-from dsf_compile.plainhttp import PlainHTTPTransport
+from dsf_contract.connect_transport import ConnectToTransport
+from dsf_contract.plainhttp import PlainHTTPTransport
 
 USER_AGENT = "dsf-agent/0.1"
 #: Connections of the shared pool.

@@ -422,7 +422,7 @@ def bench_memory_floor() -> float:
         [
             sys.executable,
             "-c",
-            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_compile.contract, pathlib;"
+            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_contract.summary, pathlib;"
             "from bench.agent_bench import _mem_prometheus; body = _mem_prometheus();"
             "print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text().splitlines()"
             " if l.startswith('VmRSS')))",
@@ -599,7 +599,7 @@ def bench_idle(scratch: Path) -> tuple[float, float]:
         [
             sys.executable,
             "-c",
-            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_compile.contract, pathlib;"
+            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_contract.summary, pathlib;"
             "print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text().splitlines()"
             " if l.startswith('VmRSS')))",
         ],
@@ -621,7 +621,7 @@ async def bench_payload(base: str, scratch: Path) -> dict[str, float]:
     from agent.secrets import DirSecretStore
     from agent.settings import Settings
     from agent.transport import make_client
-    from dsf_compile.contract import Summary
+    from dsf_contract.summary import Summary
 
     summary = Summary.model_validate(_summaries(base, 1, "/big")[0])
     settings = Settings(cluster_name="bench", secrets_dir=scratch)

@@ -38,8 +38,8 @@ from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
 from dsf_compile.pipeline import plan_fleet  # noqa: E402
 from dsf_compile.render.manifests import render_manifests  # noqa: E402
 from dsf_compile.resolve.summaries import Plan  # noqa: E402
-from dsf_compile.scoring_api import ScorerConfig  # noqa: E402
 from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile  # noqa: E402
+from dsf_contract.scoring_api import ScorerConfig  # noqa: E402
 
 FIRST_NO_OP = "no-op, first after render"
 REGIONS = ("eu-west", "us-east", "ap-south")

@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from dsf_compile.errors import DsfError, InputError, Problem, UnreachableFleetError, UsageError
+from dsf_compile.errors import DsfError, InputError, UnreachableFleetError, UsageError
 from dsf_compile.untrusted import safe_message
+from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
     from dsf_compile.placement.sources import HubState
@@ -189,7 +190,7 @@ def _add_state_options(parser: argparse.ArgumentParser, *, hub: bool) -> None:
 
 
 def _moment(text: str) -> datetime:
-    from dsf_compile.fields import parse_time  # not on the no-op path: it imports pydantic
+    from dsf_contract.fields import parse_time  # not on the no-op path: it imports pydantic
 
     try:
         return parse_time(text)

@@ -1,47 +1,15 @@
-"""The error tree and the problem record every stage reports with.
+"""The error tree of the compiler.
 
-A :class:`Problem` is one finding about one field of one input file. Stages collect
-problems instead of stopping at the first one; the CLI prints them sorted and turns
-them into exit codes. Only the CLI catches :class:`DsfError`.
+Stages collect :class:`~dsf_contract.problem.Problem` records instead of stopping at the
+first one; the CLI prints them sorted and turns them into exit codes. Only the CLI
+catches :class:`DsfError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from dsf_compile.escaping import github_message, github_property, terminal
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One finding, located in a file: ``path:line:column: severity: field: message``.
-
-    ``path`` is relative to the repository root; ``line`` and ``column`` are 1-based
-    (0 when the problem is about a whole file or has no location). ``field`` is the
-    dotted path of the field (``spec.scoring.params.interval``), empty for a whole file.
-    """
-
-    path: str
-    line: int
-    column: int
-    field: str
-    message: str
-    severity: str = "error"
-
-    def format(self) -> str:
-        """One terminal line: what the inputs put in the path, field or message is escaped."""
-        where = f"{self.field}: " if self.field else ""
-        return terminal(
-            f"{self.path}:{self.line}:{self.column}: {self.severity}: {where}{self.message}"
-        )
-
-    def format_github(self) -> str:
-        """A GitHub workflow command (``::error file=…,line=…,col=…::message``)."""
-        level = {"error": "error", "info": "notice"}.get(self.severity, "warning")
-        where = f"{self.field}: " if self.field else ""
-        text = github_message(f"{where}{self.message}")
-        return f"::{level} file={github_property(self.path)},line={self.line},col={self.column}::{text}"
+from dsf_contract.problem import Problem
 
 
 class DsfError(Exception):

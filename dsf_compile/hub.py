@@ -35,7 +35,7 @@ from typing import Any
 from dsf_compile.connect_errors import connect_failure
 from dsf_compile.errors import DsfError
 from dsf_compile.inputs.settings import HubSettings
-from dsf_compile.untrusted import load_json
+from dsf_contract.bounded_json import load_json
 
 __all__ = [
     "MAX_CONTINUE_CHARS",

@@ -33,7 +33,6 @@ from typing import Annotated, Any, TypeVar
 from pydantic import ConfigDict, Field
 
 from dsf_compile.errors import DsfError, InputError
-from dsf_compile.fields import parse_time
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.mcp_models import (
     ExplainDocument,
@@ -46,6 +45,7 @@ from dsf_compile.mcp_models import (
 )
 from dsf_compile.placement.sources import HubState, read_hub, read_scores
 from dsf_compile.untrusted import safe_message
+from dsf_contract.fields import parse_time
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -97,9 +97,9 @@ class Fleet:
         return HubState(None, ())
 
     def list_scorers(self) -> list[ScorerInfo]:
-        from dsf_compile.contract import sanitize_score_name
         from dsf_compile.placement.checks import score_catalog
         from dsf_compile.sync.lock import read_lockfile
+        from dsf_contract.summary import sanitize_score_name
 
         inputs = self.validated()
         lock, _ = read_lockfile(self.root)

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dsf_compile.errors import InputError, Problem, UnreachableFleetError, UsageError
+from dsf_compile.errors import InputError, UnreachableFleetError, UsageError
 from dsf_compile.files import atomic_write, read_regular_file
-from dsf_compile.inputs.load import MAX_FILE_BYTES, Document, list_input_files, read_yaml_file
+from dsf_compile.inputs.load import MAX_FILE_BYTES, list_input_files, read_yaml_file
 from dsf_compile.inputs.prerequisites import prerequisite_notes
 from dsf_compile.inputs.validate import (
     Inputs,
@@ -34,6 +34,8 @@ from dsf_compile.sync.lock import (
     read_lockfile,
     write_lockfile,
 )
+from dsf_contract.bounded_yaml import Document
+from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
@@ -214,7 +216,7 @@ def sync_fleet(
     the lockfile could not be reached (:mod:`dsf_compile.sync.guard`), unless
     ``allow_mass_failure``.
     """
-    from dsf_compile.sync.fetch import parse_connect_to, parse_resolve_setting, sync_lock
+    from dsf_compile.sync.fetch import parse_resolve_options, parse_resolve_setting, sync_lock
     from dsf_compile.sync.guard import unreachable_fleet
 
     inputs = load_inputs(root)
@@ -225,7 +227,7 @@ def sync_fleet(
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
     connect_to = parse_resolve_setting(inputs.settings.sync.resolve)
-    connect_to.update(parse_connect_to(resolve))
+    connect_to.update(parse_resolve_options(resolve))
     scorers = [s.model for s in inputs.scorers]
     only = frozenset(names) if names else None
     total = len(names) if names else len(scorers)

@@ -13,8 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dsf_compile.contract import SummaryList
-from dsf_compile.errors import InputError, Problem
+from dsf_compile.errors import InputError
 from dsf_compile.files import (
     FileTooLargeError,
     NotRegularFileError,
@@ -26,8 +25,10 @@ from dsf_compile.inputs.optimization import PlacementOptimization
 from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import Settings
-from dsf_compile.scoring_api import ScorerConfig, ScoringRequest, ScoringResponse
 from dsf_compile.sync.lock import Lockfile
+from dsf_contract.problem import Problem
+from dsf_contract.scoring_api import ScorerConfig, ScoringRequest, ScoringResponse
+from dsf_contract.summary import SummaryList
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

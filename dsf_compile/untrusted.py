@@ -5,35 +5,26 @@ Before such text reaches a message it goes through :func:`safe_message`: credent
 URLs are replaced by ``***`` and characters a terminal would act on (escape sequences,
 bidi overrides, lone surrogates) are shown escaped. Before such a document is kept, its
 strings go through :func:`string_problem`. JSON from outside is parsed by
-:func:`load_json`, which bounds nesting and number sizes before Python's parser recurses.
+:func:`dsf_contract.bounded_json.load_json`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from dsf_compile.escaping import terminal
+from dsf_contract.escaping import terminal
 
 __all__ = [
-    "MAX_JSON_DEPTH",
-    "MAX_NUMBER_CHARS",
     "first_string_problem",
     "has_credentials",
-    "load_json",
     "printable",
     "redact",
     "safe_message",
     "string_problem",
     "strings",
 ]
-
-#: Deepest nesting accepted in JSON from outside (a /config or a lockfile is about 6 deep).
-MAX_JSON_DEPTH = 64
-#: Longest number literal accepted (Python refuses to convert integers above 4,300 digits).
-MAX_NUMBER_CHARS = 100
 
 REDACTED = "***"
 
@@ -48,8 +39,6 @@ _SECRET_PARAM = re.compile(rf"(?i)([?&;]{_SECRET_NAME}=)([^&;#\s'\")]*?)(?=:?(?:
 _SCHEME_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)([^/?#\s@'\"]*@)")
 _BARE_USERINFO = re.compile(r"(^|[\s'\"])([^/?#\s@:'\"(]+:[^/?#\s@'\"]*@)")
 _CONTROL_OK = frozenset("\t\n\r")
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def redact(text: str) -> str:
@@ -120,53 +109,3 @@ def first_string_problem(value: Any) -> str | None:
         if problem is not None:
             return f"{where or '(document)'}: {problem}"
     return None
-
-
-def load_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse JSON from outside; raise ``ValueError`` with a short reason when it is not acceptable.
-
-    Nesting deeper than ``max_depth`` and number literals longer than
-    :data:`MAX_NUMBER_CHARS` are refused before Python's parser sees them (it recurses per
-    level and converts integers of any length); ``NaN`` and ``Infinity`` are refused too.
-    """
-    text = data.decode(json.detect_encoding(data)) if isinstance(data, bytes) else data
-    depth = nesting_depth(text, max_depth)
-    if depth > max_depth:
-        raise ValueError(f"nested deeper than {max_depth} levels")
-    return json.loads(
-        text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
-    )
-
-
-def nesting_depth(text: str, limit: int) -> int:
-    """The bracket nesting of JSON ``text`` outside strings; stops counting past ``limit``."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub('""', text)):
-        if match.group() in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > limit:
-                    break
-        else:
-            depth -= 1
-    return deepest
-
-
-def _parse_int(literal: str) -> int:
-    if len(literal) > MAX_NUMBER_CHARS:
-        raise ValueError(f"a number of {len(literal)} digits")
-    return int(literal)
-
-
-def _parse_float(literal: str) -> float:
-    if len(literal) > MAX_NUMBER_CHARS:
-        raise ValueError(f"a number of {len(literal)} characters")
-    value = float(literal)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"the number {literal} is out of range")
-    return value
-
-
-def _parse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")

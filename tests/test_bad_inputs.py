@@ -27,8 +27,8 @@ import yaml
 from dsf_compile.cli import run
 from dsf_compile.inputs.load import MAX_FILE_BYTES
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import Lockfile, encode_lockfile, make_entry, write_lockfile
+from dsf_contract.scoring_api import ScorerConfig
 
 DATA = Path(__file__).parent / "bad_inputs"
 BASE = DATA / "base"

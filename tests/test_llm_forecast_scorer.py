@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from dsf_compile.cli import run
-from dsf_compile.scoring_api import ScorerConfig, ScoringResponse
+from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from samples import fleet, llm_forecast_scorer
 from samples.process import sample_process
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.inputs.load import format_pointer, list_input_files, parse_yaml, read_yaml_file
+from dsf_compile.inputs.load import list_input_files, read_yaml_file
+from dsf_contract.bounded_yaml import format_pointer, parse_yaml
 
 
 def test_positions_point_at_keys_and_items() -> None:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.errors import Problem
-from dsf_compile.escaping import (
+from dsf_contract.escaping import (
     code_fence,
     github_message,
     github_property,
@@ -25,6 +24,7 @@ from dsf_compile.escaping import (
     terminal,
     terminal_lines,
 )
+from dsf_contract.problem import Problem
 from tests.fleet_repo import copy_fleet, run_command
 
 AT = "2026-11-22T10:00:00Z"

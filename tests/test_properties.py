@@ -17,15 +17,16 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from dsf_compile.errors import DsfError, InputError, Problem
-from dsf_compile.fields import API_VERSION
-from dsf_compile.inputs.load import Document, Pointer, parse_yaml
+from dsf_compile.errors import DsfError, InputError
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.validate import validate_documents
 from dsf_compile.resolve.summaries import resolve_fleet
-from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
+from dsf_contract.bounded_yaml import Document, Pointer, parse_yaml
+from dsf_contract.fields import API_VERSION
+from dsf_contract.problem import Problem
+from dsf_contract.scoring_api import ScorerConfig
 
 DATA = Path(__file__).parent / "bad_inputs"
 BASE = DATA / "base"

@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 import yaml
 
-from dsf_compile.contract import SUMMARY_KEYS
 from dsf_compile.errors import InputError
-from dsf_compile.inputs.load import parse_yaml
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.validate import Inputs, validate_documents
 from dsf_compile.resolve.summaries import Plan, join_url, resolve_fleet
-from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import Lockfile, make_entry
+from dsf_contract.bounded_yaml import parse_yaml
+from dsf_contract.scoring_api import ScorerConfig
+from dsf_contract.summary import SUMMARY_KEYS
 
 PROM = "http://prometheus.monitoring.svc:9090"
 

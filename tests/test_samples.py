@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile.scoring_api import ScorerConfig, ScoringResponse
+from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from samples import fleet, prediction_scorer, sample_scorer, static_scorer
 from samples.process import sample_process
 from samples.service import RunningServer, ScoringApp

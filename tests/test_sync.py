@@ -21,7 +21,7 @@ from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.fetch import (
     format_progress,
-    parse_connect_to,
+    parse_resolve_options,
     parse_resolve_setting,
     sync_lock,
 )
@@ -308,7 +308,7 @@ def test_allow_list_is_case_insensitive_and_checked_on_the_url_host(server: Loop
 def test_connect_to_reaches_loopback_with_the_original_host_header(server: LoopbackServer) -> None:
     server.route("/config", json_body(CONFIG))
     url = "http://scorer.example.invalid:8000/config"
-    mapping = parse_connect_to([f"scorer.example.invalid:8000:127.0.0.1:{server.port}"])
+    mapping = parse_resolve_options([f"scorer.example.invalid:8000:127.0.0.1:{server.port}"])
     lock = sync([scorer("s", url)], connect_to=mapping)
     entry = lock.scorers["s"]
     assert entry.health == "Active"
@@ -423,8 +423,8 @@ def test_connect_to_https_keeps_sni_and_certificate_check(
         ([], {}),
     ],
 )
-def test_parse_connect_to(values: list[str], expected: dict[Any, Any]) -> None:
-    assert parse_connect_to(values) == expected
+def test_parse_resolve_options(values: list[str], expected: dict[Any, Any]) -> None:
+    assert parse_resolve_options(values) == expected
 
 
 @pytest.mark.parametrize(
@@ -438,15 +438,15 @@ def test_parse_connect_to(values: list[str], expected: dict[Any, Any]) -> None:
         ("a.svc:8000:127.0.0.1:1:2", "expected HOST:PORT:ADDR[:PORT]"),
     ],
 )
-def test_parse_connect_to_rejects(value: str, message: str) -> None:
+def test_parse_resolve_options_rejects(value: str, message: str) -> None:
     with pytest.raises(UsageError, match=r"^--resolve '.*': ") as info:
-        parse_connect_to([value])
+        parse_resolve_options([value])
     assert message in str(info.value)
 
 
-def test_parse_connect_to_rejects_conflicting_mappings() -> None:
+def test_parse_resolve_options_rejects_conflicting_mappings() -> None:
     with pytest.raises(UsageError, match="a:1 is mapped twice"):
-        parse_connect_to(["a:1:b", "A:1:c"])
+        parse_resolve_options(["a:1:b", "A:1:c"])
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,8 @@ from dsf_compile.sync import lock as lock_module
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from dsf_compile.sync.scorer_check import run_scorer_check
-from dsf_compile.untrusted import load_json, printable, redact, safe_message, string_problem
+from dsf_compile.untrusted import printable, redact, safe_message, string_problem
+from dsf_contract.bounded_json import load_json
 from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond
 from tests.test_sync import CONFIG, FAST, scorer
 

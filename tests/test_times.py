@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.fields import EARLIEST, INT64_MAX, LATEST, add_seconds, parse_time
 from dsf_compile.inputs.placements import AddOnPlacementScore
+from dsf_contract.fields import EARLIEST, INT64_MAX, LATEST, add_seconds, parse_time
 from tests.fleet_repo import copy_fleet, run_command
 
 FIRST = "0001-01-01T00:00:00+14:00"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.contract import SUMMARY_KEYS, SummaryList
-from dsf_compile.inputs.load import parse_yaml
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.validate import validate_documents
+from dsf_contract.bounded_yaml import parse_yaml
+from dsf_contract.summary import SUMMARY_KEYS, SummaryList
 
 UPSTREAM_SAMPLES = {
     "mydynamicscorer-sample.yaml": """\

@@ -16,8 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dsf_compile import __version__
-from dsf_compile.errors import Problem
-from dsf_compile.inputs.load import Document
+from dsf_contract.bounded_yaml import Document
+from dsf_contract.problem import Problem
 
 GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
 #: The owner of ``repository.url``'s default (``https://github.com/example/dsf-fleet.git``).

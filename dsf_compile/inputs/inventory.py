@@ -11,7 +11,8 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.fields import (
+from dsf_compile.inputs.quantity import QuantityText
+from dsf_contract.fields import (
     Annotations,
     DnsLabel,
     Frozen,
@@ -24,7 +25,6 @@ from dsf_compile.fields import (
     QualifiedKey,
     Time,
 )
-from dsf_compile.inputs.quantity import QuantityText
 
 
 class LabelSelectorRequirement(Frozen):

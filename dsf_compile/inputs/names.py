@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsf_compile.errors import Problem
-from dsf_compile.inputs.load import Pointer
+from dsf_contract.bounded_yaml import Pointer
+from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
-    from dsf_compile.inputs.load import Document
     from dsf_compile.inputs.settings import Settings
     from dsf_compile.inputs.validate import Located
+    from dsf_contract.bounded_yaml import Document
 
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.
 MAX_FILE_NAME_BYTES = 255

@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from dsf_compile.contract import DimensionFormat
-from dsf_compile.fields import DnsLabel, DnsSubdomain, Frozen, Items
 from dsf_compile.inputs.placements import NamespacedMeta
+from dsf_contract.fields import DnsLabel, DnsSubdomain, Frozen, Items
+from dsf_contract.summary import DimensionFormat
 
 #: The label every object ``optimize`` writes carries (``placements.md``).
 GENERATED_BY_LABEL = "dynamic-scoring.open-cluster-management.io/generated-by"

@@ -15,7 +15,8 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dsf_compile.fields import (
+from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_contract.fields import (
     Annotations,
     DnsLabel,
     DnsSubdomain,
@@ -29,7 +30,6 @@ from dsf_compile.fields import (
     Time,
     matches,
 )
-from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
 
 CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The label OCM puts on a PlacementDecision to name its Placement.

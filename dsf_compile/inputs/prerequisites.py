@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from dsf_compile.errors import Problem
+from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
     from dsf_compile.inputs.placements import PlacementObject

@@ -6,8 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from dsf_compile.contract import DimensionFormat
-from dsf_compile.fields import (
+from dsf_contract.fields import (
     Annotations,
     DnsLabel,
     DnsSubdomain,
@@ -22,6 +21,7 @@ from dsf_compile.fields import (
     SourceType,
     SyncMode,
 )
+from dsf_contract.summary import DimensionFormat
 
 
 class SecretRef(Frozen):

@@ -12,8 +12,10 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.contract import DEFAULT_AGENT_NAMESPACE
-from dsf_compile.fields import (
+from dsf_compile.inputs.agent_image import default_image, with_default_image
+from dsf_compile.inputs.inventory import LabelSelector
+from dsf_compile.inputs.quantity import QuantityError, parse_quantity
+from dsf_contract.fields import (
     DnsLabel,
     DnsSubdomain,
     Frozen,
@@ -23,9 +25,7 @@ from dsf_compile.fields import (
     check_label_key,
     check_label_value,
 )
-from dsf_compile.inputs.agent_image import default_image, with_default_image
-from dsf_compile.inputs.inventory import LabelSelector
-from dsf_compile.inputs.quantity import QuantityError, parse_quantity
+from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
 
 #: What OCM's addon manager treats as a template variable (``{{NAME}}``, and anything else
 #: between double braces that a user may have meant as one).
@@ -334,51 +334,6 @@ class RepositorySettings(Frozen):
     url: RepositoryUrl = EXAMPLE_REPOSITORY_URL
     branch: str = Field(default="main", min_length=1)
     path: str = Field(default="rendered", min_length=1)
-
-
-_HOSTPORT = r"(?P<{0}>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]+)"
-_PORT = r"(?P<{0}>[0-9]{{1,5}})"
-_RESOLVE_KEY_RE = re.compile("^" + _HOSTPORT.format("host") + ":" + _PORT.format("port") + "$")
-_RESOLVE_VALUE_RE = re.compile(
-    "^" + _HOSTPORT.format("addr") + "(?::" + _PORT.format("addr_port") + ")?$"
-)
-Address = tuple[str, int]
-
-
-def parse_resolve_entry(key: str, value: str) -> tuple[Address, Address]:
-    """One ``sync.resolve`` entry, ``'host:port': 'addr[:port]'`` → ``((host, port), (addr, port))``.
-
-    Host names are lower-cased, IPv6 addresses lose their brackets, an address without a
-    port keeps the key's. Raises ``ValueError`` saying what is wrong.
-    """
-    key_match = _RESOLVE_KEY_RE.fullmatch(key)
-    if key_match is None:
-        raise ValueError("the key must be HOST:PORT, for example scorer.ns.svc:8000")
-    value_match = _RESOLVE_VALUE_RE.fullmatch(value)
-    if value_match is None:
-        raise ValueError("the value must be ADDR[:PORT], for example 127.0.0.1:18000")
-    port = _resolve_port(key_match["port"])
-    return (
-        (_resolve_host(key_match["host"]), port),
-        (
-            _resolve_host(value_match["addr"]),
-            _resolve_port(value_match["addr_port"]) if value_match["addr_port"] else port,
-        ),
-    )
-
-
-def _resolve_host(text: str) -> str:
-    host = text[1:-1] if text.startswith("[") else text
-    if not host:
-        raise ValueError("empty host")
-    return host.lower()
-
-
-def _resolve_port(text: str) -> int:
-    port = int(text)
-    if not 1 <= port <= 65535:
-        raise ValueError(f"port {port} is not between 1 and 65535")
-    return port
 
 
 class SyncSettings(Frozen):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dsf_compile.errors import Problem
-from dsf_compile.inputs.load import Document, Pointer, format_pointer
 from dsf_compile.inputs.scorer import Auth, DynamicScorer
 from dsf_compile.inputs.settings import Settings
+from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
+from dsf_contract.problem import Problem
 
 
 def scorer_secret_names(scorers: Iterable[DynamicScorer]) -> set[str]:

@@ -16,17 +16,19 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from dsf_compile.contract import CONFIG_NAME
-from dsf_compile.errors import InputError, Problem
+from dsf_compile.errors import InputError
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
-from dsf_compile.inputs.load import Document, Pointer, format_pointer
 from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
-from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings, parse_resolve_entry
+from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings
 from dsf_compile.inputs.settings_checks import check_external_secrets
 from dsf_compile.untrusted import has_secret_query
+from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
+from dsf_contract.connect_to import parse_resolve_entry
+from dsf_contract.problem import Problem
+from dsf_contract.summary import CONFIG_NAME
 
 if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that has one
     from dsf_compile.inputs.optimization import PlacementOptimization

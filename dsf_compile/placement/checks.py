@@ -16,9 +16,6 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
-from dsf_compile.contract import PLACEHOLDER_RE, sanitize_score_name
-from dsf_compile.errors import Problem
-from dsf_compile.inputs.load import Pointer
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs, Located
@@ -32,6 +29,9 @@ from dsf_compile.placement.scheduler import (
 )
 from dsf_compile.resolve.summaries import resolve_scorer
 from dsf_compile.sync.lock import Lockfile
+from dsf_contract.bounded_yaml import Pointer
+from dsf_contract.problem import Problem
+from dsf_contract.summary import PLACEHOLDER_RE, sanitize_score_name
 
 #: How many cluster names a warning lists.
 _NAMED = 5

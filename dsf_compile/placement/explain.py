@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dsf_compile.escaping import json_text, markdown, terminal
 from dsf_compile.placement.scheduler import PlacementResult, format_time
+from dsf_contract.escaping import json_text, markdown, terminal
 
 
 def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from dsf_compile.fields import add_seconds
 from dsf_compile.inputs.inventory import ClusterTaint, LabelSelector, LabelSelectorRequirement
 from dsf_compile.inputs.placements import (
     CLUSTERSET_LABEL,
@@ -24,6 +23,7 @@ from dsf_compile.inputs.selectors import selector_matches
 from dsf_compile.placement.cel import CelExpression
 from dsf_compile.placement.decisions import Misconfigured
 from dsf_compile.placement.state import Cluster, ScoreIndex, compile_cached
+from dsf_contract.fields import add_seconds
 
 GLOBAL_CLUSTER_SET = "global"
 

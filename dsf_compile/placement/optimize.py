@@ -46,7 +46,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dsf_compile.contract import PLACEHOLDER_RE
 from dsf_compile.placement.optimize_model import (
     SOLVER_HINT,
     Model,
@@ -55,6 +54,7 @@ from dsf_compile.placement.optimize_model import (
     SolverMissingError,
     TimeLimitError,
 )
+from dsf_contract.summary import PLACEHOLDER_RE
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",

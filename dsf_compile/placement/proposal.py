@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from dsf_compile.errors import InputError, Problem
+from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.optimization import (
     COMPLIANCE_CLAIM,
@@ -47,6 +47,7 @@ from dsf_compile.placement.optimize import (
     solve,
 )
 from dsf_compile.render.emit import dump_yaml
+from dsf_contract.problem import Problem
 
 PLACEMENT_API = "cluster.open-cluster-management.io/v1beta1"
 POLICY_API = "policy.open-cluster-management.io/v1"

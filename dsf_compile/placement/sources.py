@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from dsf_compile.errors import InputError, Problem
+from dsf_compile.errors import InputError
 from dsf_compile.hub import HubReadError, HubSession, format_object_problems, item_label, open_hub
-from dsf_compile.inputs.load import Document, Pointer, list_input_files, read_yaml_file
+from dsf_compile.inputs.load import list_input_files, read_yaml_file
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
     ManagedClusterSetBinding,
@@ -26,6 +26,8 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.inputs.validate import validate_model
+from dsf_contract.bounded_yaml import Document, Pointer
+from dsf_contract.problem import Problem
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -14,11 +14,11 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
-from dsf_compile.fields import in_utc
 from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import AddOnPlacementScore
 from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.placement.cel import CelExpression, cluster_context, compile_expression, is_true
+from dsf_contract.fields import in_utc
 
 
 @dataclass(frozen=True)

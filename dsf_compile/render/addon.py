@@ -23,9 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dsf_compile.contract import CONFIG_MAP_NAME
-from dsf_compile.errors import InputError, Problem
-from dsf_compile.inputs.load import Pointer, format_pointer
+from dsf_compile.errors import InputError
 from dsf_compile.inputs.names import install_placement_name
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import (
@@ -46,6 +44,9 @@ from dsf_compile.render.gitops import (
 from dsf_compile.render.labels import MANAGED_BY, PART_OF
 from dsf_compile.render.observability import dashboard_configmap, prometheus_rule
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
+from dsf_contract.bounded_yaml import Pointer, format_pointer
+from dsf_contract.problem import Problem
+from dsf_contract.summary import CONFIG_MAP_NAME
 
 ADDON_GROUP = "addon.open-cluster-management.io"
 ADDON_API_VERSION = f"{ADDON_GROUP}/v1alpha1"

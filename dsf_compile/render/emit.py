@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from dsf_compile.contract import Summary
+from dsf_contract.summary import Summary
 
 try:
     _BaseDumper: type = yaml.CSafeDumper

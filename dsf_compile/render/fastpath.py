@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsf_compile.errors import Problem
 from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
+from dsf_contract.problem import Problem
 
 CACHE = ".dsf-cache/render.json"
 INPUT_FOLDERS = ("scorers", "clusters", "placements")

@@ -19,9 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dsf_compile.contract import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 from dsf_compile.errors import InputError
-from dsf_compile.fields import API_GROUP, API_VERSION
 from dsf_compile.inputs.names import scorer_path
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
@@ -45,6 +43,8 @@ from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.placements import render_placements
 from dsf_compile.render.shards import split_clusters
 from dsf_compile.resolve.summaries import Plan
+from dsf_contract.fields import API_GROUP, API_VERSION
+from dsf_contract.summary import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 
 MANIFESTWORK_NAME = "dynamic-scoring-config-manifestwork"
 MAX_MANIFEST_BYTES = 500 * 1024

@@ -37,10 +37,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsf_compile.errors import InputError, Problem, RenderError
-from dsf_compile.escaping import code_fence, markdown, terminal
+from dsf_compile.errors import InputError, RenderError
 from dsf_compile.files import create_new
 from dsf_compile.render.shards import files_by_shard
+from dsf_contract.escaping import code_fence, markdown, terminal
+from dsf_contract.problem import Problem
 
 RENDERED = "rendered"
 RECORD = ".dsf-files"

@@ -14,16 +14,17 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
-from dsf_compile.contract import Summary, range_step_problem, sanitize_score_name
-from dsf_compile.errors import InputError, Problem
-from dsf_compile.fields import check_http_url
-from dsf_compile.inputs.load import Pointer
+from dsf_compile.errors import InputError
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs, Located
-from dsf_compile.scoring_api import ScorerConfig
 from dsf_compile.sync.lock import Lockfile, sha256
 from dsf_compile.untrusted import redact
+from dsf_contract.bounded_yaml import Pointer
+from dsf_contract.fields import check_http_url
+from dsf_contract.problem import Problem
+from dsf_contract.scoring_api import ScorerConfig
+from dsf_contract.summary import Summary, range_step_problem, sanitize_score_name
 
 
 @dataclass(frozen=True)

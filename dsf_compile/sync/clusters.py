@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsf_compile.errors import Problem
 from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.render.emit import dump_yaml
+from dsf_contract.problem import Problem
 
 GROUP = "cluster.open-cluster-management.io"
 VERSION = "v1"
@@ -158,9 +158,9 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
 def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
     """What ``validate`` would say about ``item`` as a ManagedCluster in ``clusters/``."""
     from dsf_compile.inputs.inventory import ManagedCluster
-    from dsf_compile.inputs.load import Document
     from dsf_compile.inputs.validate import precheck, validate_model
     from dsf_compile.untrusted import first_string_problem
+    from dsf_contract.bounded_yaml import Document
 
     if not isinstance(item, dict):
         return ["not an object"]
@@ -181,8 +181,8 @@ def names_in(text: str) -> set[str]:
     The file came from Git: read with the project's loader (bounded aliases and depth),
     and only names that are DNS labels count, so the summary prints nothing else.
     """
-    from dsf_compile.fields import DNS_LABEL_RE
-    from dsf_compile.inputs.load import parse_yaml
+    from dsf_contract.bounded_yaml import parse_yaml
+    from dsf_contract.fields import DNS_LABEL_RE
 
     names = set()
     for document in parse_yaml(text, DISCOVERED_FILE)[0]:

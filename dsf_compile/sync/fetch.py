@@ -11,7 +11,7 @@ network: only ``http``/``https``, an optional host allow-list checked before eve
 (redirect targets included), redirects followed by hand and only within the same
 scheme + host + port, a response size cap enforced while streaming, and a time budget per
 scorer that covers its retries. Requests run concurrently on one ``httpx.AsyncClient``,
-bounded by a semaphore: plain http over :mod:`dsf_compile.plainhttp`, https over httpcore;
+bounded by a semaphore: plain http over :mod:`dsf_contract.plainhttp`, https over httpcore;
 the transport is injectable so tests can pass their own.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -30,22 +30,30 @@ import httpx
 from pydantic import ValidationError
 
 from dsf_compile.connect_errors import UNREACHABLE_REASONS, connect_failure
-from dsf_compile.connect_to import DEFAULT_PORTS, ConnectToTransport, parse_connect_to
-from dsf_compile.errors import SyncError
+from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
-from dsf_compile.inputs.settings import Address, SyncSettings, parse_resolve_entry
-from dsf_compile.plainhttp import PlainHTTPTransport
-from dsf_compile.scoring_api import ScorerConfig
+from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
-from dsf_compile.untrusted import first_string_problem, has_credentials, load_json, safe_message
+from dsf_compile.untrusted import first_string_problem, has_credentials, safe_message
+from dsf_contract.bounded_json import load_json
+from dsf_contract.connect_to import (
+    DEFAULT_PORTS,
+    Address,
+    ResolveError,
+    parse_connect_to,
+    parse_resolve_entry,
+)
+from dsf_contract.connect_transport import ConnectToTransport
+from dsf_contract.plainhttp import PlainHTTPTransport
+from dsf_contract.scoring_api import ScorerConfig
 
 __all__ = [
     "MAX_REDIRECTS",
     "ConnectTo",
     "Fetched",
     "format_progress",
-    "parse_connect_to",
+    "parse_resolve_options",
     "parse_resolve_setting",
     "sync_lock",
 ]
@@ -162,10 +170,19 @@ async def sync_lock(
     return Fetched(lock, frozenset(unreachable))
 
 
+def parse_resolve_options(values: Iterable[str]) -> dict[Address, Address]:
+    """Parse ``sync --resolve HOST:PORT:ADDR[:PORT]`` values; :class:`UsageError` when one
+    is malformed (the agent parses its own ``--resolve`` with the same contract function)."""
+    try:
+        return parse_connect_to(values)
+    except ResolveError as err:
+        raise UsageError(str(err)) from err
+
+
 def parse_resolve_setting(mapping: Mapping[str, str]) -> dict[Address, Address]:
     """Parse ``dsf.yaml`` ``sync.resolve`` (``{'host:port': 'addr[:port]'}``).
 
-    Same meaning as :func:`parse_connect_to`; raises :class:`SyncError` naming the bad key
+    Same meaning as :func:`parse_resolve_options`; raises :class:`SyncError` naming the bad key
     (``validate`` reports it first, at its line).
     """
     result: dict[Address, Address] = {}

@@ -15,12 +15,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from dsf_compile.errors import Problem, SyncError
-from dsf_compile.fields import Frozen, Health, SyncMode
+from dsf_compile.errors import SyncError
 from dsf_compile.files import atomic_write, read_regular_file
 from dsf_compile.inputs.scorer import DynamicScorerSpec
-from dsf_compile.scoring_api import ScorerConfig
-from dsf_compile.untrusted import first_string_problem, load_json, redact
+from dsf_compile.untrusted import first_string_problem, redact
+from dsf_contract.bounded_json import load_json
+from dsf_contract.fields import Frozen, Health, SyncMode
+from dsf_contract.problem import Problem
+from dsf_contract.scoring_api import ScorerConfig
 
 LOCKFILE = "dsf.lock.json"
 #: A lockfile of thousands of scorers is a few MiB; anything far larger is not one.

@@ -27,10 +27,11 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.contract import range_step_problem
-from dsf_compile.fields import check_http_url
-from dsf_compile.scoring_api import ScorerConfig, ScoringResponse
-from dsf_compile.untrusted import first_string_problem, load_json, safe_message
+from dsf_compile.untrusted import first_string_problem, safe_message
+from dsf_contract.bounded_json import load_json
+from dsf_contract.fields import check_http_url
+from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
+from dsf_contract.summary import range_step_problem
 
 Status = Literal["PASS", "FAIL", "SKIP"]
 

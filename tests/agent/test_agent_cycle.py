@@ -23,7 +23,7 @@ from agent.publish import HubPublisher
 from agent.secrets import DirSecretStore
 from agent.settings import Settings
 from agent.transport import make_client
-from dsf_compile.contract import Summary
+from dsf_contract.summary import Summary
 from tests.agent.agent_fakes import FakeKube
 from tests.agent.conftest import CLUSTER, make_summary
 

@@ -23,8 +23,8 @@ from agent.metrics import AgentMetrics
 from agent.publish import placement_score_object, placement_score_status, valid_until
 from agent.score import Scored, parse_response
 from agent.settings import parse_settings
-from dsf_compile.contract import Summary
-from dsf_compile.contract import sanitize_score_name as sanitize_name
+from dsf_contract.summary import Summary
+from dsf_contract.summary import sanitize_score_name as sanitize_name
 from tests.agent.conftest import CLUSTER, configmap_yaml, make_summary
 
 # ------------------------------------------------------------------ sanitize

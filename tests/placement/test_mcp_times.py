@@ -1,6 +1,6 @@
 """``dsf-mcp``'s ``at`` argument at both ends of what RFC 3339 allows: clamped, never a crash.
 
-The tool parses ``at`` with the same function as ``--at`` (``dsf_compile.fields.parse_time``).
+The tool parses ``at`` with the same function as ``--at`` (``dsf_contract.fields.parse_time``).
 """
 
 from __future__ import annotations

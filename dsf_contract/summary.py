@@ -18,7 +18,7 @@ from pydantic import (
     RootModel,
 )
 
-from dsf_compile.fields import (
+from dsf_contract.fields import (
     Items,
     Location,
     NonNegativeInt,

@@ -1,51 +1,14 @@
-"""Connecting to another address while keeping the URL, like curl's ``--connect-to``.
-
-``dsf-compile sync --resolve`` and ``dsf-agent --resolve`` use it: a workstation reaches
-in-cluster service names through a tunnel or loopback, and tests serve them on
-127.0.0.1, while every request still carries the names the configuration holds.
-"""
+"""The transport behind ``--resolve``: like curl's ``--connect-to``, it connects to another
+address while the URL, the ``Host`` header and the TLS name stay the configured ones
+(the values are parsed by :mod:`dsf_contract.connect_to`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import httpx
 
-from dsf_compile.errors import UsageError
-from dsf_compile.inputs.settings import Address, parse_resolve_entry
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
-# --resolve HOST:PORT:ADDR[:PORT] is a sync.resolve key (HOST:PORT) and value (ADDR[:PORT]).
-_CONNECT_TO_RE = re.compile(r"(?P<key>(?:\[[^\]]*\]|[^:\[\]]+):[^:]+):(?P<value>.+)", re.DOTALL)
-
-
-def parse_connect_to(values: Iterable[str]) -> dict[Address, Address]:
-    """Parse ``--resolve HOST:PORT:ADDR[:PORT]`` values into a ``connect_to`` mapping.
-
-    ``ADDR`` without a port keeps ``PORT``. IPv6 addresses go in brackets
-    (``svc:8000:[::1]:18000``). Host names are compared case-insensitively.
-    Raises :class:`UsageError` on a malformed value or a ``HOST:PORT`` given twice with
-    different targets.
-    """
-    result: dict[Address, Address] = {}
-    for value in values:
-        match = _CONNECT_TO_RE.fullmatch(value)
-        try:
-            if match is None:
-                raise ValueError("not HOST:PORT:ADDR[:PORT]")
-            key, target = parse_resolve_entry(match["key"], match["value"])
-        except ValueError as err:
-            raise UsageError(
-                f"--resolve {value!r}: {err}; expected HOST:PORT:ADDR[:PORT], for example "
-                "scorer.ns.svc:8000:127.0.0.1:18000 (IPv6 in brackets)"
-            ) from err
-        if result.get(key, target) != target:
-            raise UsageError(
-                f"--resolve {value!r}: {key[0]}:{key[1]} is mapped twice to different addresses"
-            )
-        result[key] = target
-    return result
+from dsf_contract.connect_to import DEFAULT_PORTS, Address
 
 
 class ConnectToTransport(httpx.AsyncBaseTransport):

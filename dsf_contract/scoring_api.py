@@ -9,7 +9,7 @@ from pydantic import (
     Strict,
 )
 
-from dsf_compile.fields import Items, Lenient, NonNegativeInt, SourceType, StrMap
+from dsf_contract.fields import Items, Lenient, NonNegativeInt, SourceType, StrMap
 
 
 class ConfigSourceParams(Lenient):
