@@ -1,8 +1,8 @@
 """The distributions the agent's container image needs: what running the agent imports.
 
 ``agent/build-image.sh`` installs the project's wheel without its dependencies (the
-compiler's jinja2, jsonschema, scipy... stay out of the image) plus exactly the
-distributions printed here, pinned to the versions installed where it runs:
+compiler's scipy, mcp... stay out of the image, and its Containerfile removes the
+compiler's own package) plus exactly the distributions printed here, pinned to the versions installed where it runs:
 
     python3 -m agent.image_deps            # one "name==version" per line
     python3 -m agent.image_deps --check    # in the image: every module the agent loads imports
