@@ -46,6 +46,7 @@ from dsf_compile.mcp_models import (
 from dsf_compile.placement.sources import HubState, read_hub, read_scores
 from dsf_compile.untrusted import safe_message
 from dsf_contract.fields import parse_time
+from dsf_contract.scores import CONDITION_TYPE
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -138,9 +139,7 @@ class Fleet:
             scorer = scorers.get(score.metadata.name)
             until = score.status.validUntil
             expired = until is not None and moment > until
-            condition = next(
-                (c for c in score.status.conditions if c.type == "ScoresAvailable"), None
-            )
+            condition = next((c for c in score.status.conditions if c.type == CONDITION_TYPE), None)
             available = (
                 ScoresAvailable(
                     status=safe_message(condition.status),

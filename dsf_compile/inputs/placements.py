@@ -30,14 +30,14 @@ from dsf_contract.fields import (
     Time,
     matches,
 )
+from dsf_contract.scores import OCM_CLUSTER_GROUP
 
-CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The label OCM puts on a PlacementDecision to name its Placement.
-PLACEMENT_LABEL = f"{CLUSTER_GROUP}/placement"
+PLACEMENT_LABEL = f"{OCM_CLUSTER_GROUP}/placement"
 #: The label that makes a ManagedCluster a member of a cluster set.
-CLUSTERSET_LABEL = f"{CLUSTER_GROUP}/clusterset"
+CLUSTERSET_LABEL = f"{OCM_CLUSTER_GROUP}/clusterset"
 #: The annotation with which OCM leaves a Placement unscheduled.
-SCHEDULING_DISABLED_ANNOTATION = f"{CLUSTER_GROUP}/experimental-scheduling-disable"
+SCHEDULING_DISABLED_ANNOTATION = f"{OCM_CLUSTER_GROUP}/experimental-scheduling-disable"
 BUILTIN_PRIORITIZERS = (
     "Balance",
     "Steady",

@@ -23,6 +23,7 @@ from dsf_compile.inputs.placements import (
 from dsf_compile.placement.decisions import Misconfigured
 from dsf_compile.placement.filters import own_decisions
 from dsf_compile.placement.state import Cluster, ScoreIndex, format_time
+from dsf_contract.scores import CONDITION_TYPE
 
 MAX_SCORE = 100
 _RESOURCES = {"ResourceAllocatableCPU": "cpu", "ResourceAllocatableMemory": "memory"}
@@ -117,7 +118,7 @@ def _failing_scores(
     for cluster, resource in used:
         found = index.get((cluster, resource))
         for condition in found.status.conditions if found is not None else ():
-            if condition.type == "ScoresAvailable" and condition.status == "False":
+            if condition.type == CONDITION_TYPE and condition.status == "False":
                 since = (
                     f" since {format_time(condition.lastTransitionTime)}"
                     if condition.lastTransitionTime

@@ -48,8 +48,9 @@ from dsf_compile.placement.optimize import (
 )
 from dsf_compile.render.emit import dump_yaml
 from dsf_contract.problem import Problem
+from dsf_contract.scores import OCM_CLUSTER_GROUP
 
-PLACEMENT_API = "cluster.open-cluster-management.io/v1beta1"
+PLACEMENT_API = f"{OCM_CLUSTER_GROUP}/v1beta1"
 POLICY_API = "policy.open-cluster-management.io/v1"
 
 
@@ -462,7 +463,7 @@ def _plan_objects(
                 "placementRef": {
                     "name": placement_name,
                     "kind": "Placement",
-                    "apiGroup": "cluster.open-cluster-management.io",
+                    "apiGroup": OCM_CLUSTER_GROUP,
                 },
                 "subjects": [
                     {

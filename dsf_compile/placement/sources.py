@@ -28,6 +28,7 @@ from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.inputs.validate import validate_model
 from dsf_contract.bounded_yaml import Document, Pointer
 from dsf_contract.problem import Problem
+from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_KIND, SCORE_PLURAL, SCORE_VERSION
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -36,10 +37,9 @@ SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 #: A hub's scores outgrow a hand-written input's cap: one item per pod of 1,000 clusters
 #: is tens of MiB.
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
-CLUSTER_GROUP = "cluster.open-cluster-management.io"
 #: The hub resources read, with the version OCM serves them at.
 _HUB_RESOURCES = {
-    "AddOnPlacementScore": ("v1alpha1", "addonplacementscores"),
+    SCORE_KIND: (SCORE_VERSION, SCORE_PLURAL),
     "PlacementDecision": ("v1beta1", "placementdecisions"),
     "ManagedClusterSetBinding": ("v1beta2", "managedclustersetbindings"),
     # explain --verify replays on the hub's own state: its Placements, clusters and sets
@@ -187,7 +187,7 @@ def hub_objects(hub: HubSession) -> HubObjects:
     """
 
     def listed(kind: str) -> list[Any]:
-        return hub.list_objects(CLUSTER_GROUP, *_HUB_RESOURCES[kind])
+        return hub.list_objects(OCM_CLUSTER_GROUP, *_HUB_RESOURCES[kind])
 
     return HubObjects(
         placements=tuple(listed("Placement")),
@@ -197,7 +197,7 @@ def hub_objects(hub: HubSession) -> HubObjects:
 
 
 def _listed(hub: HubSession, model: type[M], problems: list[str]) -> list[M]:
-    items = hub.list_objects(CLUSTER_GROUP, *_HUB_RESOURCES[model.__name__])
+    items = hub.list_objects(OCM_CLUSTER_GROUP, *_HUB_RESOURCES[model.__name__])
     return validated_objects(model, items, problems)
 
 
@@ -212,7 +212,7 @@ def validated_objects(model: type[M], items: list[Any], problems: list[str]) -> 
         if not isinstance(item, dict):
             problems.append(f"{where}: not an object")
             continue
-        item = {"apiVersion": f"{CLUSTER_GROUP}/{version}", "kind": kind, **item}
+        item = {"apiVersion": f"{OCM_CLUSTER_GROUP}/{version}", "kind": kind, **item}
         if model is ManagedClusterSetBinding:
             item = _binding_part(item)
         document = Document(path="hub", index=0, data=item, positions={})

@@ -19,6 +19,7 @@ from dsf_compile.inputs.placements import AddOnPlacementScore
 from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.placement.cel import CelExpression, cluster_context, compile_expression, is_true
 from dsf_contract.fields import in_utc
+from dsf_contract.scores import CONDITION_TYPE
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ class ScoreIndex:
         failing = sorted(
             key
             for key, s in objects.items()
-            if any(c.type == "ScoresAvailable" and c.status == "False" for c in s.status.conditions)
+            if any(c.type == CONDITION_TYPE and c.status == "False" for c in s.status.conditions)
         )
         return cls(objects, items, tuple(failing))
 

@@ -26,8 +26,7 @@ from dsf_compile.placement.scheduler import (
     cluster_from_inventory,
 )
 from dsf_compile.untrusted import printable
-
-_PLACEMENT_GROUP = "cluster.open-cluster-management.io"
+from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ def hub_placement(item: Mapping[str, Any]) -> Placement:
     """A Placement as the hub serves it, reduced to what a user writes (ValueError if unreadable)."""
     metadata = item.get("metadata") or {}
     written = {
-        "apiVersion": f"{_PLACEMENT_GROUP}/v1beta1",
+        "apiVersion": f"{OCM_CLUSTER_GROUP}/v1beta1",
         "kind": "Placement",
         "metadata": {
             key: metadata[key]
@@ -56,7 +55,7 @@ def hub_placement(item: Mapping[str, Any]) -> Placement:
 
 def hub_cluster(item: Mapping[str, Any]) -> Cluster:
     """A ManagedCluster as the hub serves it (ValueError if unreadable)."""
-    data = {"apiVersion": f"{_PLACEMENT_GROUP}/v1", "kind": "ManagedCluster", **item}
+    data = {"apiVersion": f"{OCM_CLUSTER_GROUP}/v1", "kind": "ManagedCluster", **item}
     model = ManagedCluster.model_validate(data)
     return cluster_from_inventory(
         model.metadata.name,

@@ -19,8 +19,8 @@ from typing import Any
 from dsf_compile.inputs.settings import HubSettings
 from dsf_compile.render.emit import dump_yaml
 from dsf_contract.problem import Problem
+from dsf_contract.scores import OCM_CLUSTER_GROUP
 
-GROUP = "cluster.open-cluster-management.io"
 VERSION = "v1"
 DISCOVERED_FILE = "clusters/discovered.yaml"
 #: Labels the hub's addon manager sets and flips with each addon's availability.
@@ -59,7 +59,7 @@ def clean_cluster(obj: dict[str, Any]) -> dict[str, Any]:
     if labels:
         out_meta["labels"] = labels
     out: dict[str, Any] = {
-        "apiVersion": f"{GROUP}/{VERSION}",
+        "apiVersion": f"{OCM_CLUSTER_GROUP}/{VERSION}",
         "kind": "ManagedCluster",
         "metadata": out_meta,
     }
@@ -131,7 +131,7 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
     from dsf_compile.hub import HubReadError, format_object_problems, item_label, open_hub
 
     with open_hub(str(kubeconfig), settings) as hub:
-        items = hub.list_objects(GROUP, VERSION, "managedclusters")
+        items = hub.list_objects(OCM_CLUSTER_GROUP, VERSION, "managedclusters")
     problems: list[str] = []
     cleaned = []
     seen: set[str] = set()
@@ -164,7 +164,7 @@ def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
 
     if not isinstance(item, dict):
         return ["not an object"]
-    data = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedCluster", **item}
+    data = {"apiVersion": f"{OCM_CLUSTER_GROUP}/{VERSION}", "kind": "ManagedCluster", **item}
     document = Document(path="hub", index=0, data=data, positions={})
     found = validate_model(ManagedCluster, document, data)[1]
     if written:  # what goes to Git: no credentials, nothing a terminal or YAML would act on

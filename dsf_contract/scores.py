@@ -1,0 +1,33 @@
+"""The AddOnPlacementScore: the object the agent writes on the hub and the compiler reads.
+
+OCM's cluster API group (ManagedClusters, Placements and their decisions, and the score
+objects) is named here once; so are the score object's version, plural and kind, the
+label the agent puts on what it writes, and its ``ScoresAvailable`` condition with every
+reason that condition can carry.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+#: OCM's cluster API group.
+OCM_CLUSTER_GROUP = "cluster.open-cluster-management.io"
+SCORE_VERSION = "v1alpha1"
+SCORE_PLURAL = "addonplacementscores"
+SCORE_KIND = "AddOnPlacementScore"
+#: The labels on every AddOnPlacementScore the agent writes.
+AGENT_MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-agent"}
+#: The condition the agent keeps on each AddOnPlacementScore it owns.
+CONDITION_TYPE = "ScoresAvailable"
+
+
+class ScoresReason(StrEnum):
+    """The reason of the ``ScoresAvailable`` condition: what the last scoring cycle did."""
+
+    PUBLISHED = "ScoresPublished"
+    SECRET_MISSING = "SecretMissing"
+    PROMETHEUS_UNREACHABLE = "PrometheusUnreachable"
+    QUERY_FAILED = "QueryFailed"
+    SCORING_FAILED = "ScoringFailed"
+    INVALID_RESPONSE = "InvalidResponse"
+    CYCLE_FAILED = "CycleFailed"
