@@ -1,15 +1,16 @@
 """Folding of results that land on the same dimension (or the same metric series).
 
-Upstream keeps the last result; an operator may choose another fold per score name.
+Upstream keeps the last result; an operator may choose another fold per score name (the
+functions' names are the contract's :data:`~dsf_contract.agent_cli.Aggregation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, TypeVar, get_args
+from typing import TypeVar
 
-Aggregation = Literal["last", "max", "min", "avg", "sum"]
-AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+from dsf_contract.agent_cli import Aggregation
+
 _K = TypeVar("_K")
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from agent.errors import ConfigError
+from agent.errors import ConfigError, http_status_reason
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
 from dsf_contract.bounded_json import load_json as load_untrusted_json
@@ -477,7 +477,7 @@ def api_error_reason(err: Exception) -> str:
     if isinstance(err, ApiException):
         status = err.status or 0
         return {401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(
-            status, f"http_{status // 100}xx"
+            status, http_status_reason(status)
         )
     return "unreachable"
 

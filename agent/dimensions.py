@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from agent.aggregate import Aggregation, group_by_key
+from agent.aggregate import group_by_key
 from agent.score import RESULT_LABELS, Scored
+from dsf_contract.agent_cli import Aggregation
 from dsf_contract.summary import PLACEHOLDER_RE
 
 SCORE_MIN = -100

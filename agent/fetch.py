@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from agent.answer import SeriesBlock, series_block
-from agent.errors import FetchError
+from agent.errors import FetchError, http_status_reason
 from agent.memory import Reservation
 from agent.transport import RequestSlots, read_capped, request_failures
 from dsf_contract.summary import Summary
@@ -62,7 +62,7 @@ async def fetch_series(
                 if response.status_code != 200:
                     raise FetchError(
                         f"Prometheus answered HTTP {response.status_code}",
-                        reason=f"http_{response.status_code // 100}xx",
+                        reason=http_status_reason(response.status_code),
                     )
                 body = await read_capped(response, max_bytes, memory)
         collected.append(series_block(body))

@@ -17,9 +17,10 @@ from typing import TypeVar
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from agent.aggregate import Aggregation, group_by_key
+from agent.aggregate import group_by_key
 from agent.exposition import ScoreSeries
 from agent.score import RESULT_LABELS, Scored
+from dsf_contract.agent_cli import Aggregation
 
 MAX_LABEL_LENGTH = 256
 SCORE_LABELS = ("ds_cluster", *(f"ds_{label}" for label in RESULT_LABELS), "ds_score_name")

@@ -21,14 +21,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.dimensions import ScoreItem
-from agent.errors import PublishError
+from agent.errors import HTTP_STATUS_REASONS, PublishError, http_status_reason
 from agent.kube import HubApi, RawResponse
+from dsf_contract.scores import (
+    AGENT_MANAGED_BY,
+    CONDITION_TYPE,
+    OCM_CLUSTER_GROUP,
+    SCORE_KIND,
+    SCORE_PLURAL,
+    SCORE_VERSION,
+    ScoresReason,
+)
 
-GROUP = "cluster.open-cluster-management.io"
-VERSION = "v1alpha1"
-PLURAL = "addonplacementscores"
-KIND = "AddOnPlacementScore"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-agent"}
 #: Unchanged scores are written again once ``validUntil`` is less than this many intervals
 #: ahead: the next cycle then still has half an interval of lag before they lapse, and
 #: scores that never change are written every other cycle instead of every cycle.
@@ -80,24 +84,23 @@ def seconds_left(status: dict[str, Any], now: datetime) -> float:
         return 0.0
 
 
-#: The condition the agent keeps on each AddOnPlacementScore it owns.
-CONDITION_TYPE = "ScoresAvailable"
-_UNREACHABLE = {"unreachable", "timeout", "transport_error"}
+#: The failure reasons (metric label values) of a request that got no answer.
+UNANSWERED_REASONS = frozenset({"unreachable", "timeout", "transport_error"})
 
 
-def condition_reason(stage: str, reason: str) -> str:
+def condition_reason(stage: str, reason: str) -> ScoresReason:
     """The condition's reason for a cycle that failed at ``stage`` with metric reason ``reason``."""
     if stage == "secret":
-        return "SecretMissing"
+        return ScoresReason.SECRET_MISSING
     if stage == "fetch":
-        return "PrometheusUnreachable" if reason in _UNREACHABLE else "QueryFailed"
+        if reason in UNANSWERED_REASONS:
+            return ScoresReason.PROMETHEUS_UNREACHABLE
+        return ScoresReason.QUERY_FAILED
     if stage == "score":
-        return (
-            "ScoringFailed"
-            if reason in _UNREACHABLE or reason.startswith("http")
-            else ("InvalidResponse")
-        )
-    return "CycleFailed"
+        if reason in UNANSWERED_REASONS or reason in HTTP_STATUS_REASONS:
+            return ScoresReason.SCORING_FAILED
+        return ScoresReason.INVALID_RESPONSE
+    return ScoresReason.CYCLE_FAILED
 
 
 def scores_condition(
@@ -125,10 +128,18 @@ def placement_score_object(
     resource_version: str | None = None,
 ) -> dict[str, Any]:
     """A whole AddOnPlacementScore object, as sent on create (no status) or status write."""
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(AGENT_MANAGED_BY),
+    }
     if resource_version is not None:
         metadata["resourceVersion"] = resource_version
-    body: dict[str, Any] = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": metadata}
+    body: dict[str, Any] = {
+        "apiVersion": f"{OCM_CLUSTER_GROUP}/{SCORE_VERSION}",
+        "kind": SCORE_KIND,
+        "metadata": metadata,
+    }
     if status is not None:
         body["status"] = status
     return body
@@ -188,7 +199,7 @@ class HubPublisher:
             "conditions": [
                 scores_condition(
                     ok=True,
-                    reason="ScoresPublished",
+                    reason=ScoresReason.PUBLISHED,
                     message="the last scoring cycle succeeded",
                     now=now,
                     previous=previous,
@@ -295,10 +306,10 @@ class HubPublisher:
         written = self._checked(
             "replace_namespaced_custom_object_status",
             lambda: self._api.replace_namespaced_custom_object_status(
-                GROUP,
-                VERSION,
+                OCM_CLUSTER_GROUP,
+                SCORE_VERSION,
                 self._namespace,
-                PLURAL,
+                SCORE_PLURAL,
                 name,
                 body,
                 _preload_content=False,
@@ -311,10 +322,10 @@ class HubPublisher:
         return self._checked(
             "get_namespaced_custom_object",
             lambda: self._api.get_namespaced_custom_object(
-                GROUP,
-                VERSION,
+                OCM_CLUSTER_GROUP,
+                SCORE_VERSION,
                 self._namespace,
-                PLURAL,
+                SCORE_PLURAL,
                 name,
                 _preload_content=False,
                 _request_timeout=self._timeout,
@@ -325,10 +336,10 @@ class HubPublisher:
         return self._checked(
             "create_namespaced_custom_object",
             lambda: self._api.create_namespaced_custom_object(
-                GROUP,
-                VERSION,
+                OCM_CLUSTER_GROUP,
+                SCORE_VERSION,
                 self._namespace,
-                PLURAL,
+                SCORE_PLURAL,
                 placement_score_object(name, self._namespace),
                 _preload_content=False,
                 _request_timeout=self._timeout,
@@ -347,7 +358,7 @@ class HubPublisher:
             status = err.status or 0
             # 401 and 403 say the agent's hub credentials or their RBAC are wrong: named,
             # so a missing verb shows as itself, not as one more 4xx.
-            reason = _AUTH_REASONS.get(status, f"http_{status // 100}xx")
+            reason = _AUTH_REASONS.get(status, http_status_reason(status))
             raise PublishError(f"hub answered HTTP {status} to {method}", reason=reason) from None
         except Exception as err:  # urllib3 and socket errors: the hub cannot be reached
             raise PublishError(

@@ -25,7 +25,7 @@ from agent.answer import (
     walk_array,
     walk_object,
 )
-from agent.errors import ScoreError
+from agent.errors import ScoreError, http_status_reason
 from agent.transport import RequestSlots, read_capped, request_failures
 from dsf_contract.scoring_api import ScoreResult
 
@@ -136,7 +136,7 @@ async def request_scores(
             if response.status_code != 200:
                 raise ScoreError(
                     f"Scoring API answered HTTP {response.status_code}",
-                    reason=f"http_{response.status_code // 100}xx",
+                    reason=http_status_reason(response.status_code),
                 )
             raw = await read_capped(response, max_bytes)
     return parse_response(raw, max_results=max_results)

@@ -7,15 +7,16 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
-from agent.aggregate import AGGREGATIONS, Aggregation
 from agent.score import DEFAULT_MAX_RESULTS
+from dsf_contract import agent_cli as cli
+from dsf_contract.agent_cli import AGGREGATIONS, AgentOption, Aggregation
 from dsf_contract.connect_to import ResolveError, parse_connect_to
 from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
 
-LOG_LEVELS = ("debug", "info", "warning", "error")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -28,14 +29,14 @@ class Settings:
     secrets_dir: Path | None = None
     hub_kubeconfig: Path | None = None
     metrics_host: str = "0.0.0.0"
-    metrics_port: int = 8080
+    metrics_port: int = cli.METRICS_PORT
     log_level: str = "info"
     log_format: str = "text"
     namespace: str = DEFAULT_AGENT_NAMESPACE
     aggregations: Mapping[str, Aggregation] = field(default_factory=dict)
     request_timeout: float = 30.0
-    max_response_bytes: int = 64 * 1024 * 1024
-    max_scoring_response_bytes: int = 16 * 1024 * 1024
+    max_response_bytes: int = cli.DEFAULT_MAX_RESPONSE_BYTES
+    max_scoring_response_bytes: int = cli.DEFAULT_MAX_SCORING_RESPONSE_BYTES
     #: results one Scoring API answer may hold; a larger answer fails the cycle
     max_results: int = DEFAULT_MAX_RESULTS
     #: the container's memory limit (bytes) the answers are budgeted against; None: the
@@ -101,121 +102,126 @@ def _positive_int(value: str) -> int:
     return int(value)
 
 
+def _option(
+    parser: argparse.ArgumentParser,
+    environ: Mapping[str, str],
+    option: AgentOption,
+    help: str,
+    **kwargs: Any,
+) -> None:
+    """Add ``option``; its variable, when set and not empty, gives the default."""
+    kwargs["default"] = _env(environ, option.env) or kwargs.get("default")
+    parser.add_argument(option.flag, help=f"{help} [{option.env}]", **kwargs)
+
+
+def _listed(environ: Mapping[str, str], option: AgentOption) -> list[str]:
+    """The values of a repeatable option's variable: separated by commas or blanks."""
+    return (_env(environ, option.env) or "").replace(",", " ").split()
+
+
 def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     """The argument parser; defaults come from ``environ`` so flags override variables."""
     parser = argparse.ArgumentParser(
         prog="dsf-agent",
         description="Run the dynamic scorers of one managed cluster and publish their scores.",
     )
-    cluster = _env(environ, "DSF_CLUSTER_NAME")
-    parser.add_argument(
-        "--cluster-name",
-        default=cluster,
-        required=cluster is None,
-        help="this managed cluster's name (its namespace on the hub) [DSF_CLUSTER_NAME]",
+    add = partial(_option, parser, environ)
+    add(
+        cli.CLUSTER_NAME,
+        "this managed cluster's name (its namespace on the hub)",
+        required=_env(environ, cli.CLUSTER_NAME.env) is None,
     )
-    parser.add_argument(
-        "--config-file",
+    add(
+        cli.CONFIG_FILE,
+        "read the summaries from this file (JSON list or ConfigMap YAML) instead of the API",
         type=Path,
-        default=_env(environ, "DSF_CONFIG_FILE"),
-        help="read the summaries from this file (JSON list or ConfigMap YAML) instead of the API "
-        "[DSF_CONFIG_FILE]",
     )
-    parser.add_argument(
-        "--secrets-dir",
+    add(cli.SECRETS_DIR, "read Secrets from DIR/<secret>/<key> instead of the API", type=Path)
+    add(
+        cli.HUB_KUBECONFIG,
+        "kubeconfig of the hub; without it scores go to /metrics only",
         type=Path,
-        default=_env(environ, "DSF_SECRETS_DIR"),
-        help="read Secrets from DIR/<secret>/<key> instead of the API [DSF_SECRETS_DIR]",
     )
-    parser.add_argument(
-        "--hub-kubeconfig",
-        type=Path,
-        default=_env(environ, "DSF_HUB_KUBECONFIG"),
-        help="kubeconfig of the hub; without it scores go to /metrics only [DSF_HUB_KUBECONFIG]",
-    )
-    parser.add_argument(
-        "--metrics-bind",
+    add(
+        cli.METRICS_BIND,
+        f"HOST:PORT of /metrics, /healthz and /readyz (default {cli.DEFAULT_METRICS_BIND})",
         type=_bind,
-        default=_env(environ, "DSF_METRICS_BIND") or "0.0.0.0:8080",
-        help="HOST:PORT of /metrics, /healthz and /readyz (default 0.0.0.0:8080) [DSF_METRICS_BIND]",
+        default=cli.DEFAULT_METRICS_BIND,
     )
-    parser.add_argument(
-        "--log-level",
+    add(
+        cli.LOG_LEVEL,
+        "debug, info, warning or error (default info)",
         type=str.lower,
-        choices=LOG_LEVELS,
-        default=(_env(environ, "DSF_LOG_LEVEL") or "info").lower(),
-        help="debug, info, warning or error (default info) [DSF_LOG_LEVEL]",
+        choices=cli.LOG_LEVELS,
+        default="info",
     )
-    parser.add_argument(
-        "--log-format",
+    add(
+        cli.LOG_FORMAT,
+        "one line per event, as key=value text or as JSON (default text)",
         type=str.lower,
-        choices=("text", "json"),
-        default=(_env(environ, "DSF_LOG_FORMAT") or "text").lower(),
-        help="one line per event, as key=value text or as JSON (default text) [DSF_LOG_FORMAT]",
+        choices=cli.LOG_FORMATS,
+        default="text",
+    )
+    add(
+        cli.NAMESPACE,
+        f"namespace of the ConfigMap and Secrets (default {DEFAULT_AGENT_NAMESPACE})",
+        default=DEFAULT_AGENT_NAMESPACE,
     )
     parser.add_argument(
-        "--namespace",
-        default=_env(environ, "DSF_NAMESPACE") or DEFAULT_AGENT_NAMESPACE,
-        help=f"namespace of the ConfigMap and Secrets (default {DEFAULT_AGENT_NAMESPACE}) [DSF_NAMESPACE]",
-    )
-    parser.add_argument(
-        "--aggregate",
+        cli.AGGREGATE.flag,
         type=_aggregate,
         action="append",
-        default=[
-            _aggregate(v) for v in (_env(environ, "DSF_AGGREGATE") or "").replace(",", " ").split()
-        ],
+        default=[_aggregate(v) for v in _listed(environ, cli.AGGREGATE)],
         metavar="SCORE_NAME=FUNCTION",
         help="fold results with the same dimension by last (default), max, min, avg or sum; "
-        "repeatable [DSF_AGGREGATE, comma-separated]",
+        f"repeatable [{cli.AGGREGATE.env}, comma-separated]",
     )
-    parser.add_argument(
-        "--request-timeout",
+    add(
+        cli.REQUEST_TIMEOUT,
+        "seconds per HTTP request (default 30)",
         type=_positive_float,
-        default=_env(environ, "DSF_REQUEST_TIMEOUT") or "30",
-        help="seconds per HTTP request (default 30) [DSF_REQUEST_TIMEOUT]",
+        default="30",
     )
-    parser.add_argument(
-        "--max-response-bytes",
+    add(
+        cli.MAX_RESPONSE_BYTES,
+        "largest Prometheus response accepted (default 64 MiB)",
         type=_positive_int,
-        default=_env(environ, "DSF_MAX_RESPONSE_BYTES") or str(64 * 1024 * 1024),
-        help="largest Prometheus response accepted (default 64 MiB) [DSF_MAX_RESPONSE_BYTES]",
+        default=str(cli.DEFAULT_MAX_RESPONSE_BYTES),
     )
-    parser.add_argument(
-        "--max-scoring-response-bytes",
+    add(
+        cli.MAX_SCORING_RESPONSE_BYTES,
+        "largest Scoring API response accepted (default 16 MiB)",
         type=_positive_int,
-        default=_env(environ, "DSF_MAX_SCORING_RESPONSE_BYTES") or str(16 * 1024 * 1024),
-        help="largest Scoring API response accepted (default 16 MiB) [DSF_MAX_SCORING_RESPONSE_BYTES]",
+        default=str(cli.DEFAULT_MAX_SCORING_RESPONSE_BYTES),
     )
-    parser.add_argument(
-        "--max-results",
+    add(
+        cli.MAX_RESULTS,
+        "most results one Scoring API answer may hold; a larger answer fails the cycle "
+        f"(reason too_many_results; default {DEFAULT_MAX_RESULTS})",
         type=_positive_int,
-        default=_env(environ, "DSF_MAX_RESULTS") or str(DEFAULT_MAX_RESULTS),
-        help="most results one Scoring API answer may hold; a larger answer fails the cycle "
-        f"(reason too_many_results; default {DEFAULT_MAX_RESULTS}) [DSF_MAX_RESULTS]",
+        default=str(DEFAULT_MAX_RESULTS),
     )
-    parser.add_argument(
-        "--hub-spread",
-        type=_spread,
-        default=_env(environ, "DSF_HUB_SPREAD") or "10",
-        help="seconds over which the first AddOnPlacementScore write of each scorer after start "
+    add(
+        cli.HUB_SPREAD,
+        "seconds over which the first AddOnPlacementScore write of each scorer after start "
         "is spread (at most half its interval; 0: none), so that agents restarting together do "
-        "not all reach the hub in the same second (default 10) [DSF_HUB_SPREAD]",
+        "not all reach the hub in the same second (default 10)",
+        type=_spread,
+        default="10",
     )
     parser.add_argument(
-        "--resolve",
+        cli.RESOLVE.flag,
         action="append",
-        default=(_env(environ, "DSF_RESOLVE") or "").replace(",", " ").split(),
+        default=_listed(environ, cli.RESOLVE),
         metavar="HOST:PORT:ADDR[:PORT]",
         help="connect to ADDR[:PORT] for HOST:PORT while keeping URLs, Host headers and TLS "
-        "names, like dsf-compile sync --resolve; repeatable [DSF_RESOLVE, comma-separated]",
+        f"names, like dsf-compile sync --resolve; repeatable [{cli.RESOLVE.env}, comma-separated]",
     )
-    parser.add_argument(
-        "--memory-limit",
+    add(
+        cli.MEMORY_LIMIT,
+        "memory (bytes) to budget Prometheus answers against (default: the container's "
+        "cgroup limit, else unbounded)",
         type=_positive_int,
-        default=_env(environ, "DSF_MEMORY_LIMIT"),
-        help="memory (bytes) to budget Prometheus answers against (default: the container's "
-        "cgroup limit, else unbounded) [DSF_MEMORY_LIMIT]",
     )
     return parser
 

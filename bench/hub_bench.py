@@ -31,7 +31,6 @@ sys.path.insert(0, str(REPO))
 
 from agent.dimensions import ScoreItem  # noqa: E402
 from agent.publish import (  # noqa: E402
-    CONDITION_TYPE,
     MAX_STORED_BYTES,
     placement_score_object,
     placement_score_status,
@@ -39,6 +38,7 @@ from agent.publish import (  # noqa: E402
     stored_size,
 )
 from bench.render_bench import generate_fleet, render_command  # noqa: E402
+from dsf_contract.scores import CONDITION_TYPE  # noqa: E402
 
 MIB = 1024 * 1024
 #: etcd's default backend quota, and its default largest request (``--max-request-bytes``)

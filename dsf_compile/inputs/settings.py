@@ -15,6 +15,7 @@ from pydantic import (
 from dsf_compile.inputs.agent_image import default_image, with_default_image
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
+from dsf_contract.agent_cli import Aggregation
 from dsf_contract.fields import (
     DnsLabel,
     DnsSubdomain,
@@ -75,8 +76,6 @@ ResourceQuantity = Annotated[
     ),
 ]
 
-#: How the agent folds results of one score that render the same dimension (``--aggregate``).
-Aggregation = Literal["last", "max", "min", "avg", "sum"]
 _SCORE_NAME_RE = re.compile(r"^[^\s,={}]+$")
 
 

@@ -44,14 +44,15 @@ from dsf_compile.render.gitops import (
 from dsf_compile.render.labels import MANAGED_BY, PART_OF
 from dsf_compile.render.observability import dashboard_configmap, prometheus_rule
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
+from dsf_contract import agent_cli
 from dsf_contract.bounded_yaml import Pointer, format_pointer
 from dsf_contract.problem import Problem
+from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_PLURAL
 from dsf_contract.summary import CONFIG_MAP_NAME
 
 ADDON_GROUP = "addon.open-cluster-management.io"
 ADDON_API_VERSION = f"{ADDON_GROUP}/v1alpha1"
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
-SCORE_GROUP = "cluster.open-cluster-management.io"
 
 #: The variables OCM fills in; ``CLUSTER_NAME`` cannot be overridden by any config.
 OCM_VARIABLES = ("CLUSTER_NAME", "HUB_KUBECONFIG", "INSTALL_NAMESPACE")
@@ -64,7 +65,6 @@ TEMPLATE_VARIABLES = (*OCM_VARIABLES, AGGREGATE_VARIABLE, CA_FILE_VARIABLE)
 
 AGENT_NAME = "dynamic-scoring-agent"
 AGENT_CONTAINER = "agent"
-METRICS_PORT = 8080
 METRICS_PORT_NAME = "metrics"
 #: The metrics Service; the Prometheus Operator names the scrape ``job`` after it.
 METRICS_SERVICE = f"{AGENT_NAME}-metrics"
@@ -167,13 +167,13 @@ def _agent_env(settings: Settings) -> list[dict[str, Any]]:
     agent = settings.agent
     env: list[dict[str, Any]] = [
         {
-            "name": "DSF_NAMESPACE",
+            "name": agent_cli.NAMESPACE.env,
             "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
         }
     ]
     aggregate = _aggregate_value(settings)
     if aggregate is not None:
-        env.append({"name": "DSF_AGGREGATE", "value": aggregate})
+        env.append({"name": agent_cli.AGGREGATE.env, "value": aggregate})
     if agent.caBundle is not None:
         env.append({"name": "SSL_CERT_FILE", "value": CA_FILE})
     elif any(o.caBundle for o in agent.overrides):
@@ -200,16 +200,18 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
         "image": agent.image,
         "imagePullPolicy": agent.imagePullPolicy,
         "args": [
-            "--cluster-name={{CLUSTER_NAME}}",
-            "--hub-kubeconfig={{HUB_KUBECONFIG}}",
-            f"--metrics-bind=0.0.0.0:{METRICS_PORT}",
-            f"--log-level={agent.logLevel}",
+            agent_cli.CLUSTER_NAME.arg(_variable("CLUSTER_NAME")),
+            agent_cli.HUB_KUBECONFIG.arg(_variable("HUB_KUBECONFIG")),
+            agent_cli.METRICS_BIND.arg(agent_cli.DEFAULT_METRICS_BIND),
+            agent_cli.LOG_LEVEL.arg(agent.logLevel),
         ],
         # The agent reads its ConfigMap and Secrets in its own namespace, which is
         # agentNamespace (or whatever OCM installed it into): told by the downward API,
         # never assumed to be the default.
         "env": _agent_env(settings),
-        "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": METRICS_PORT_NAME, "containerPort": agent_cli.METRICS_PORT, "protocol": "TCP"}
+        ],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {
             "httpGet": {"path": "/readyz", "port": METRICS_PORT_NAME},
@@ -309,7 +311,7 @@ def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[s
                 "ports": [
                     {
                         "name": METRICS_PORT_NAME,
-                        "port": METRICS_PORT,
+                        "port": agent_cli.METRICS_PORT,
                         "targetPort": METRICS_PORT_NAME,
                         "protocol": "TCP",
                     }
@@ -381,8 +383,8 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
     }
 
 
-PLACEMENT_API_VERSION = f"{SCORE_GROUP}/v1beta1"
-CLUSTER_SET_BINDING_API_VERSION = f"{SCORE_GROUP}/v1beta2"
+PLACEMENT_API_VERSION = f"{OCM_CLUSTER_GROUP}/v1beta1"
+CLUSTER_SET_BINDING_API_VERSION = f"{OCM_CLUSTER_GROUP}/v1beta2"
 
 
 def install_placement(settings: Settings) -> dict[str, Any]:
@@ -519,13 +521,13 @@ def hub_cluster_role(settings: Settings) -> dict[str, Any]:
         # patches, or writes anything but the status.
         "rules": [
             {
-                "apiGroups": [SCORE_GROUP],
-                "resources": ["addonplacementscores"],
+                "apiGroups": [OCM_CLUSTER_GROUP],
+                "resources": [SCORE_PLURAL],
                 "verbs": ["get", "create"],
             },
             {
-                "apiGroups": [SCORE_GROUP],
-                "resources": ["addonplacementscores/status"],
+                "apiGroups": [OCM_CLUSTER_GROUP],
+                "resources": [f"{SCORE_PLURAL}/status"],
                 "verbs": ["update"],
             },
         ],

@@ -28,6 +28,7 @@ import httpx
 from pydantic import ValidationError
 
 from dsf_compile.untrusted import first_string_problem, safe_message
+from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
@@ -37,7 +38,6 @@ Status = Literal["PASS", "FAIL", "SKIP"]
 
 LATENCY_LIMIT_SECONDS = 5.0
 MAX_CONFIG_BYTES = 1024 * 1024
-MAX_SCORING_BYTES = 16 * 1024 * 1024
 SERIES_COUNT = 3
 POINTS_PER_SERIES = 60
 FIRST_TIMESTAMP = 1_718_600_000  # fixed, so a run is reproducible
@@ -388,7 +388,7 @@ async def _check_scoring(
             "POST",
             url,
             timeout=report.timeout,
-            limit=MAX_SCORING_BYTES,
+            limit=DEFAULT_MAX_SCORING_RESPONSE_BYTES,
             body=body,
             headers=_auth_header(report.token),
         )
@@ -475,7 +475,7 @@ async def _check_auth(
                 "POST",
                 url,
                 timeout=report.timeout,
-                limit=MAX_SCORING_BYTES,
+                limit=DEFAULT_MAX_SCORING_RESPONSE_BYTES,
                 body=body,
                 headers=headers,
             )
