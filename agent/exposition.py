@@ -16,9 +16,11 @@ from collections.abc import Iterator, Mapping
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
+from dsf_contract import metrics
+
 SeriesKey = tuple[str, ...]
 
-NAME = "dynamic_score"
+NAME = metrics.SCORE
 HELP = "Latest score returned by a Scoring API."
 
 

@@ -1,7 +1,8 @@
 """Every metric the agent exposes, on an injected ``CollectorRegistry``.
 
 Upstream's names are kept (``dynamic_score``, ``dynamic_scoring_requests_total`` and the
-three ``*_seconds_total`` counters); the rest tell an operator *why* a scorer fails.
+three ``*_seconds_total`` counters); the rest tell an operator *why* a scorer fails. The
+names the compiler's rules and dashboard query come from :mod:`dsf_contract.metrics`.
 Series that carry a score name are tracked per scorer so that a removed scorer leaves
 nothing behind. ``dynamic_score`` is kept apart, as text each scorer's cycle renders
 (:mod:`agent.exposition`); :meth:`AgentMetrics.exposition` is what ``/metrics`` serves.
@@ -20,10 +21,15 @@ from prometheus_client.metrics import MetricWrapperBase
 from agent.aggregate import group_by_key
 from agent.exposition import ScoreSeries
 from agent.score import RESULT_LABELS, Scored
+from dsf_contract import metrics as names
 from dsf_contract.agent_cli import Aggregation
 
 MAX_LABEL_LENGTH = 256
-SCORE_LABELS = ("ds_cluster", *(f"ds_{label}" for label in RESULT_LABELS), "ds_score_name")
+SCORE_LABELS = (
+    names.SCORE_CLUSTER_LABEL,
+    *(f"ds_{label}" for label in RESULT_LABELS),
+    names.SCORE_NAME_LABEL,
+)
 _LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 SeriesKey = tuple[str, ...]
@@ -52,31 +58,31 @@ class AgentMetrics:
         registry.register(counters)
         registry = counters
         self.requests = Counter(
-            "dynamic_scoring_requests",
+            names.REQUESTS,
             "Scoring cycles by outcome.",
             ("score_name", "status"),
             registry=registry,
         )
         self.fetch_seconds = Counter(
-            "dynamic_scoring_fetch_seconds",
+            names.STAGE_SECONDS["fetch"],
             "Time spent querying the source.",
             ("score_name",),
             registry=registry,
         )
         self.perform_seconds = Counter(
-            "dynamic_scoring_perform_seconds",
+            names.STAGE_SECONDS["perform"],
             "Time spent waiting for the Scoring API.",
             ("score_name",),
             registry=registry,
         )
         self.send_seconds = Counter(
-            "dynamic_scoring_send_seconds",
+            names.STAGE_SECONDS["send"],
             "Time spent publishing scores (metrics and AddOnPlacementScore).",
             ("score_name",),
             registry=registry,
         )
         self.failures = Counter(
-            "dynamic_scoring_failures",
+            names.FAILURES,
             "Failed cycles by stage (secret, fetch, score, publish) and reason.",
             ("score_name", "stage", "reason"),
             registry=registry,
@@ -94,20 +100,18 @@ class AgentMetrics:
             registry=registry,
         )
         self.last_success = Gauge(
-            "dynamic_scoring_last_success_timestamp_seconds",
+            names.LAST_SUCCESS,
             "Unix time of the scorer's last fully successful cycle.",
             ("score_name",),
             registry=registry,
         )
         self.enabled = Gauge(
-            "dynamic_scoring_scorer_enabled",
+            names.SCORER_ENABLED,
             "1 when the scorer can run, 0 while it is disabled (a Secret it needs is missing).",
             ("score_name",),
             registry=registry,
         )
-        self.scorers = Gauge(
-            "dynamic_scoring_scorers", "Scorers currently configured.", registry=registry
-        )
+        self.scorers = Gauge(names.SCORERS, "Scorers currently configured.", registry=registry)
         self.reloads = Counter(
             "dynamic_scoring_config_reloads",
             "Configuration loads by result; a failed load keeps the last good configuration.",
@@ -122,7 +126,7 @@ class AgentMetrics:
             registry=registry,
         )
         self.config_ok = Gauge(
-            "dynamic_scoring_config_last_reload_successful",
+            names.CONFIG_RELOAD_OK,
             "1 when the latest configuration could be used, 0 when the last good one is kept.",
             registry=registry,
         )
@@ -132,12 +136,12 @@ class AgentMetrics:
             registry=registry,
         )
         self.invalid_summaries = Gauge(
-            "dynamic_scoring_config_invalid_summaries",
+            names.INVALID_SUMMARIES,
             "Summaries of the latest configuration that were rejected.",
             registry=registry,
         )
         self.start_lag = Histogram(
-            "dynamic_scoring_cycle_start_lag_seconds",
+            names.START_LAG,
             "Delay between a cycle's scheduled and actual start.",
             buckets=_LAG_BUCKETS,
             registry=registry,

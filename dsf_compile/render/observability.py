@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from dsf_compile.inputs.settings import Settings
+from dsf_contract import metrics as names
 
 PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1"
 DASHBOARD_NAME = "dynamic-scoring-dashboard"
@@ -33,7 +34,7 @@ _RATE = "5m"
 def _seconds_per_cycle(counter: str) -> str:
     return (
         f"sum by (namespace, score_name) (rate({counter}[{_RATE}]))\n"
-        f"/ sum by (namespace, score_name) (rate(dynamic_scoring_requests_total[{_RATE}]))"
+        f"/ sum by (namespace, score_name) (rate({names.REQUESTS}[{_RATE}]))"
     )
 
 
@@ -42,24 +43,24 @@ def recording_rules() -> list[dict[str, Any]]:
     rules = [
         {
             "record": "dsf:cycles:rate5m",
-            "expr": f"sum by (namespace, score_name, status) (rate(dynamic_scoring_requests_total[{_RATE}]))",
+            "expr": f"sum by (namespace, score_name, status) (rate({names.REQUESTS}[{_RATE}]))",
         },
         {
             "record": "dsf:failures:rate5m",
-            "expr": f"sum by (namespace, score_name, stage, reason) (rate(dynamic_scoring_failures_total[{_RATE}]))",
+            "expr": f"sum by (namespace, score_name, stage, reason) (rate({names.FAILURES}[{_RATE}]))",
         },
     ]
-    for stage in ("fetch", "perform", "send"):
+    for stage, counter in names.STAGE_SECONDS.items():
         rules.append(
             {
                 "record": f"dsf:{stage}_seconds_per_cycle:rate5m",
-                "expr": _seconds_per_cycle(f"dynamic_scoring_{stage}_seconds_total"),
+                "expr": _seconds_per_cycle(counter),
             }
         )
     rules.append(
         {
             "record": "dsf:last_success_age_seconds",
-            "expr": "time() - dynamic_scoring_last_success_timestamp_seconds",
+            "expr": f"time() - {names.LAST_SUCCESS}",
         }
     )
     return rules
@@ -84,17 +85,17 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
     return [
         alert(
             "DsfScorerFailing",
-            f'increase(dynamic_scoring_requests_total{{status="failure"}}[{window}]) >= {cycles}\n'
-            f'unless ignoring (status) increase(dynamic_scoring_requests_total{{status="success"}}[{window}]) > 0',
+            f'increase({names.REQUESTS}{{status="failure"}}[{window}]) >= {cycles}\n'
+            f'unless ignoring (status) increase({names.REQUESTS}{{status="success"}}[{window}]) > 0',
             "0m",
             f"A scorer failed {cycles} or more cycles in {window} and succeeded in none.",
-            "The score_name label names the scorer; dynamic_scoring_failures_total says at "
+            f"The score_name label names the scorer; {names.FAILURES} says at "
             "which stage (secret, fetch, score, publish) and why. Its last good scores stay "
             "until their validUntil.",
         ),
         alert(
             "DsfScoresStale",
-            f"time() - dynamic_scoring_last_success_timestamp_seconds > {alerts.staleSeconds}",
+            f"time() - {names.LAST_SUCCESS} > {alerts.staleSeconds}",
             "0m",
             f"A scorer has not completed a cycle for more than {alerts.staleSeconds} s.",
             "The score_name label names the scorer. Placement stops trusting its "
@@ -102,7 +103,7 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
         ),
         alert(
             "DsfScorerDisabled",
-            "dynamic_scoring_scorer_enabled == 0",
+            f"{names.SCORER_ENABLED} == 0",
             "10m",
             "A scorer is disabled: a Secret it needs is missing.",
             "The score_name label names the scorer; create the Secret its auth names in the "
@@ -110,7 +111,7 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
         ),
         alert(
             "DsfConfigRejected",
-            "dynamic_scoring_config_last_reload_successful == 0",
+            f"{names.CONFIG_RELOAD_OK} == 0",
             "5m",
             "The agent rejected its configuration and keeps running the last good one.",
             "Read the agent's log for the reason; the ConfigMap dynamic-scoring-config comes "
@@ -118,7 +119,7 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
         ),
         alert(
             "DsfConfigInvalidSummaries",
-            "dynamic_scoring_config_invalid_summaries > 0",
+            f"{names.INVALID_SUMMARIES} > 0",
             "5m",
             "Some summaries of the agent's configuration were rejected.",
             "The other scorers run; the agent's log names the rejected summaries.",
@@ -162,7 +163,7 @@ def prometheus_rule(settings: Settings, job: str, labels: dict[str, str]) -> dic
 
 # -------------------------------------------------------------------- dashboard
 
-_SCORE = 'ds_cluster=~"$cluster", ds_score_name=~"$score"'
+_SCORE = f'{names.SCORE_CLUSTER_LABEL}=~"$cluster", {names.SCORE_NAME_LABEL}=~"$score"'
 _AGENT = 'cluster=~"$cluster", score_name=~"$score"'
 
 
@@ -201,8 +202,8 @@ def _panel(
 
 def _per_cycle(stage: str) -> str:
     return (
-        f"sum by (score_name) (rate(dynamic_scoring_{stage}_seconds_total{{{_AGENT}}}[$__rate_interval]))"
-        f" / sum by (score_name) (rate(dynamic_scoring_requests_total{{{_AGENT}}}[$__rate_interval]))"
+        f"sum by (score_name) (rate({names.STAGE_SECONDS[stage]}{{{_AGENT}}}[$__rate_interval]))"
+        f" / sum by (score_name) (rate({names.REQUESTS}{{{_AGENT}}}[$__rate_interval]))"
     )
 
 
@@ -219,14 +220,14 @@ def dashboard() -> dict[str, Any]:
             1,
             "Scores by cluster and dimension",
             (0, 0, 24, 9),
-            [(f"dynamic_score{{{_SCORE}}}", "")],
+            [(f"{names.SCORE}{{{_SCORE}}}", "")],
             display=f"{score_name} {dimension}",
         ),
         _panel(
             2,
             "Latest scores",
             (0, 9, 24, 8),
-            [(f"dynamic_score{{{_SCORE}}}", "")],
+            [(f"{names.SCORE}{{{_SCORE}}}", "")],
             kind="table",
         ),
         _panel(
@@ -235,7 +236,7 @@ def dashboard() -> dict[str, Any]:
             (0, 17, 12, 8),
             [
                 (
-                    f"sum by (score_name, status) (rate(dynamic_scoring_requests_total{{{_AGENT}}}[$__rate_interval]))",
+                    f"sum by (score_name, status) (rate({names.REQUESTS}{{{_AGENT}}}[$__rate_interval]))",
                     "",
                 )
             ],
@@ -248,7 +249,7 @@ def dashboard() -> dict[str, Any]:
             (12, 17, 12, 8),
             [
                 (
-                    f"sum by (score_name, stage, reason) (increase(dynamic_scoring_failures_total{{{_AGENT}}}[$__rate_interval]))",
+                    f"sum by (score_name, stage, reason) (increase({names.FAILURES}{{{_AGENT}}}[$__rate_interval]))",
                     "",
                 )
             ],
@@ -272,7 +273,7 @@ def dashboard() -> dict[str, Any]:
             (12, 25, 12, 8),
             [
                 (
-                    f"time() - dynamic_scoring_last_success_timestamp_seconds{{{_AGENT}}}",
+                    f"time() - {names.LAST_SUCCESS}{{{_AGENT}}}",
                     "",
                 )
             ],
@@ -284,9 +285,9 @@ def dashboard() -> dict[str, Any]:
             "Configuration",
             (0, 33, 12, 6),
             [
-                ('dynamic_scoring_config_last_reload_successful{cluster=~"$cluster"}', "loaded"),
-                ('dynamic_scoring_scorers{cluster=~"$cluster"}', "scorers"),
-                ('dynamic_scoring_config_invalid_summaries{cluster=~"$cluster"}', "rejected"),
+                (f'{names.CONFIG_RELOAD_OK}{{cluster=~"$cluster"}}', "loaded"),
+                (f'{names.SCORERS}{{cluster=~"$cluster"}}', "scorers"),
+                (f'{names.INVALID_SUMMARIES}{{cluster=~"$cluster"}}', "rejected"),
             ],
             kind="stat",
         ),
@@ -296,7 +297,7 @@ def dashboard() -> dict[str, Any]:
             (12, 33, 12, 6),
             [
                 (
-                    'histogram_quantile(0.99, sum by (le) (rate(dynamic_scoring_cycle_start_lag_seconds_bucket{cluster=~"$cluster"}[$__rate_interval])))',
+                    f'histogram_quantile(0.99, sum by (le) (rate({names.START_LAG}_bucket{{cluster=~"$cluster"}}[$__rate_interval])))',
                     "p99",
                 )
             ],
@@ -327,7 +328,7 @@ def dashboard() -> dict[str, Any]:
                     "label": "Cluster",
                     "type": "query",
                     "datasource": query,
-                    "query": "label_values(dynamic_score, ds_cluster)",
+                    "query": f"label_values({names.SCORE}, {names.SCORE_CLUSTER_LABEL})",
                     "includeAll": True,
                     "multi": True,
                     # Series without a cluster label (a Prometheus on one cluster) match too.
@@ -339,7 +340,7 @@ def dashboard() -> dict[str, Any]:
                     "label": "Score",
                     "type": "query",
                     "datasource": query,
-                    "query": 'label_values(dynamic_score{ds_cluster=~"$cluster"}, ds_score_name)',
+                    "query": f'label_values({names.SCORE}{{{names.SCORE_CLUSTER_LABEL}=~"$cluster"}}, {names.SCORE_NAME_LABEL})',
                     "includeAll": True,
                     "multi": True,
                     "allValue": ".*",
