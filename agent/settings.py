@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -15,9 +14,8 @@ from agent.score import DEFAULT_MAX_RESULTS
 from dsf_contract import agent_cli as cli
 from dsf_contract.agent_cli import AGGREGATIONS, AgentOption, Aggregation
 from dsf_contract.connect_to import ResolveError, parse_connect_to
+from dsf_contract.fields import is_dns_label
 from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -231,11 +229,11 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     env = os.environ if environ is None else environ
     parser = build_parser(env)
     args = parser.parse_args(list(argv))
-    if not _DNS_LABEL.match(args.cluster_name):
+    if not is_dns_label(args.cluster_name):
         parser.error(
             f"--cluster-name {args.cluster_name!r} must be a DNS label (it is a hub namespace)"
         )
-    if not _DNS_LABEL.match(args.namespace):
+    if not is_dns_label(args.namespace):
         parser.error(f"--namespace {args.namespace!r} must be a DNS label")
     host, port = args.metrics_bind
     try:

@@ -93,8 +93,13 @@ def _dns_subdomain(value: str) -> str:
     return value
 
 
+def is_dns_label(value: str) -> bool:
+    """Whether ``value`` is a DNS-1123 label (a namespace's name, for one)."""
+    return len(value) <= 63 and DNS_LABEL_RE.fullmatch(value) is not None
+
+
 def _dns_label(value: str) -> str:
-    if len(value) > 63 or not DNS_LABEL_RE.fullmatch(value):
+    if not is_dns_label(value):
         raise ValueError(
             "must be a DNS-1123 label: lower-case letters, digits and '-', "
             "starting and ending with a letter or digit, at most 63 characters"
