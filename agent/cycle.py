@@ -141,8 +141,8 @@ async def _run_cycle(
         stage = "publish"
         how = ctx.settings.aggregation_for(score_name)
         try:
-            # The hub first: agent.md's failed cycle "changes nothing already published
-            # except the failure counters", so dynamic_score moves only with a whole cycle.
+            # The hub first: a failed cycle changes nothing already published except the
+            # failure counters (agent/README.md), so dynamic_score moves only with a whole cycle.
             if ctx.hub is not None and summary.scoreDestination == "AddOnPlacementScore":
                 items = score_items(
                     outcome.results,

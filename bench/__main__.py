@@ -1,4 +1,4 @@
-"""``python -m bench``: every benchmark, one table (``quality.md``'s targets).
+"""``python -m bench``: every benchmark, one table (the targets of ``docs/benchmarks.md``).
 
 Each row: what, the workload, the figure, its in-run baseline or floor, the ratio, the
 target and whether it is met. ``--quick`` runs everything at tiny sizes (the test suite
@@ -102,7 +102,7 @@ def render_rows(sizes: Sizes) -> list[Row]:
                 None),
         ]  # fmt: skip
         for what in (FIRST_NO_OP, "no-op render", "render --check"):
-            # the target is quality.md's for the 1,000-cluster fleet; below, the interpreter's
+            # the target is set for the 1,000-cluster fleet; below, the interpreter's
             # start is most of a no-op and a full render of a few clusters is all fixed costs
             seconds = figures[what]
             rows.append(

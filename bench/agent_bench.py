@@ -1,4 +1,4 @@
-"""Agent benchmarks (``quality.md``): prints a table, each row against a baseline measured
+"""Agent benchmarks (``docs/benchmarks.md``): prints a table, each row against a baseline measured
 in the same run, because the machines are shared and noisy.
 
 1. 200 scorers at a 1 s interval against loopback fakes for 30 s: share of scheduled

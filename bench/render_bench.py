@@ -9,7 +9,7 @@ files render writes (one object per file, a kustomization per folder: about thre
 per cluster) by a bare loop, to separate the cost of the layout from the compiler's own.
 The renders are whole commands (``python -m dsf_compile render`` in a child process:
 interpreter start, imports and all), each with its own peak RSS; the floors run in this
-process. Targets (quality.md): full render ≤ 1.5× the floor, no-op render and ``--check``
+process. Targets (``docs/benchmarks.md``): full render ≤ 1.5× the floor, no-op render and ``--check``
 ≤ 20 % of a full render, near-linear scaling. ``python -m bench`` imports :func:`measure`.
 """
 

@@ -1,6 +1,6 @@
 """Sync speed: N ``Full`` scorers on loopback, each answering after a delay.
 
-Target (quality.md): 200 scorers x 100 ms in <= 1 s wall, where sequential would be 20 s;
+Target (``docs/benchmarks.md``): 200 scorers x 100 ms in <= 1 s wall, where sequential would be 20 s;
 one hanging scorer costs at most the timeout and delays no other.
 
 The sequential baseline is estimated in the same run: N x the measured latency of one

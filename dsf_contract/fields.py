@@ -1,7 +1,7 @@
 """The vocabulary every format shares: base models, names, URLs, enumerations.
 
-The models of each format (``inputs/``, ``contract.py``, ``scoring_api.py``,
-``sync/lock.py``) are built from these; the JSON Schemas in ``schemas/`` and the
+The models of each format (the compiler's ``inputs/`` and ``sync/lock.py``, the
+contract's ``summary.py`` and ``scoring_api.py``) are built from these; the JSON Schemas in ``schemas/`` and the
 OpenAPI schemas of the rendered CRDs are generated from those models
 (``dsf_compile.schemas``), so the models are the single definition of every format.
 """

@@ -1,4 +1,4 @@
-"""The Scoring API's wire formats (``scoring-api.md``): ``GET /config`` and ``POST /scoring``."""
+"""The Scoring API's wire formats (``docs/scorer-guide.md``): ``GET /config`` and ``POST /scoring``."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ _DASHES = re.compile(r"-+")
 
 
 def sanitize_score_name(score_name: str) -> str:
-    """The AddOnPlacementScore name of a score (``agent.md``).
+    """The AddOnPlacementScore name of a score.
 
     Lower-case; every character outside ``[a-z0-9.-]`` becomes ``-``; runs of ``-``
     collapse; leading/trailing ``-`` and ``.`` are trimmed; cut to 253 characters (then

@@ -1,4 +1,4 @@
-"""The bad-input corpus (``quality.md``, Reliability): every case fails cleanly.
+"""The bad-input corpus: every case fails cleanly.
 
 Each case starts from a small valid fleet (``tests/bad_inputs/base`` plus a lockfile
 made here with :func:`dsf_compile.sync.lock.make_entry`), renders it once, then writes the

@@ -1,4 +1,4 @@
-"""Least privilege and no credentials in ``rendered/`` (``quality.md``, Security)."""
+"""Least privilege and no credentials in ``rendered/``."""
 
 from __future__ import annotations
 

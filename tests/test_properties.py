@@ -1,4 +1,4 @@
-"""Property tests of loading and resolution (``quality.md``, Reliability).
+"""Property tests of loading and resolution.
 
 Any input gives either a result or one of the project's own errors (:class:`DsfError`),
 never another exception; and every problem points at one of the inputs, at a line >= 0.

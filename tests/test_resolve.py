@@ -1,4 +1,4 @@
-"""resolve: the precedence table, masks, ordering and the fleet-wide rules of resolution.md."""
+"""resolve: the precedence table, masks, ordering and the fleet-wide rules of resolution (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sync against real loopback servers: every fault in quality.md, redirects, the
+"""Sync against real loopback servers: every fault a scorer can show, redirects, the
 allow-list, --connect-to, ``only``, determinism and bounded concurrency.
 
 No assertion depends on timing; counters kept by the servers say what happened.

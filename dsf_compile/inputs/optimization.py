@@ -1,6 +1,6 @@
 """``PlacementOptimization``: what ``optimize`` chooses configurations and clusters for.
 
-dsf's own input (``placements.md``), read from ``placements/`` and never rendered: the
+dsf's own input (``docs/optimize.md``), read from ``placements/`` and never rendered: the
 score to optimize, the clusters with the Policies (configurations) each may take, and
 the workloads (ManifestWorkReplicaSets) to place.
 """
@@ -15,7 +15,7 @@ from dsf_compile.inputs.placements import NamespacedMeta
 from dsf_contract.fields import DnsLabel, DnsSubdomain, Frozen, Items
 from dsf_contract.summary import DimensionFormat
 
-#: The label every object ``optimize`` writes carries (``placements.md``).
+#: The label every object ``optimize`` writes carries (``docs/optimize.md``).
 GENERATED_BY_LABEL = "dynamic-scoring.open-cluster-management.io/generated-by"
 #: The claim a compliant cluster reports when ``requireCompliance`` is set (upstream's convention).
 COMPLIANCE_CLAIM = "policy-watcher-claim"

@@ -1,4 +1,4 @@
-"""Placements against the fleet's scores (``placements.md``, compile-time checks).
+"""Placements against the fleet's scores (``docs/placements.md``).
 
 Pure. The errors say that a Placement ranks by something no scorer publishes (OCM would
 silently score every cluster 0 for it); the warnings say that it will not select what

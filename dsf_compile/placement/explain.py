@@ -17,7 +17,7 @@ from dsf_contract.escaping import json_text, markdown, terminal
 
 
 def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[str, Any]:
-    """The ``explain --format json`` document (placements.md), as plain data."""
+    """The ``explain --format json`` document (``docs/placements.md``), as plain data."""
     return {
         "at": format_time(at),
         "placements": [_placement_document(r) for r in _sorted(results)],

@@ -1,4 +1,4 @@
-"""Plan → the agent as a template-based OCM addon (``rendered.md``, item 3 and 5).
+"""Plan → the agent as a template-based OCM addon (``docs/gitops.md``, "The agent addon").
 
 Pure. Hub (cluster-scoped):
 

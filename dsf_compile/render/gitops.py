@@ -1,6 +1,6 @@
 """How Argo CD and Flux apply ``rendered/``: sync waves, kustomizations, bootstrap objects.
 
-Pure. Layout of ``rendered/`` (``rendered.md``, "Layout and GitOps wiring"):
+Pure. Layout of ``rendered/`` (``docs/gitops.md``, "What is in rendered/"):
 
 - ``kustomization.yaml``      ``crds`` + ``fleet``: every object exactly once (Argo CD's view)
 - ``crds/``                   the CustomResourceDefinitions (Flux's first Kustomization)

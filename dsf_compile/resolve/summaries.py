@@ -1,4 +1,4 @@
-"""Models + lockfile → resolved scorers and per-cluster summaries (``resolution.md``).
+"""Models + lockfile → resolved scorers and per-cluster summaries (``docs/architecture.md``, "Resolution").
 
 Pure. Each summary field takes the first non-empty value (numbers: the first > 0) of
 the scorer's synced ``/config`` document (``L``, only for ``Full`` scorers) and its

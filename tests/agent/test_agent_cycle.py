@@ -249,7 +249,7 @@ async def test_hub_500_fails_the_cycle_and_the_gauge_waits_for_a_whole_one(
 ) -> None:
     kube.fail.append(("GET", "addonplacementscores", 500))
     assert not await hub_harness.cycle()
-    # agent.md: a failed cycle changes nothing already published but the failure counters
+    # agent/README.md: a failed cycle changes nothing already published but the failure counters
     assert hub_harness.score("n1") is None
     assert (
         hub_harness.value(

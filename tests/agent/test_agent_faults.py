@@ -1,4 +1,4 @@
-"""Faults (``quality.md``): Prometheus down / slow / garbage / partial, Scoring API 500 /
+"""Faults: Prometheus down / slow / garbage / partial, Scoring API 500 /
 timeout / garbage / huge / NaN, hub 409 / 500 / unreachable. In every case the agent stays
 up, the healthy scorer keeps its cadence, counters show the failure, and the faulty scorer
 recovers by itself once the fault ends. Under load (2,000 scorers against a Scoring API
@@ -633,7 +633,7 @@ async def test_the_hub_shows_why_scores_are_stale_and_when_they_recover(
 async def test_a_cycle_that_fails_at_the_hub_leaves_dynamic_score_as_it_was(
     start_agent: Any, tmp_path: Path, serve: Callable[..., FakeServer], kube: FakeKube
 ) -> None:
-    """agent.md: a failed cycle changes nothing already published but the failure counters."""
+    """agent/README.md: a failed cycle changes nothing already published but the failure counters."""
     values = iter(range(1, 10_000))
 
     def rising_scorer(request: Request) -> Reply:

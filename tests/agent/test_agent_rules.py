@@ -33,7 +33,7 @@ from tests.agent.conftest import CLUSTER, configmap_yaml, make_summary
 @pytest.mark.parametrize(
     ("score_name", "expected"),
     [
-        ("sample_my_score", "sample-my-score"),  # agent.md examples
+        ("sample_my_score", "sample-my-score"),  # the naming rule's examples
         ("My Score@Name", "my-score-name"),
         ("", "score"),
         ("already-fine.name", "already-fine.name"),
