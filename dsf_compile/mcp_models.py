@@ -1,6 +1,6 @@
 """What ``dsf-mcp``'s tools answer: typed models, so that each tool publishes an output schema.
 
-:class:`ExplainDocument` is ``explain --format json`` as spec placements.md writes it. The
+:class:`ExplainDocument` is ``explain --format json`` as ``docs/placements.md`` describes it. The
 fields of the later explain steps (``decisionGroups``, ``placementDecisions``,
 ``conditions``, ``margins``) are optional: a document without them validates, and one with
 them is typed. Fields this schema does not know pass through unchanged (``extra="allow"``)
