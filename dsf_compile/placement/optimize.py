@@ -63,7 +63,7 @@ __all__ = [
     "Configuration",
     "ModelTooLargeError",
     "OptimizationError",
-    "Plan",
+    "Solution",
     "SolverMissingError",
     "TimeLimitError",
     "Workload",
@@ -103,7 +103,7 @@ class Configuration:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Solution:
     """The solution: a configuration per used cluster, a cluster per placed workload."""
 
     objective: int
@@ -149,7 +149,7 @@ def solve(
     *,
     maximize: bool,
     deadline: float | None = None,
-) -> Plan:
+) -> Solution:
     """The lexicographic optimum: most workloads placed, then the best objective.
 
     ``deadline`` is a :func:`time.monotonic` instant (default: :data:`DEFAULT_TIME_LIMIT`
@@ -171,7 +171,7 @@ def solve(
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise OptimizationError(f"no score for (app, cluster, device) {shown}{more}")
     if not names or not pairs:
-        return Plan(0, {}, {}, tuple(names))
+        return Solution(0, {}, {}, tuple(names))
 
     import numpy as np  # the solver extra: optimize_model has checked it is there
 
@@ -197,6 +197,6 @@ def solve(
     configurations = {pairs[q][0]: pairs[q][1].policy for q in assignment.values()}
     placements = {names[a]: pairs[q][0] for a, q in assignment.items()}
     left_out = tuple(a for i, a in enumerate(names) if i not in assignment)
-    return Plan(
+    return Solution(
         value, dict(sorted(configurations.items())), dict(sorted(placements.items())), left_out
     )
