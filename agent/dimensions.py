@@ -50,7 +50,7 @@ def placement_value(score: float) -> int:
 
 
 @dataclass(frozen=True)
-class ScoreItem:
+class StatusScore:
     """One entry of ``status.scores``."""
 
     name: str
@@ -68,7 +68,7 @@ def score_items(
     cluster: str,
     score_name: str,
     how: Aggregation,
-) -> list[ScoreItem]:
+) -> list[StatusScore]:
     """The sorted ``status.scores`` of one scorer's results.
 
     Results whose name renders empty are skipped; results with the same name are folded
@@ -81,7 +81,7 @@ def score_items(
     folded = group_by_key(((name, score) for name, score in pairs if name), how)
     # A fold can only give NaN by adding +inf and -inf overflows; such a dimension has no value.
     return [
-        ScoreItem(name, placement_value(score))
+        StatusScore(name, placement_value(score))
         for name, score in sorted(folded.items())
         if not math.isnan(score)
     ]

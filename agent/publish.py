@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.dimensions import ScoreItem
+from agent.dimensions import StatusScore
 from agent.errors import HTTP_STATUS_REASONS, PublishError, http_status_reason
 from agent.kube import HubApi, RawResponse
 from dsf_contract.scores import (
@@ -51,7 +51,7 @@ def valid_until(now: datetime, interval: int) -> str:
 
 
 def placement_score_status(
-    items: Sequence[ScoreItem], *, now: datetime, interval: int
+    items: Sequence[StatusScore], *, now: datetime, interval: int
 ) -> dict[str, Any]:
     """The ``status`` of an AddOnPlacementScore holding ``items`` (already sorted)."""
     return {"scores": [item.as_dict() for item in items], "validUntil": valid_until(now, interval)}

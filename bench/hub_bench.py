@@ -29,7 +29,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agent.dimensions import ScoreItem  # noqa: E402
+from agent.dimensions import StatusScore  # noqa: E402
 from agent.publish import (  # noqa: E402
     MAX_STORED_BYTES,
     placement_score_object,
@@ -76,7 +76,7 @@ def placement_score_stored(items: int) -> tuple[int, int]:
         f"node-{i % 500:03d};namespace-{i % 40:02d};pod-{i:05d}-7d9f8b6c5d" for i in range(items)
     ]
     status = placement_score_status(
-        [ScoreItem(name, (i % 201) - 100) for i, name in enumerate(sorted(names))],
+        [StatusScore(name, (i % 201) - 100) for i, name in enumerate(sorted(names))],
         now=now,
         interval=30,
     )

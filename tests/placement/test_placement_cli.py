@@ -442,7 +442,7 @@ def test_explain_reads_a_hub_with_the_scores_the_agent_wrote(fleet: Path, tmp_pa
     import asyncio
     from datetime import UTC, datetime
 
-    from agent.dimensions import ScoreItem
+    from agent.dimensions import StatusScore
     from agent.kube import custom_objects_api, hub_client
     from agent.publish import HubPublisher, placement_score_status
     from tests.agent.agent_fakes import FakeKube
@@ -455,7 +455,7 @@ def test_explain_reads_a_hub_with_the_scores_the_agent_wrote(fleet: Path, tmp_pa
         now = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
         for cluster, value in (("worker01", 30), ("worker02", 60)):
             status = placement_score_status(
-                [ScoreItem("app01;3g.48gb", value)], now=now, interval=3600
+                [StatusScore("app01;3g.48gb", value)], now=now, interval=3600
             )
             asyncio.run(HubPublisher(api, cluster).publish("example-performance-score", status))
         requests_before = len(hub.server.taken())
