@@ -31,7 +31,7 @@ from agent.metrics import AgentMetrics
 from agent.publish import HubPublisher
 from agent.secrets import ApiSecretStore, DirSecretStore, SecretStore
 from agent.server import EndpointServer
-from agent.settings import Settings, parse_settings
+from agent.settings import RuntimeSettings, parse_settings
 from agent.transport import make_client
 from dsf_contract.summary import CONFIG_MAP_NAME
 
@@ -39,7 +39,7 @@ log = logging.getLogger("dsf.agent")
 
 
 async def run_agent(
-    settings: Settings,
+    settings: RuntimeSettings,
     stop: asyncio.Event,
     *,
     registry: CollectorRegistry | None = None,
@@ -147,7 +147,7 @@ async def _reload_on(requests: asyncio.Event | None, source: FileSource | Config
         source.reload()
 
 
-async def _main(settings: Settings) -> None:
+async def _main(settings: RuntimeSettings) -> None:
     stop = asyncio.Event()
     reload = asyncio.Event()
     loop = asyncio.get_running_loop()

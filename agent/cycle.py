@@ -32,7 +32,7 @@ from agent.publish import (
 )
 from agent.score import request_scores
 from agent.secrets import SecretStore
-from agent.settings import Settings
+from agent.settings import RuntimeSettings
 from agent.transport import RequestSlots
 from dsf_contract.summary import Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
@@ -44,7 +44,7 @@ log = logging.getLogger("dsf.agent.cycle")
 class CycleContext:
     """What every cycle shares: settings, the HTTP client, Secrets, metrics and the hub."""
 
-    settings: Settings
+    settings: RuntimeSettings
     client: httpx.AsyncClient
     secrets: SecretStore
     metrics: AgentMetrics
@@ -187,7 +187,7 @@ async def _run_cycle(
     return True
 
 
-def first_write_delay(settings: Settings, score_name: str, summary: Summary) -> float:
+def first_write_delay(settings: RuntimeSettings, score_name: str, summary: Summary) -> float:
     """How long the first hub write of a scorer after start waits: up to ``hub_spread``
     seconds, at most half an interval (the next cycle stays on time), by a hash of the
     cluster and score names.

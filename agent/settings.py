@@ -1,4 +1,4 @@
-"""Command line and environment → :class:`Settings` (every flag has a ``DSF_*`` variable)."""
+"""Command line and environment → :class:`RuntimeSettings` (every flag has a ``DSF_*`` variable)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
 
 
 @dataclass(frozen=True)
-class Settings:
+class RuntimeSettings:
     """Everything the agent is told at start; immutable for the life of the process."""
 
     cluster_name: str
@@ -224,7 +224,9 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     return parser
 
 
-def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
+def parse_settings(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None
+) -> RuntimeSettings:
     """Parse the command line; exits with status 2 and a usage message on a bad flag."""
     env = os.environ if environ is None else environ
     parser = build_parser(env)
@@ -240,7 +242,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         connect_to = parse_connect_to(args.resolve)
     except ResolveError as err:
         parser.error(str(err))
-    return Settings(
+    return RuntimeSettings(
         cluster_name=args.cluster_name,
         config_file=args.config_file,
         secrets_dir=args.secrets_dir,

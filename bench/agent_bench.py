@@ -619,12 +619,12 @@ async def bench_payload(base: str, scratch: Path) -> dict[str, float]:
     from agent.cycle import CycleContext, CycleState, run_cycle
     from agent.metrics import AgentMetrics, ScorerMetrics
     from agent.secrets import DirSecretStore
-    from agent.settings import Settings
+    from agent.settings import RuntimeSettings
     from agent.transport import make_client
     from dsf_contract.summary import Summary
 
     summary = Summary.model_validate(_summaries(base, 1, "/big")[0])
-    settings = Settings(cluster_name="bench", secrets_dir=scratch)
+    settings = RuntimeSettings(cluster_name="bench", secrets_dir=scratch)
     runs: dict[str, list[tuple[float, float]]] = {"agent": [], "floor": []}
     async with make_client(30.0) as client:
         metrics = AgentMetrics(CollectorRegistry(), "bench")

@@ -26,7 +26,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from agent.__main__ import run_agent
-from agent.settings import Settings
+from agent.settings import RuntimeSettings
 from tests.agent.agent_fakes import FakeKube, FakeServer, Handler
 from tests.fleet_repo import OCM_CRDS
 
@@ -147,7 +147,7 @@ class RunningAgent:
     port: int
     stop: asyncio.Event
     task: asyncio.Task[None]
-    settings: Settings
+    settings: RuntimeSettings
     extra: dict[str, Any] = field(default_factory=dict)
 
     def value(self, name: str, **labels: str) -> float:
@@ -179,14 +179,14 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     running: list[RunningAgent] = []
 
     async def start(
-        settings: Settings | None = None,
+        settings: RuntimeSettings | None = None,
         *,
         core: Any = None,
         hub: Any = None,
         reload: asyncio.Event | None = None,
         **changes: Any,
     ) -> RunningAgent:
-        base = settings or Settings(
+        base = settings or RuntimeSettings(
             cluster_name=CLUSTER,
             config_file=tmp_path / "summaries.json",
             secrets_dir=tmp_path / "secrets",

@@ -21,7 +21,7 @@ from agent.logs import REDACTOR, configure_logging
 from agent.metrics import AgentMetrics, ScorerMetrics
 from agent.publish import HubPublisher
 from agent.secrets import DirSecretStore
-from agent.settings import Settings
+from agent.settings import RuntimeSettings
 from agent.transport import make_client
 from dsf_contract.summary import Summary
 from tests.agent.agent_fakes import FakeKube
@@ -77,7 +77,7 @@ class Harness:
         self.registry = CollectorRegistry()
         self.metrics = AgentMetrics(self.registry, CLUSTER)
         self.secrets_dir = tmp_path / "secrets"
-        self.settings = Settings(
+        self.settings = RuntimeSettings(
             cluster_name=CLUSTER, secrets_dir=self.secrets_dir, max_scoring_response_bytes=4096
         )
         self.client = make_client(5.0, transport=httpx.MockTransport(fakes))

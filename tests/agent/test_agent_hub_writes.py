@@ -197,12 +197,12 @@ async def test_an_answer_over_the_result_cap_fails_the_cycle_and_is_counted(
 
 def test_the_first_hub_write_is_spread_within_half_an_interval_and_the_setting() -> None:
     from agent.cycle import first_write_delay
-    from agent.settings import Settings
+    from agent.settings import RuntimeSettings
     from dsf_contract.summary import Summary
     from tests.agent.conftest import make_summary
 
     def delays(interval: int, spread: float = 10.0, cluster: str = CLUSTER) -> list[float]:
-        settings = Settings(cluster_name=cluster, hub_spread=spread)
+        settings = RuntimeSettings(cluster_name=cluster, hub_spread=spread)
         summary = Summary.model_validate(make_summary(scoringInterval=interval))
         return [first_write_delay(settings, f"score_{i}", summary) for i in range(200)]
 
