@@ -46,7 +46,7 @@ from dsf_compile.placement.optimize import (
     item_pattern,
     solve,
 )
-from dsf_compile.render.emit import dump_yaml
+from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 

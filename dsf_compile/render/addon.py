@@ -34,7 +34,7 @@ from dsf_compile.inputs.settings import (
     Resources,
     Settings,
 )
-from dsf_compile.render.emit import ClusterTemplate, dump_yaml
+from dsf_compile.render.emit import ClusterTemplate
 from dsf_compile.render.gitops import (
     WAVE_CLUSTER_CONFIG,
     WAVE_CLUSTER_INSTALL,
@@ -44,6 +44,7 @@ from dsf_compile.render.gitops import (
 from dsf_compile.render.labels import MANAGED_BY, PART_OF
 from dsf_compile.render.observability import dashboard_configmap, prometheus_rule
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
+from dsf_compile.yaml_text import dump_yaml
 from dsf_contract import agent_cli
 from dsf_contract.bounded_yaml import Pointer, format_pointer
 from dsf_contract.problem import Problem

@@ -14,8 +14,8 @@ from pydantic import BaseModel
 
 from dsf_compile.inputs.inventory import DynamicScoringConfigSpec
 from dsf_compile.inputs.scorer import DynamicScorerSpec
-from dsf_compile.render.emit import dump_yaml
 from dsf_compile.render.gitops import WAVE_CRDS, gitops_annotations
+from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP
 from dsf_contract.scoring_api import ScorerConfig
 

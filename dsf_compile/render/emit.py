@@ -1,9 +1,9 @@
-"""Objects → YAML text, byte-stable.
+"""The rendered tree's text: the summary lists and the per-cluster templates.
 
-Key order is the order the objects were built in (apiVersion, kind, metadata, then the
-rest), multi-line strings are literal blocks, lines are never folded. PyYAML's C
-emitter does the work; the summary lists, which repeat the same per-scorer blocks on
-every cluster, are encoded once per scorer and joined (:func:`encode_summaries`).
+The summary lists, which repeat the same per-scorer blocks on every cluster, are encoded
+once per scorer and joined (:func:`encode_summaries`); objects that differ between
+clusters only by the cluster's name are written once and copied (:class:`ClusterTemplate`).
+YAML itself is written by :func:`dsf_compile.yaml_text.dump_yaml`.
 """
 
 from __future__ import annotations
@@ -13,41 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import yaml
-
+from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.summary import Summary
-
-try:
-    _BaseDumper: type = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _BaseDumper = yaml.SafeDumper
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc]
-    def ignore_aliases(self, data: Any) -> bool:
-        # Builders reuse dicts (labels, selectors); anchors and aliases would be valid
-        # YAML but unreadable in a review, so every occurrence is written out.
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_yaml(obj: Any) -> str:
-    """One YAML document, LF line endings, trailing newline."""
-    return yaml.dump(
-        obj,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1 << 30,
-    )
 
 
 def encode_summary(summary: Summary) -> str:

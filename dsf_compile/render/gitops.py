@@ -24,8 +24,8 @@ from functools import lru_cache
 from typing import Any
 
 from dsf_compile.inputs.settings import Settings
-from dsf_compile.render.emit import dump_yaml
 from dsf_compile.render.shards import SHARDS_FOLDER, UNSHARDED, Sharding
+from dsf_compile.yaml_text import dump_yaml
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"

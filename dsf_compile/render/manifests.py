@@ -27,7 +27,6 @@ from dsf_compile.render.crds import render_crds
 from dsf_compile.render.emit import (
     ClusterTemplate,
     block_indent,
-    dump_yaml,
     encode_summaries,
     encode_summary,
     literal_block,
@@ -43,6 +42,7 @@ from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.placements import render_placements
 from dsf_compile.render.shards import split_clusters
 from dsf_compile.resolve.summaries import Plan
+from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP, API_VERSION
 from dsf_contract.summary import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 

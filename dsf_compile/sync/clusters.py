@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dsf_compile.inputs.settings import HubSettings
-from dsf_compile.render.emit import dump_yaml
+from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
