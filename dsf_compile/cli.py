@@ -504,7 +504,7 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
         out.write(formatter(results, at))
         return EXIT_OK
     if command == "scorer-check":
-        from dsf_compile.sync.scorer_check import run_scorer_check
+        from dsf_compile.conformance import run_scorer_check
 
         token = args.token if args.token is not None else os.environ.get("DSF_SCORER_TOKEN") or None
         ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=out)

@@ -22,12 +22,12 @@ import httpx
 import pytest
 
 from dsf_compile.cli import run
+from dsf_compile.conformance import run_scorer_check
 from dsf_compile.files import NotRegularFileError, read_regular_file
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync import lock as lock_module
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
-from dsf_compile.sync.scorer_check import run_scorer_check
 from dsf_compile.untrusted import printable, redact, safe_message, string_problem
 from dsf_contract.bounded_json import load_json
 from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond
