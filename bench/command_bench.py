@@ -121,7 +121,7 @@ def measure_sync(scorers: int, delay: float, repeat: int) -> dict[str, float]:
     return figures
 
 
-#: quality.md's targets for the two commands, in seconds.
+#: The project's targets for the two commands, in seconds (docs/benchmarks.md).
 VALIDATE_TARGET = 0.2
 SYNC_TARGET = 1.0
 

@@ -1,4 +1,4 @@
-"""Sharded fleet: every Application's ``kubectl kustomize`` output against quality.md's 64 MiB.
+"""Sharded fleet: every Application's ``kubectl kustomize`` output against the project's 64 MiB.
 
 A generated fleet (``render_bench.generate_fleet``: half Full scorers, masks by label) is
 rendered by a whole ``dsf-compile render`` with the default ``render.shardBytes`` (or the
@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from bench.command_bench import RowCells  # noqa: E402
 from bench.render_bench import generate_fleet, render_command  # noqa: E402
 
-#: quality.md: every Application's / Flux Kustomization's kustomize output at most this.
+#: The project's limit (docs/gitops.md): every Application's / Flux Kustomization's kustomize output at most this.
 LIMIT_BYTES = 64 * 1024 * 1024
 
 Identity = tuple[str, str, str]

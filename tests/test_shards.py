@@ -1,4 +1,4 @@
-"""Sharding past one Application (rendered.md): a generated fleet over a small byte budget.
+"""Sharding past one Application (docs/gitops.md): a generated fleet over a small byte budget.
 
 Every figure comes from whole ``dsf-compile`` commands and ``kubectl kustomize`` on the
 written tree: every object in exactly one Application, every shard building, the

@@ -1,7 +1,7 @@
 """Sharding past one Application: the per-cluster folders split into ``shards/<k>/``.
 
 Pure. Argo CD's repo server sends one Application's whole manifest set in one gRPC message
-(200 MiB at most by default) and quality.md holds every Application's and Flux
+(200 MiB at most by default) and the project holds every Application's and Flux
 Kustomization's ``kubectl kustomize`` output to 64 MiB. What fills them is bytes, and a
 cluster's objects weigh anything from a few KB to OCM's 500 KiB ManifestWork cap, so the
 threshold is a byte budget: ``render.shardBytes`` (default 32 MiB, about 450 clusters of
