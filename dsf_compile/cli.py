@@ -198,6 +198,30 @@ def _moment(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _refuse_unused_state_options(command: str, args: argparse.Namespace) -> None:
+    """``render`` and ``diff`` use ``--scores``/``--decisions``/``--at`` only to replay the
+    hub's decisions (``render --check``, ``diff``); given where nothing reads them, they are
+    refused rather than silently dropped."""
+    given = [
+        flag
+        for flag, value in (
+            ("--scores", args.scores),
+            ("--decisions", args.decisions),
+            ("--at", args.at),
+        )
+        if value is not None
+    ]
+    if command == "render" and not args.check and given:
+        raise UsageError(
+            f"render: {', '.join(given)} only with --check (or diff): they replay the hub's "
+            "decisions against the rendered placements, which writing rendered/ does not do"
+        )
+    if given == ["--at"]:
+        raise UsageError(
+            f"{command}: --at judges the times of --scores or --decisions; give one of them"
+        )
+
+
 def _hub_state(args: argparse.Namespace, root: Path) -> HubState | None:
     """The state named by the options, or None when neither scores nor a hub were given."""
     kubeconfig = getattr(args, "hub_kubeconfig", None)
@@ -401,6 +425,8 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             file=err,
         )
         return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
+    if command in ("render", "diff"):
+        _refuse_unused_state_options(command, args)
     if command == "render" and not args.check:
         from dsf_compile.render import fastpath
 

@@ -533,3 +533,22 @@ def test_explain_warns_about_a_score_its_agent_reports_failing(fleet: Path) -> N
         "score example-performance-score failing on cluster worker02 since "
         "2026-11-22T09:30:00Z (PrometheusUnreachable): its last good values are used until they expire"
     ) in placement["warnings"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["render", "--scores", "/nonexistent"], "render: --scores only with --check"),
+        (["render", "--decisions", "/nonexistent"], "render: --decisions only with --check"),
+        (["render", "--at", AT], "render: --at only with --check"),
+        (["render", "--check", "--at", AT], "render: --at judges the times of --scores"),
+        (["diff", "--at", AT], "diff: --at judges the times of --scores"),
+    ],
+)
+def test_render_refuses_the_hub_options_it_would_not_read(
+    fleet: Path, argv: list[str], message: str
+) -> None:
+    before = digest(fleet / "rendered")
+    code, out, err = cli(fleet, *argv)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert out == "" and digest(fleet / "rendered") == before
