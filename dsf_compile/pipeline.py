@@ -25,7 +25,12 @@ from dsf_compile.inputs.validate import (
     validate_model,
     validate_settings,
 )
-from dsf_compile.resolve.summaries import Plan, check_spec_only_scorers, resolve_fleet
+from dsf_compile.resolve.summaries import (
+    Plan,
+    Resolutions,
+    check_spec_only_scorers,
+    resolve_fleet,
+)
 from dsf_compile.sync.lock import (
     LOCKFILE,
     LockEntry,
@@ -120,12 +125,13 @@ def validate_fleet(root: Path) -> Inputs:
     for, and the Placements against the scores the fleet publishes (as far as the
     lockfile, when it is readable, tells)."""
     inputs = load_inputs(root)
-    problems = check_spec_only_scorers(inputs)
     lock: Lockfile | None = None
     if os.path.lexists(root / LOCKFILE):
         lock, lock_problems = read_lockfile(root)
         lock = None if lock_problems else lock
-    errors, warnings = _placement_problems(inputs, lock)
+    resolutions = Resolutions(lock)  # each scorer resolved once, whichever check asks first
+    problems = check_spec_only_scorers(inputs, resolutions)
+    errors, warnings = _placement_problems(inputs, lock, resolutions)
     if problems or errors:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
     # what the hub needs for these kinds: said once the inputs are valid, not beside errors
@@ -139,15 +145,16 @@ def plan_fleet(root: Path) -> Plan:
     lock, problems = read_lockfile(root)
     if problems:
         raise InputError(problems)
-    errors, warnings = _placement_problems(inputs, lock)
+    resolutions = Resolutions(lock)  # each scorer resolved once: the placement checks, the plan
+    errors, warnings = _placement_problems(inputs, lock, resolutions)
     if errors:
         raise InputError([*errors, *inputs.warnings, *warnings])
-    plan = resolve_fleet(inputs, lock)
+    plan = resolve_fleet(inputs, lock, resolutions)
     return replace(plan, warnings=(*plan.warnings, *warnings))
 
 
 def _placement_problems(
-    inputs: Inputs, lock: Lockfile | None
+    inputs: Inputs, lock: Lockfile | None, resolutions: Resolutions
 ) -> tuple[list[Problem], list[Problem]]:
     """``(errors, warnings)`` of the Placements and PlacementOptimizations against the scores.
 
@@ -158,7 +165,7 @@ def _placement_problems(
     from dsf_compile.placement.checks import check_placements, score_catalog
     from dsf_compile.placement.proposal import check_optimizations
 
-    catalog = score_catalog(inputs, lock)
+    catalog = score_catalog(inputs, lock, resolutions)
     errors, warnings = check_placements(inputs, catalog, _now())
     return [*errors, *check_optimizations(inputs, catalog)], warnings
 

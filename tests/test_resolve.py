@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -422,3 +423,31 @@ def test_validate_checks_mask_scores_when_no_scorer_needs_a_sync() -> None:
         check_spec_only_scorers(load(static("a", "a_score"), scorer("b"), cluster("c1"), typo))
         == []
     )
+
+
+def test_validate_and_render_resolve_each_scorer_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example fleet has Placements, so its placement checks look at every scorer's
+    score before the plan resolves them: each scorer is still resolved once per command."""
+    from collections import Counter
+
+    from dsf_compile.pipeline import load_inputs, plan_fleet, validate_fleet
+    from dsf_compile.resolve import summaries
+    from tests.fleet_repo import copy_fleet
+
+    fleet = copy_fleet(tmp_path / "fleet")
+    calls: Counter[str] = Counter()
+    resolve = summaries._Resolver.resolve
+
+    def counted(self: summaries._Resolver) -> summaries.ResolvedScorer | None:
+        calls[self.located.model.metadata.name] += 1
+        return resolve(self)
+
+    monkeypatch.setattr(summaries._Resolver, "resolve", counted)
+    scorers = [s.model.metadata.name for s in load_inputs(fleet).scorers]
+    assert (fleet / "placements").is_dir() and len(scorers) >= 2
+    for command in (plan_fleet, validate_fleet):
+        calls.clear()
+        command(fleet)
+        assert calls == dict.fromkeys(scorers, 1), command

@@ -27,7 +27,7 @@ from dsf_compile.placement.scheduler import (
     compile_cached,
     schedule,
 )
-from dsf_compile.resolve.summaries import resolve_scorer
+from dsf_compile.resolve.summaries import Resolutions
 from dsf_compile.sync.lock import Lockfile
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
@@ -64,8 +64,11 @@ class ScoreCatalog:
     metrics_only: Mapping[str, str] = field(default_factory=dict)
 
 
-def score_catalog(inputs: Inputs, lock: Lockfile | None) -> ScoreCatalog:
+def score_catalog(
+    inputs: Inputs, lock: Lockfile | None, resolutions: Resolutions | None = None
+) -> ScoreCatalog:
     """The AddOnPlacementScores the scorers of ``inputs`` publish, as far as Git and the lockfile tell."""
+    resolutions = resolutions or Resolutions(lock)
     scores: dict[str, PublishedScore] = {}
     metrics_only: dict[str, str] = {}
     complete = True
@@ -74,8 +77,7 @@ def score_catalog(inputs: Inputs, lock: Lockfile | None) -> ScoreCatalog:
         publishes = spec.scoreDestination == "AddOnPlacementScore"
         name = located.model.metadata.name
         entry = lock.scorers.get(name) if lock is not None else None
-        config = entry.config if entry is not None and spec.configSyncMode == "Full" else None
-        resolved, _ = resolve_scorer(located, config)
+        resolved, _ = resolutions.of(located)
         score_name = resolved.score_name if resolved is not None else None
         if score_name is None and spec.scoring and spec.scoring.params:
             score_name = spec.scoring.params.name

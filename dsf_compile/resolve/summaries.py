@@ -241,12 +241,38 @@ def check_unique_scores(resolved: Sequence[ResolvedScorer]) -> list[Problem]:
     return problems
 
 
-def check_spec_only_scorers(inputs: Inputs) -> list[Problem]:
+class Resolutions:
+    """Each scorer resolved at most once per command: against its synced ``/config`` when
+    its spec says ``Full`` and the lockfile holds one, else against its spec alone.
+
+    ``validate`` and ``render`` ask three times (the spec-only scorers, the scores the
+    Placements may name, the plan); each asks this object, which resolves on first use.
+    """
+
+    def __init__(self, lock: Lockfile | None) -> None:
+        self._lock = lock
+        self._done: dict[str, tuple[ResolvedScorer | None, list[Problem]]] = {}
+
+    def of(self, located: Located[DynamicScorer]) -> tuple[ResolvedScorer | None, list[Problem]]:
+        """The scorer resolved, or None and the problems saying why not."""
+        name = located.model.metadata.name
+        if name not in self._done:
+            entry = self._lock.scorers.get(name) if self._lock is not None else None
+            full = located.model.spec.configSyncMode == "Full"
+            config = entry.config if entry is not None and full else None
+            self._done[name] = resolve_scorer(located, config)
+        return self._done[name]
+
+
+def check_spec_only_scorers(
+    inputs: Inputs, resolutions: Resolutions | None = None
+) -> list[Problem]:
     """What ``validate`` can tell without the lockfile: ``None`` scorers resolve from their spec alone."""
+    resolutions = resolutions or Resolutions(None)
     resolved, problems = [], []
     for located in inputs.scorers:
         if located.model.spec.configSyncMode == "None":
-            result, found = resolve_scorer(located, None)
+            result, found = resolutions.of(located)
             problems += found
             if result is not None:
                 resolved.append(result)
@@ -325,8 +351,9 @@ def _check_mask_scores(inputs: Inputs, resolved: dict[str, ResolvedScorer]) -> l
     return _masks_matching_no_score(inputs, known)
 
 
-def resolve_fleet(inputs: Inputs, lock: Lockfile) -> Plan:
+def resolve_fleet(inputs: Inputs, lock: Lockfile, resolutions: Resolutions | None = None) -> Plan:
     """Resolve every scorer against the lockfile and plan each cluster's summaries."""
+    resolutions = resolutions or Resolutions(lock)
     errors, warnings = _check_lock(inputs, lock)
     health: dict[str, str] = {}
     resolved: dict[str, ResolvedScorer] = {}
@@ -339,7 +366,12 @@ def resolve_fleet(inputs: Inputs, lock: Lockfile) -> Plan:
         health[name] = entry.health
         if entry.health != "Active" and not keep_inactive:
             continue
-        result, problems = resolve_scorer(located, entry.config if entry.mode == "Full" else None)
+        if entry.mode == located.model.spec.configSyncMode:
+            result, problems = resolutions.of(located)
+        else:  # an error already (_check_lock): resolved as the lockfile was synced
+            result, problems = resolve_scorer(
+                located, entry.config if entry.mode == "Full" else None
+            )
         errors += problems
         if result is not None:
             resolved[name] = result
