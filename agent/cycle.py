@@ -195,7 +195,7 @@ def first_write_delay(settings: RuntimeSettings, score_name: str, summary: Summa
     A fleet whose agents all restart together (a new image, a hub outage that ends) would
     otherwise read and write every AddOnPlacementScore of the fleet within the first
     second — 30 times the hub's usual rate at 30 s intervals (``docs/benchmarks.md``).
-    The cycle itself still starts right after start (agent.md) and a failure shows at once;
+    The cycle itself still starts right after start (agent/README.md) and a failure shows at once;
     a successful first cycle's hub write, and the ``dynamic_score`` update after it, wait.
     """
     window = min(settings.hub_spread, summary.scoringInterval / 2)

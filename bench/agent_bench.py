@@ -42,12 +42,12 @@ TICKS = os.sysconf("SC_CLK_TCK")
 BIG_SERIES, BIG_POINTS = 2000, 1000
 #: the memory case: answers of ~21 MB (compact JSON), scorers every 30 s, a 512 MiB limit
 MEM_SERIES, MEM_POINTS, MEM_INTERVAL, MEM_LIMIT = 1000, 1000, 30, 512 * 1024 * 1024
-#: the isolation case (quality.md): results in the flooding scorer's answer (~13 MB)
+#: the isolation case (docs/benchmarks.md): results in the flooding scorer's answer (~13 MB)
 FLOOD_RESULTS = 150_000
 
 
 def flood_results(seconds: float) -> int:
-    """Results of the flood: quality.md's 150,000, or 20,000 (still past the agent's cap of
+    """Results of the flood: the isolation case's 150,000, or 20,000 (still past the agent's cap of
     10,000) for short runs such as ``--quick``."""
     return FLOOD_RESULTS if seconds >= 30 else 20_000
 

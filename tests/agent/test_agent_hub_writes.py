@@ -150,7 +150,7 @@ async def test_scores_the_hub_could_not_store_are_refused_before_writing(
 ) -> None:
     assert await clocked.cycle_at(0)
     good = clocked.held()["scores"]
-    long = "x" * 20_000  # item names are not cut (agent.md): 100 of them make 2 MB
+    long = "x" * 20_000  # item names are not cut: 100 of them make 2 MB
     answer = {"results": [{"metric": {"node": f"{long}{i}"}, "score": 1} for i in range(100)]}
     clocked.settings = clocked.ctx.settings = replace(
         clocked.settings, max_scoring_response_bytes=4 * 1024 * 1024
