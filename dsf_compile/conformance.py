@@ -236,6 +236,25 @@ async def _request(
         raise _RequestFailedError(reason, time.perf_counter() - start) from None
 
 
+async def _post_scoring(
+    client: httpx.AsyncClient,
+    url: str,
+    timeout: float,
+    body: object,
+    headers: dict[str, str],
+) -> _Answer:
+    """A ``POST /scoring``, its answer capped as the agent caps it."""
+    return await _request(
+        client,
+        "POST",
+        url,
+        timeout=timeout,
+        limit=DEFAULT_MAX_SCORING_RESPONSE_BYTES,
+        body=body,
+        headers=headers,
+    )
+
+
 def _status_reason(answer: _Answer) -> str:
     if 300 <= answer.status < 400:
         return f"{answer.status} redirect to {answer.location or '?'} (redirects are not followed)"
@@ -383,15 +402,7 @@ async def _check_scoring(
         else '{"data": []}'
     )
     try:
-        answer = await _request(
-            client,
-            "POST",
-            url,
-            timeout=report.timeout,
-            limit=DEFAULT_MAX_SCORING_RESPONSE_BYTES,
-            body=body,
-            headers=_auth_header(report.token),
-        )
+        answer = await _post_scoring(client, url, report.timeout, body, _auth_header(report.token))
     except _RequestFailedError as error:
         report.add(name, "FAIL", str(error), error.seconds)
         return None
@@ -470,15 +481,7 @@ async def _check_auth(
         ("wrong token", _auth_header(f"{report.token}-wrong")),
     ):
         try:
-            answer = await _request(
-                client,
-                "POST",
-                url,
-                timeout=report.timeout,
-                limit=DEFAULT_MAX_SCORING_RESPONSE_BYTES,
-                body=body,
-                headers=headers,
-            )
+            answer = await _post_scoring(client, url, report.timeout, body, headers)
         except _RequestFailedError as error:
             report.add("auth", "FAIL", f"{label}: {error}", seconds + error.seconds)
             return
