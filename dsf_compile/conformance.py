@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from pydantic import ValidationError
 
+from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.untrusted import first_string_problem, safe_message
 from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.bounded_json import load_json
@@ -214,17 +215,16 @@ async def _request(
             asyncio.timeout(timeout),
             client.stream(method, url, content=content, headers=all_headers) as response,
         ):
-            data = bytearray()
-            async for chunk in response.aiter_bytes():
-                data += chunk
-                if len(data) > limit:
-                    raise _RequestFailedError(
-                        f"{method} {url}: body larger than {limit} bytes",
-                        time.perf_counter() - start,
-                    )
+            try:
+                data = await read_capped(response, limit)
+            except BodyTooLargeError:
+                raise _RequestFailedError(
+                    f"{method} {url}: body larger than {limit} bytes",
+                    time.perf_counter() - start,
+                ) from None
             return _Answer(
                 response.status_code,
-                bytes(data),
+                data,
                 time.perf_counter() - start,
                 response.headers.get("Location"),
             )

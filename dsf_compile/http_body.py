@@ -1,7 +1,8 @@
 """Reading an HTTP answer from a service dsf does not control, within a size cap.
 
-Shared by ``sync`` (a scorer's ``/config``) and the agent (Prometheus and ``/scoring``
-answers): the body is read chunk by chunk and the read stops as soon as the cap is
+Shared by ``sync`` (a scorer's ``/config``) and ``scorer-check`` (``dsf_compile/conformance.py``);
+the agent reads its answers with its own reader, which also budgets memory
+(``agent/transport.py``). The body is read chunk by chunk and the read stops as soon as the cap is
 passed, so a huge or endless answer costs at most the cap in memory.
 """
 
