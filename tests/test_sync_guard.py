@@ -1,4 +1,4 @@
-"""The unreachable-fleet guard of ``sync`` (spec resolution.md, "Sync and the lockfile").
+"""The unreachable-fleet guard of ``sync`` (``docs/gitops.md``, "Bootstrap").
 
 Real scorers on loopback (:mod:`tests.sync_servers`); a scorer is made unreachable the way
 a runner outside the fleet's network meets it: its name resolves (``--resolve``) to a
