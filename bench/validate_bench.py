@@ -1,4 +1,4 @@
-"""Validate at scale (quality.md, "inputs at scale"): time must grow linearly with the input.
+"""Validate at scale (``docs/benchmarks.md``): time must grow linearly with the input.
 
     python bench/validate_bench.py [--quick]
 
