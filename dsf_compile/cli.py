@@ -444,7 +444,7 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
             if digest is not None:
                 changes = result.changes
                 written = {**changes.added, **{p: new for p, (_, new) in changes.changed.items()}}
-                fastpath.remember(root, digest, said, written)
+                fastpath.remember(root, digest, said, written, changes.settled)
             summary = result.changes.summary()
         else:
             summary = "0 added, 0 changed, 0 removed"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,9 +18,9 @@ from hypothesis import strategies as st
 
 from dsf_compile.cli import run
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import fastpath
+from dsf_compile.render import fastpath, write
 from dsf_compile.render.manifests import render_manifests
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import REPO_ROOT, copy_fleet, run_command
 
 
 def cli(root: Path, *argv: str) -> tuple[int, str, str]:
@@ -49,6 +50,10 @@ def test_an_unchanged_tree_takes_the_fast_path_and_says_the_same(rendered_fleet:
     assert code == 0 and "No change to `rendered/`." in out
 
 
+# what the cache holds when the edit comes: the lstat of other inodes (a copy), the lstat a
+# check recorded, what a full render settled (all files written) and what a render settled
+# leaving every file alone
+STATES = ["copied", "vouched", "rendered", "re-rendered"]
 EDITS = ["flip-input-byte", "flip-rendered-byte", "add-input", "drop-rendered", "add-owned-line"]
 
 
@@ -61,17 +66,24 @@ EDITS = ["flip-input-byte", "flip-rendered-byte", "add-input", "drop-rendered", 
     edit=st.sampled_from(EDITS),
     pick=st.integers(0, 10_000),
     same_mtime=st.booleans(),
-    vouched=st.booleans(),
+    state=st.sampled_from(STATES),
 )
 def test_every_edit_is_seen(
-    rendered_fleet: Path, tmp_path: Path, edit: str, pick: int, same_mtime: bool, vouched: bool
+    rendered_fleet: Path, tmp_path: Path, edit: str, pick: int, same_mtime: bool, state: str
 ) -> None:
     root = tmp_path / f"edit-{pick}"
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
-    if vouched:  # the cache vouches for every file's lstat: no file is read
+    if state == "vouched":  # the cache vouches for every file's lstat: no file is read
         vouch_for(root)
-    assert fastpath.unchanged(root) is not None
+    elif state in ("rendered", "re-rendered"):  # the edit comes right after the render
+        (root / fastpath.CACHE).unlink()
+        if state == "rendered":  # every file written, none left alone
+            shutil.rmtree(root / "rendered")
+        assert cli(root, "render")[0] == 0
+        assert "stat" in json.loads((root / fastpath.CACHE).read_text())
+    if state in ("copied", "vouched"):
+        assert fastpath.unchanged(root) is not None
     if edit in ("flip-input-byte", "flip-rendered-byte"):
         folder = root / ("scorers" if edit == "flip-input-byte" else "rendered")
         files = sorted(p for p in folder.rglob("*") if p.is_file())
@@ -114,15 +126,95 @@ def _must_not_read(*_: object, **__: object) -> str:
     raise AssertionError("a rendered file was read although the cache vouches for it")
 
 
-def test_the_first_check_after_a_render_reads_the_files_and_the_next_does_not(
-    tmp_path: Path,
-) -> None:
-    root = copy_fleet(tmp_path / "fleet")
-    assert cli(root, "render")[0] == 0
-    assert "stat" not in json.loads((root / fastpath.CACHE).read_text())
-    vouch_for(root)
+def test_the_first_check_after_a_render_reads_no_file(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet", with_rendered=False)
+    run_command(root, "render")  # a whole command, as a user runs it: every file written
     assert set(json.loads((root / fastpath.CACHE).read_text())["stat"]) == {"digest", "stamp"}
     assert not list((root / ".dsf-cache").glob(".*.tmp"))  # the probe became the cache
+    assert not list((root / "rendered").glob(".*.dsf-tmp"))  # the stamps are removed
+    real = fastpath._rendered_digest
+    fastpath._rendered_digest = _must_not_read
+    try:
+        assert fastpath.unchanged(root) is not None
+    finally:
+        fastpath._rendered_digest = real
+    assert run_command(root, "render", "--check").stdout == ""
+
+
+def test_a_file_changed_after_the_first_stamp_is_read_again(tmp_path: Path) -> None:
+    # a file left alone is vouched for by the lstat taken when it was compared only if it
+    # had not changed since the first stamp: else a second change in that same clock tick,
+    # restoring size and mtime, would leave the same lstat
+    root = copy_fleet(tmp_path / "fleet")
+    assert cli(root, "render")[0] == 0
+    files = render_manifests(plan_fleet(root))
+    tree = write._Tree.open(root / "rendered", create=False)
+    try:
+        first = write._stamp(tree)
+        assert first is not None
+        same = {p: os.lstat(root / "rendered" / p) for p in files}
+        settled = write._settle(tree, files, same, first)
+        assert settled is not None and set(settled.stats) == {*files, ".dsf-files"}
+        target = sorted(p for p in files if p.startswith("clusters/"))[0]
+        data = bytearray((root / "rendered" / target).read_bytes())
+        data[-2] = ord("x") if data[-2] != ord("x") else ord("y")
+        (root / "rendered" / target).write_bytes(bytes(data))
+        same[target] = os.lstat(root / "rendered" / target)  # as if compared in that tick
+        assert write._settle(tree, files, same, first) is None
+    finally:
+        tree.close()
+
+
+@pytest.mark.parametrize("leave_alone", [False, True], ids=["written", "left-alone"])
+def test_an_edit_while_the_render_settles_is_never_vouched_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leave_alone: bool
+) -> None:
+    # the narrowest window: an edit (same size, mtime restored) after the renames, before
+    # the render looks at the files again; then one between its lstat and its read
+    for when in ("before-lstat", "after-lstat"):
+        root = copy_fleet(tmp_path / f"{when}-{leave_alone}", with_rendered=leave_alone)
+        time.sleep(0.02)  # past the tick the copied files were written in
+        edited = [False]
+
+        def edit(root: Path = root, edited: list[bool] = edited) -> None:
+            if edited[0]:
+                return
+            edited[0] = True
+            target = sorted((root / "rendered/clusters").rglob("*.yaml"))[0]
+            info = target.stat()
+            data = bytearray(target.read_bytes())
+            data[-2] = ord("x") if data[-2] != ord("x") else ord("y")
+            target.write_bytes(bytes(data))
+            os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+        monkeypatch.setattr(write, "_next_tick", editing_after(write._next_tick, edit, when))
+        if when == "after-lstat":
+            monkeypatch.setattr(write._Tree, "read", reading_after(write._Tree.read, edit))
+        assert cli(root, "render")[0] == 0
+        monkeypatch.undo()
+        assert edited[0]
+        assert fastpath.unchanged(root) is None, when
+        code, out, _ = cli(root, "render", "--check")
+        assert code == 1 and "changed: rendered/clusters/" in out
+
+
+def editing_after(real: Any, edit: Any, when: str) -> Any:
+    def wrapped(tree: Any) -> Any:
+        if when == "before-lstat":
+            edit()  # after every rename, before the stamp: its ctime is earlier than the stamp
+        return real(tree)
+
+    return wrapped
+
+
+def reading_after(real: Any, edit: Any) -> Any:
+    def wrapped(tree: Any, relative: str) -> Any:
+        found = real(tree, relative)
+        if found is not None and relative.startswith("clusters/"):
+            edit()  # after this file's lstat and read, before the cache is written
+        return found
+
+    return wrapped
 
 
 def test_a_file_changed_after_the_stamp_is_read_again(rendered_fleet: Path, tmp_path: Path) -> None:

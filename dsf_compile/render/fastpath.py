@@ -20,10 +20,34 @@ made after the stamp was taken sets the file's ctime to the stamp or later (the 
 ctime on every write, rename, ``chmod`` or ``utime``, and nothing sets it back), so an edit
 in the same clock tick as the previous one, or one that restores the mtime, is still seen.
 A file changed in the stamp's tick or later, a new inode, a file on another file system
-than the cache: everything is read and hashed again, as the first time. A render records
-no ``lstat`` (it hashes what it wrote from memory, not from the disk): the first check
-after it reads every file. Any difference, a missing or unreadable cache, a link or a
-special file anywhere: the full path runs.
+than the cache: everything is read and hashed again, as the first time. Any difference, a
+missing or unreadable cache, a link or a special file anywhere: the full path runs.
+
+A render records the same thing, so the first check after it reads nothing (it would read
+and hash every file: a quarter of a full render's time). The render holds the files'
+bytes in memory and holds ``rendered/``'s lock, and it keeps the same order: stamp, then
+``lstat``, then read and compare (``write.py``, ``_settle``). Two stamps, each the ctime of
+a new file in ``rendered/``, since the files are compared in two moments:
+
+- a file the render leaves alone was read and compared with the rendered bytes after the
+  **first** stamp, taken before anything was looked at, ``lstat`` before the read. It is
+  vouched for only if its ctime is earlier than that stamp: any change after its
+  ``lstat`` sets a ctime at or past the stamp, so the ``lstat`` recorded no longer matches;
+- a file the render writes (at a first render, all of them) and the record are read back
+  after the renames, under a **second** stamp that is strictly later than the clock was
+  when the last rename finished (the render waits for the clock's next tick, at most
+  50 ms; a file system too coarse for that settles nothing). Its ``lstat`` is taken before
+  the read-back and the bytes read must equal those the render meant to write. An edit
+  between the rename and the ``lstat`` is therefore caught by the read-back itself (the
+  bytes differ: nothing is recorded); an edit after the ``lstat`` has a ctime at or past
+  the second stamp. No window is left in which an edit passes unread, and no reliance on
+  the edit being slow or on the user's intent.
+
+The cache's stamp is the second one: it is later than the first, and a file left alone has
+a ctime earlier than the first. The read-back costs reading what was written (a few
+milliseconds per thousand clusters, from the page cache; no hashing beyond what the render
+already did from memory). A read-only ``rendered/``, or a tree on several file systems,
+settles nothing and the first check reads every file, as before.
 
 This module imports only the standard library: the fast path must not pay for pydantic,
 PyYAML or the models.
@@ -41,10 +65,13 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
 from dsf_contract.problem import Problem
+
+if TYPE_CHECKING:
+    from dsf_compile.render.write import Settled
 
 CACHE = ".dsf-cache/render.json"
 INPUT_FOLDERS = ("scorers", "clusters", "placements")
@@ -233,13 +260,30 @@ def _stats(root: Path, owned: list[str]) -> _Stats:
         info = os.lstat(base + relative)
         if not stat.S_ISREG(info.st_mode):
             raise _Unusable(relative)
-        sha.update(
-            f"\0{relative}\0{info.st_dev}\0{info.st_ino}\0{info.st_size}"
-            f"\0{info.st_mtime_ns}\0{info.st_ctime_ns}".encode("utf-8", "surrogateescape")
-        )
+        _digest_lstat(sha, relative, info)
         newest = max(newest, info.st_ctime_ns)
         devices.add(info.st_dev)
     return _Stats(sha.hexdigest(), newest, frozenset(devices))
+
+
+def _digest_lstat(sha: Any, relative: str, info: os.stat_result) -> None:
+    sha.update(
+        f"\0{relative}\0{info.st_dev}\0{info.st_ino}\0{info.st_size}"
+        f"\0{info.st_mtime_ns}\0{info.st_ctime_ns}".encode("utf-8", "surrogateescape")
+    )
+
+
+def _settled_stat(root: Path, settled: Settled) -> tuple[str, dict[str, Any]] | None:
+    """The rendered digest and the vouched ``lstat`` a render settled (see the module's
+    documentation), when they still cover exactly the files ``rendered/`` owns."""
+    owned = _owned(root)
+    if set(owned) != settled.stats.keys():
+        return None
+    sha = hashlib.sha256()
+    for relative in owned:
+        _digest_lstat(sha, relative, settled.stats[relative])
+    rendered = _rendered_digest(root, settled.texts, owned)
+    return rendered, {"digest": sha.hexdigest(), "stamp": settled.stamp}
 
 
 def unchanged(root: Path) -> Remembered | None:
@@ -278,25 +322,33 @@ def unchanged(root: Path) -> Remembered | None:
 
 
 def remember(
-    root: Path, inputs: str, said: Remembered, written: Mapping[str, str] | None = None
+    root: Path,
+    inputs: str,
+    said: Remembered,
+    written: Mapping[str, str] | None = None,
+    settled: Settled | None = None,
 ) -> None:
     """Record the tree just rendered (or checked clean); best effort, never fails a render.
 
     ``written``: the files the render just wrote, path in ``rendered/`` → text (at 10,000
-    clusters, reading 0.7 GB back costs a second). No ``lstat`` is recorded: what was
-    hashed from memory may differ from the disk, so the first check reads the files.
+    clusters, reading 0.7 GB back costs a second). ``settled``: what the render vouched
+    for; without it no ``lstat`` is recorded (what was hashed from memory may differ from
+    the disk), so the first check reads the files.
     """
     try:
-        cache = {
+        vouched = _settled_stat(root, settled) if settled is not None else None
+        cache: dict[str, Any] = {
             "version": _VERSION,
             "inputs": inputs,
-            "rendered": _rendered_digest(root, written),
+            "rendered": vouched[0] if vouched else _rendered_digest(root, written),
             "files": said.files,
             "clusters": said.clusters,
             "warnings": [
                 [w.path, w.line, w.column, w.field, w.message, w.severity] for w in said.warnings
             ],
         }
+        if vouched:
+            cache["stat"] = vouched[1]
         with _Probe(root) as probe:
             probe.commit(cache)
     except (_Unusable, OSError):

@@ -13,6 +13,10 @@ The compiler records the files it owns in ``rendered/.dsf-files``. A render
 So from the outside an update happens completely or not at all. Files the compiler did
 not write are never touched.
 
+5. then it **settles** the tree for the no-op fast path (``fastpath``'s documentation says
+   why this is safe): what each file's ``lstat`` was when its bytes were last seen equal to
+   the render's, and a stamp that every later change to a file will reach.
+
 ``rendered/`` comes from a pull request, so it is hostile input: a committed symbolic
 link (``rendered/x -> ~/.ssh``), a FIFO or a directory may stand where a rendered file
 or folder should be. The compiler never reads, writes or deletes through a link, never
@@ -60,6 +64,20 @@ _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
+@dataclass(frozen=True)
+class Settled:
+    """The tree right after a render, as a check would have found it (see :func:`_settle`).
+
+    ``stats``: every file ``rendered/`` owns and its record, with what ``lstat`` said of it
+    when its bytes were last found equal to ``texts`` (its text); ``stamp``: a ctime that
+    every change to one of them after that ``lstat`` reaches or passes.
+    """
+
+    stamp: int
+    stats: dict[str, os.stat_result]
+    texts: dict[str, str]
+
+
 @dataclass
 class Changes:
     """What a render would do to the tree, file by file.
@@ -76,6 +94,7 @@ class Changes:
     owned: set[str] = field(default_factory=set)
     hidden: dict[str, str] = field(default_factory=dict)
     leftovers: list[str] = field(default_factory=list)
+    settled: Settled | None = None
 
     @property
     def empty(self) -> bool:
@@ -129,6 +148,7 @@ class _Found:
 
     data: bytes | None
     reason: str = ""
+    info: os.stat_result | None = None  # lstat before the read
 
 
 class _Tree:
@@ -239,7 +259,7 @@ class _Tree:
             chunks = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
-            return _Found(b"".join(chunks))
+            return _Found(b"".join(chunks), info=before)
         except OSError as err:
             return _Found(None, f"cannot be read: {err.strerror}")
         finally:
@@ -314,17 +334,24 @@ def read_record(folder: Path) -> set[str]:
 # ---------------------------------------------------------------- comparing
 
 
-def _compare(tree: _Tree, files: dict[str, str]) -> tuple[Changes, set[str]]:
-    """The changes, and the paths where a file exists now."""
+def _compare(
+    tree: _Tree, files: dict[str, str]
+) -> tuple[Changes, set[str], dict[str, os.stat_result]]:
+    """The changes, the paths where a file exists now, and the lstat of the owned files
+    found with the rendered bytes."""
     owned, present = _read_record(tree) if tree.exists else (set(), False)
     changes = Changes(owned=owned)
     existing: set[str] = set()
+    same: dict[str, os.stat_result] = {}
+    found_info: dict[str, os.stat_result] = {}
 
     def current(relative: str) -> str | None:
         found = tree.read(relative) if tree.exists else None
         if found is None:
             return None
         existing.add(relative)
+        if found.info is not None:
+            found_info[relative] = found.info
         if found.data is None:
             changes.hidden[relative] = found.reason
             return ""
@@ -345,12 +372,14 @@ def _compare(tree: _Tree, files: dict[str, str]) -> tuple[Changes, set[str]]:
             changes.changed[relative] = (old, text)
         else:
             changes.hidden.pop(relative, None)  # same bytes: nothing to show or hide
+            if relative in owned:
+                same[relative] = found_info[relative]
     for relative in sorted(owned - set(files)):
         old = current(relative)
         if old is not None:
             changes.removed[relative] = old
     changes.record_stale = not present or owned != set(files)
-    return changes, existing
+    return changes, existing, same
 
 
 def compare_tree(folder: Path, files: dict[str, str]) -> Changes:
@@ -378,7 +407,8 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         raise RenderError(f"cannot open {RENDERED}/: {err}") from err
     try:
         _lock(tree, fcntl.LOCK_EX)
-        changes, existing = _compare(tree, files)
+        first = _stamp(tree)  # before any file is looked at
+        changes, existing, same = _compare(tree, files)
         foreign = sorted(p for p in changes.changed if p not in changes.owned)
         if foreign:
             raise RenderError(
@@ -387,11 +417,84 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
             )
         if not changes.empty or changes.record_stale:
             _Update(tree, existing).run(changes, files)
+        if first is not None:
+            changes.settled = _settle(tree, files, same, first)
         return changes
     except OSError as err:
         raise RenderError(f"cannot update {RENDERED}/: {err}") from err
     finally:
         tree.close()
+
+
+# ---------------------------------------------------------------- settling
+
+_TICK_WAIT_SECONDS = 0.05
+
+
+def _stamp(tree: _Tree) -> os.stat_result | None:
+    """The ``lstat`` of a new file in ``rendered/`` (removed at once): its ctime is the file
+    system's clock now. None when it cannot be taken (a read-only tree): nothing is settled."""
+    try:
+        fd, name = create_new(".stamp.", _STAGED, dir_fd=tree.fds[""])
+    except OSError:
+        return None
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+        _remove_quietly(name, tree.fds[""])
+
+
+def _next_tick(tree: _Tree) -> os.stat_result | None:
+    """A stamp later than every change made before this call (bounded wait for the clock's
+    next tick: a file system with coarse timestamps gives None)."""
+    now = _stamp(tree)
+    deadline = time.monotonic() + _TICK_WAIT_SECONDS
+    while now is not None and time.monotonic() < deadline:
+        later = _stamp(tree)
+        if later is None or later.st_ctime_ns > now.st_ctime_ns:
+            return later
+        time.sleep(0.0005)
+    return None
+
+
+def _settle(
+    tree: _Tree, files: dict[str, str], same: dict[str, os.stat_result], first: os.stat_result
+) -> Settled | None:
+    """What the first no-op check after this render would record, without reading it all.
+
+    A file left alone was read and found equal after ``first`` was taken, lstat before the
+    read: if its ctime is earlier than ``first``, any later change moves it past what was
+    recorded. Every other file (written, or changed while it was compared) and the record
+    are read again after a stamp later than every rename, lstat before the read, exactly
+    as :func:`dsf_compile.render.fastpath.unchanged` does; equal bytes settle them.
+    None when anything differs or is not on the stamp's file system.
+    """
+    stats = {
+        relative: info
+        for relative, info in same.items()
+        if info.st_ctime_ns < first.st_ctime_ns and info.st_dev == first.st_dev
+    }
+    texts = {relative: files[relative] for relative in stats}
+    stamp = _next_tick(tree)
+    if stamp is None:
+        return None
+    for relative in [*(p for p in files if p not in stats), RECORD]:
+        found = tree.read(relative)
+        if found is None or found.data is None or found.info is None:
+            return None
+        if found.info.st_dev != stamp.st_dev:
+            return None
+        text = files.get(relative)
+        if text is None:  # the record: what it holds is what a check would hash
+            try:
+                text = found.data.decode("ascii")
+            except UnicodeDecodeError:
+                return None
+        elif found.data != text.encode("utf-8"):
+            return None
+        stats[relative], texts[relative] = found.info, text
+    return Settled(stamp.st_ctime_ns, stats, texts)
 
 
 class _Update:
