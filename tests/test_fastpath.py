@@ -131,7 +131,7 @@ def test_the_first_check_after_a_render_reads_no_file(tmp_path: Path) -> None:
     run_command(root, "render")  # a whole command, as a user runs it: every file written
     assert set(json.loads((root / fastpath.CACHE).read_text())["stat"]) == {"digest", "stamp"}
     assert not list((root / ".dsf-cache").glob(".*.tmp"))  # the probe became the cache
-    assert not list((root / "rendered").glob(".*.dsf-tmp"))  # the stamps are removed
+    assert not list((root / ".dsf-cache").glob(".stamp.*"))  # the stamps are removed
     real = fastpath._rendered_digest
     fastpath._rendered_digest = _must_not_read
     try:
@@ -149,20 +149,22 @@ def test_a_file_changed_after_the_first_stamp_is_read_again(tmp_path: Path) -> N
     assert cli(root, "render")[0] == 0
     files = render_manifests(plan_fleet(root))
     tree = write._Tree.open(root / "rendered", create=False)
+    clock = write._Clock(root / "rendered")
     try:
-        first = write._stamp(tree)
+        first = clock.stamp()
         assert first is not None
         same = {p: os.lstat(root / "rendered" / p) for p in files}
-        settled = write._settle(tree, files, same, first)
+        settled = write._settle(tree, clock, files, same, first)
         assert settled is not None and set(settled.stats) == {*files, ".dsf-files"}
         target = sorted(p for p in files if p.startswith("clusters/"))[0]
         data = bytearray((root / "rendered" / target).read_bytes())
         data[-2] = ord("x") if data[-2] != ord("x") else ord("y")
         (root / "rendered" / target).write_bytes(bytes(data))
         same[target] = os.lstat(root / "rendered" / target)  # as if compared in that tick
-        assert write._settle(tree, files, same, first) is None
+        assert write._settle(tree, clock, files, same, first) is None
     finally:
         tree.close()
+        clock.close()
 
 
 @pytest.mark.parametrize("leave_alone", [False, True], ids=["written", "left-alone"])
@@ -199,10 +201,10 @@ def test_an_edit_while_the_render_settles_is_never_vouched_for(
 
 
 def editing_after(real: Any, edit: Any, when: str) -> Any:
-    def wrapped(tree: Any) -> Any:
+    def wrapped(clock: Any) -> Any:
         if when == "before-lstat":
             edit()  # after every rename, before the stamp: its ctime is earlier than the stamp
-        return real(tree)
+        return real(clock)
 
     return wrapped
 

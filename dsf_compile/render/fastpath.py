@@ -27,7 +27,7 @@ A render records the same thing, so the first check after it reads nothing (it w
 and hash every file: a quarter of a full render's time). The render holds the files'
 bytes in memory and holds ``rendered/``'s lock, and it keeps the same order: stamp, then
 ``lstat``, then read and compare (``write.py``, ``_settle``). Two stamps, each the ctime of
-a new file in ``rendered/``, since the files are compared in two moments:
+a new file in ``.dsf-cache/``, since the files are compared in two moments:
 
 - a file the render leaves alone was read and compared with the rendered bytes after the
   **first** stamp, taken before anything was looked at, ``lstat`` before the read. It is

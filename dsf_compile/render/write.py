@@ -51,6 +51,7 @@ RENDERED = "rendered"
 RECORD = ".dsf-files"
 _RECORD_HEADER = "# Files written by dsf-compile; it deletes only these. Do not edit.\n"
 _STAGED = ".dsf-tmp"
+_CACHE_FOLDER = ".dsf-cache"
 _BACKUP = ".dsf-old"
 LOCK_WAIT_SECONDS = 60.0
 """How long a render waits for another one writing the same ``rendered/``."""
@@ -256,14 +257,28 @@ class _Tree:
                 raise _refuse(relative, "changed while dsf-compile was reading it")
             if after.st_size > MAX_READ_BYTES:
                 return _Found(None, f"is larger than {MAX_READ_BYTES >> 20} MiB")
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return _Found(b"".join(chunks), info=before)
+            # one read when the size holds (a render reads every file: per-file calls
+            # are its cost); more only for a file growing under the read
+            data = os.read(fd, after.st_size + 1)
+            rest = _read_rest(fd, data) if len(data) > after.st_size else data
+            if rest is None:
+                return _Found(None, f"is larger than {MAX_READ_BYTES >> 20} MiB")
+            return _Found(rest, info=before)
         except OSError as err:
             return _Found(None, f"cannot be read: {err.strerror}")
         finally:
             os.close(fd)
+
+
+def _read_rest(fd: int, start: bytes) -> bytes | None:
+    """The rest of a file growing under the read, after ``start``; None past the size cap."""
+    chunks, total = [start], len(start)
+    while chunk := os.read(fd, 1 << 20):
+        total += len(chunk)
+        if total > MAX_READ_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _lock(tree: _Tree, operation: int) -> None:
@@ -405,9 +420,10 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         tree = _Tree.open(folder, create=True)
     except OSError as err:
         raise RenderError(f"cannot open {RENDERED}/: {err}") from err
+    clock = _Clock(folder)
     try:
         _lock(tree, fcntl.LOCK_EX)
-        first = _stamp(tree)  # before any file is looked at
+        first = clock.stamp()  # before any file is looked at
         changes, existing, same = _compare(tree, files)
         foreign = sorted(p for p in changes.changed if p not in changes.owned)
         if foreign:
@@ -418,12 +434,13 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         if not changes.empty or changes.record_stale:
             _Update(tree, existing).run(changes, files)
         if first is not None:
-            changes.settled = _settle(tree, files, same, first)
+            changes.settled = _settle(tree, clock, files, same, first)
         return changes
     except OSError as err:
         raise RenderError(f"cannot update {RENDERED}/: {err}") from err
     finally:
         tree.close()
+        clock.close()
 
 
 # ---------------------------------------------------------------- settling
@@ -431,27 +448,51 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
 _TICK_WAIT_SECONDS = 0.05
 
 
-def _stamp(tree: _Tree) -> os.stat_result | None:
-    """The ``lstat`` of a new file in ``rendered/`` (removed at once): its ctime is the file
-    system's clock now. None when it cannot be taken (a read-only tree): nothing is settled."""
-    try:
-        fd, name = create_new(".stamp.", _STAGED, dir_fd=tree.fds[""])
-    except OSError:
-        return None
-    try:
-        return os.fstat(fd)
-    finally:
-        os.close(fd)
-        _remove_quietly(name, tree.fds[""])
+class _Clock:
+    """The file system's clock: the ctime of a new file in ``.dsf-cache/`` beside
+    ``rendered/`` (the local, git-ignored cache; each file removed at once, never a file
+    in ``rendered/``). Without a usable cache folder it gives no stamp: nothing is settled.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.fd: int | None = None
+        try:
+            parent = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(_CACHE_FOLDER, 0o777, dir_fd=parent)
+                self.fd = os.open(_CACHE_FOLDER, _DIRECTORY, dir_fd=parent)  # never a link
+            finally:
+                os.close(parent)
+        except OSError:
+            pass
+
+    def stamp(self) -> os.stat_result | None:
+        if self.fd is None:
+            return None
+        try:
+            fd, name = create_new(".stamp.", ".tmp", dir_fd=self.fd)
+        except OSError:
+            return None
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
+            _remove_quietly(name, self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def _next_tick(tree: _Tree) -> os.stat_result | None:
+def _next_tick(clock: _Clock) -> os.stat_result | None:
     """A stamp later than every change made before this call (bounded wait for the clock's
     next tick: a file system with coarse timestamps gives None)."""
-    now = _stamp(tree)
+    now = clock.stamp()
     deadline = time.monotonic() + _TICK_WAIT_SECONDS
     while now is not None and time.monotonic() < deadline:
-        later = _stamp(tree)
+        later = clock.stamp()
         if later is None or later.st_ctime_ns > now.st_ctime_ns:
             return later
         time.sleep(0.0005)
@@ -459,7 +500,11 @@ def _next_tick(tree: _Tree) -> os.stat_result | None:
 
 
 def _settle(
-    tree: _Tree, files: dict[str, str], same: dict[str, os.stat_result], first: os.stat_result
+    tree: _Tree,
+    clock: _Clock,
+    files: dict[str, str],
+    same: dict[str, os.stat_result],
+    first: os.stat_result,
 ) -> Settled | None:
     """What the first no-op check after this render would record, without reading it all.
 
@@ -476,7 +521,7 @@ def _settle(
         if info.st_ctime_ns < first.st_ctime_ns and info.st_dev == first.st_dev
     }
     texts = {relative: files[relative] for relative in stats}
-    stamp = _next_tick(tree)
+    stamp = _next_tick(clock)
     if stamp is None:
         return None
     for relative in [*(p for p in files if p not in stats), RECORD]:
