@@ -191,7 +191,9 @@ def test_an_edit_while_the_render_settles_is_never_vouched_for(
 
         monkeypatch.setattr(write, "_next_tick", editing_after(write._next_tick, edit, when))
         if when == "after-lstat":
+            # after the compare's read (a file left alone) or the read-back (one written)
             monkeypatch.setattr(write._Tree, "read", reading_after(write._Tree.read, edit))
+            monkeypatch.setattr(write, "_read_back", reading_after(write._read_back, edit))
         assert cli(root, "render")[0] == 0
         monkeypatch.undo()
         assert edited[0]

@@ -511,7 +511,7 @@ def _settle(
     A file left alone was read and found equal after ``first`` was taken, lstat before the
     read: if its ctime is earlier than ``first``, any later change moves it past what was
     recorded. Every other file (written, or changed while it was compared) and the record
-    are read again after a stamp later than every rename, lstat before the read, exactly
+    are read again after a stamp later than every rename, stat before the read, exactly
     as :func:`dsf_compile.render.fastpath.unchanged` does; equal bytes settle them.
     None when anything differs or is not on the stamp's file system.
     """
@@ -525,21 +525,43 @@ def _settle(
     if stamp is None:
         return None
     for relative in [*(p for p in files if p not in stats), RECORD]:
-        found = tree.read(relative)
-        if found is None or found.data is None or found.info is None:
+        found = _read_back(tree, relative)
+        if found is None or found[0].st_dev != stamp.st_dev:
             return None
-        if found.info.st_dev != stamp.st_dev:
-            return None
+        info, data = found
         text = files.get(relative)
         if text is None:  # the record: what it holds is what a check would hash
             try:
-                text = found.data.decode("ascii")
+                text = data.decode("ascii")
             except UnicodeDecodeError:
                 return None
-        elif found.data != text.encode("utf-8"):
+        elif data != text.encode("utf-8"):
             return None
-        stats[relative], texts[relative] = found.info, text
+        stats[relative], texts[relative] = info, text
     return Settled(stamp.st_ctime_ns, stats, texts)
+
+
+def _read_back(tree: _Tree, relative: str) -> tuple[os.stat_result, bytes] | None:
+    """A regular file's ``fstat`` (taken before the read) and bytes, in one read; None for
+    anything else (a link is refused by the open, a FIFO does not block it, a file whose
+    size changes under the read is not settled)."""
+    folder, name = tree.locate(relative)
+    if folder is None:
+        return None
+    try:
+        fd = os.open(name, _FILE, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
+            return None
+        data = os.read(fd, info.st_size + 1)
+        return (info, data) if len(data) == info.st_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class _Update:
