@@ -264,8 +264,8 @@ def measure(
         return seconds
 
     figures["full render in process"] = best_of(repeat, in_process)
-    # The first check after a render reads every rendered file (nothing vouches for their
-    # lstat yet) and records their lstat; the later ones read none. Both are measured.
+    # The first check after a render relies on the lstat the render recorded (it read back
+    # what it wrote); were that missing, it would read every rendered file. Both measured.
     figures[FIRST_NO_OP] = best_of(
         repeat, lambda number: render_command(scratch / f"command-{number}")[0]
     )
