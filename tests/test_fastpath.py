@@ -114,6 +114,10 @@ def vouch_for(root: Path) -> None:
     """Bring ``root``'s cache to vouch for the rendered files' lstat (asserted)."""
     time.sleep(0.02)  # past the tick the files were last changed in
     assert fastpath.unchanged(root) is not None  # reads every file, records their lstat
+    assert_unchanged_reading_no_file(root)
+
+
+def assert_unchanged_reading_no_file(root: Path) -> None:
     real = fastpath._rendered_digest
     fastpath._rendered_digest = _must_not_read
     try:
@@ -132,12 +136,7 @@ def test_the_first_check_after_a_render_reads_no_file(tmp_path: Path) -> None:
     assert set(json.loads((root / fastpath.CACHE).read_text())["stat"]) == {"digest", "stamp"}
     assert not list((root / ".dsf-cache").glob(".*.tmp"))  # the probe became the cache
     assert not list((root / ".dsf-cache").glob(".stamp.*"))  # the stamps are removed
-    real = fastpath._rendered_digest
-    fastpath._rendered_digest = _must_not_read
-    try:
-        assert fastpath.unchanged(root) is not None
-    finally:
-        fastpath._rendered_digest = real
+    assert_unchanged_reading_no_file(root)
     assert run_command(root, "render", "--check").stdout == ""
 
 

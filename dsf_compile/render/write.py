@@ -8,14 +8,13 @@ The compiler records the files it owns in ``rendered/.dsf-files``. A render
    new record, as a new temporary file beside its target,
 4. only when all are staged, renames them into place and deletes the owned files that
    are no longer rendered, keeping each previous file under a temporary name until the
-   last step succeeded; on any failure it puts them all back.
+   last step succeeded; on any failure it puts them all back,
+5. then settles the tree for the no-op fast path (``fastpath``'s documentation says why
+   this is safe): what each file's ``lstat`` was when its bytes were last seen equal to
+   the render's, and a stamp that every later change to a file will reach.
 
 So from the outside an update happens completely or not at all. Files the compiler did
 not write are never touched.
-
-5. then it **settles** the tree for the no-op fast path (``fastpath``'s documentation says
-   why this is safe): what each file's ``lstat`` was when its bytes were last seen equal to
-   the render's, and a stamp that every later change to a file will reach.
 
 ``rendered/`` comes from a pull request, so it is hostile input: a committed symbolic
 link (``rendered/x -> ~/.ssh``), a FIFO or a directory may stand where a rendered file
@@ -545,12 +544,12 @@ def _read_back(tree: _Tree, relative: str) -> tuple[os.stat_result, bytes] | Non
     """A regular file's ``fstat`` (taken before the read) and bytes, in one read; None for
     anything else (a link is refused by the open, a FIFO does not block it, a file whose
     size changes under the read is not settled)."""
-    folder, name = tree.locate(relative)
-    if folder is None:
-        return None
-    try:
+    try:  # best effort: settling never fails a render that has succeeded
+        folder, name = tree.locate(relative)
+        if folder is None:
+            return None
         fd = os.open(name, _FILE, dir_fd=folder)
-    except OSError:
+    except (OSError, InputError):
         return None
     try:
         info = os.fstat(fd)
