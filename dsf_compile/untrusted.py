@@ -19,7 +19,6 @@ from dsf_contract.escaping import terminal
 __all__ = [
     "first_string_problem",
     "has_credentials",
-    "printable",
     "redact",
     "safe_message",
     "string_problem",
@@ -60,14 +59,9 @@ def has_credentials(text: str) -> bool:
     return redact(text) != text
 
 
-def printable(text: str) -> str:
-    """``text`` with every non-printable character escaped (``\\x1b``, ``\\u202e``, ``\\ud800``)."""
-    return terminal(text)
-
-
 def safe_message(text: str) -> str:
     """What may be printed or recorded of ``text``: redacted, and escaped to one printable line."""
-    return printable(redact(text))
+    return terminal(redact(text))
 
 
 def string_problem(value: str) -> str | None:

@@ -28,8 +28,9 @@ from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync import lock as lock_module
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
-from dsf_compile.untrusted import printable, redact, safe_message, string_problem
+from dsf_compile.untrusted import redact, safe_message, string_problem
 from dsf_contract.bounded_json import load_json
+from dsf_contract.escaping import terminal
 from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond
 from tests.test_sync import CONFIG, FAST, scorer
 
@@ -560,8 +561,8 @@ def test_redact(text: str, expected: str) -> None:
     assert redact(text) == expected
 
 
-def test_printable_escapes_what_a_terminal_would_act_on() -> None:
-    assert printable("a\x1b[2Jb\u202ec\ud800d\x00") == "a\\x1b[2Jb\\u202ec\\ud800d\\x00"
+def test_terminal_escapes_what_a_terminal_would_act_on() -> None:
+    assert terminal("a\x1b[2Jb\u202ec\ud800d\x00") == "a\\x1b[2Jb\\u202ec\\ud800d\\x00"
     assert safe_message("ok: ünïcode ✓") == "ok: ünïcode ✓"
 
 

@@ -25,7 +25,7 @@ from dsf_compile.placement.scheduler import (
     cel_view,
     cluster_from_inventory,
 )
-from dsf_compile.untrusted import printable
+from dsf_contract.escaping import terminal
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 
@@ -101,7 +101,7 @@ def unreadable(kind: str, item: object, err: ValidationError | ValueError) -> st
     meta = item.get("metadata") if isinstance(item, dict) else None
     name = meta.get("name") if isinstance(meta, dict) else None
     first = err.errors()[0]["msg"] if isinstance(err, ValidationError) else str(err)
-    return f"the hub's {kind} {printable(str(name))} cannot be replayed: {printable(first)}"
+    return f"the hub's {kind} {terminal(str(name))} cannot be replayed: {terminal(first)}"
 
 
 def compare(result: PlacementResult, hub: Sequence[PlacementDecision]) -> Drift | None:
@@ -135,7 +135,7 @@ def compare(result: PlacementResult, hub: Sequence[PlacementDecision]) -> Drift 
         if ours.get(name) == theirs.get(name):
             continue
         lines.append(
-            f"PlacementDecision {printable(name)}: replay {_describe(ours.get(name))}; "
+            f"PlacementDecision {terminal(name)}: replay {_describe(ours.get(name))}; "
             f"hub {_describe(theirs.get(name))}"
         )
     if not lines:
@@ -147,7 +147,7 @@ def format_drifts(drifts: Sequence[Drift]) -> str:
     """``placement NS/NAME differs from the hub`` and the differences, indented."""
     out = []
     for drift in drifts:
-        out.append(f"placement {printable(drift.placement)} differs from the hub:")
+        out.append(f"placement {terminal(drift.placement)} differs from the hub:")
         out.extend(f"  {line}" for line in drift.lines)
     return "".join(f"{line}\n" for line in out)
 
@@ -161,9 +161,9 @@ def _describe(found: tuple[tuple[str, str], tuple[str, ...]] | None) -> str:
         return "none"
     (group_name, group_index), clusters = found
     return (
-        f"group {printable(group_index)} {printable(group_name) or '(unnamed)'}: {_names(clusters)}"
+        f"group {terminal(group_index)} {terminal(group_name) or '(unnamed)'}: {_names(clusters)}"
     )
 
 
 def _names(names: Sequence[str]) -> str:
-    return ", ".join(printable(n) for n in names) if names else "none"
+    return ", ".join(terminal(n) for n in names) if names else "none"
