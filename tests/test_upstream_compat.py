@@ -1,7 +1,7 @@
 """Upstream DSF's formats: its DynamicScorer samples are accepted as written, its ConfigMap is read.
 
-The documents below follow the upstream samples and documents in the specification's
-seeds (quickstart, development guide, design proposal, review thread): kubebuilder-style
+The documents below follow upstream's samples and documents (quickstart, development
+guide, design proposal, review thread): kubebuilder-style
 metadata, lower-case enumerations (``full``, ``prometheus``, ``none``), ``source`` and
 ``scoring`` blocks with or without hosts.
 """

@@ -72,7 +72,7 @@ __all__ = [
     "solve",
 ]
 
-#: The spec's bound on the model: workloads × clusters × Policies.
+#: The bound on the model's size: workloads × clusters × Policies (docs/optimize.md).
 MAX_Z_VARIABLES = 250_000
 #: Seconds the solver may take (``optimize --time-limit``).
 DEFAULT_TIME_LIMIT = 60.0

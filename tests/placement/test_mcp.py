@@ -255,7 +255,7 @@ def test_tools_have_titles_described_parameters_and_typed_outputs(tmp_path: Path
         "NAMESPACE/NAME"
         in (by_name["explain_placement"].input_schema["properties"]["placement"]["description"])
     )
-    # explain_placement's output is typed to the spec's JSON, not an untyped object
+    # explain_placement's output is typed to `explain --format json`'s document, not an untyped object
     schema = by_name["explain_placement"].output_schema
     placement = schema["$defs"]["ExplainedPlacement"]
     assert {"namespace", "name", "decisions", "totals", "unscheduled"} <= set(placement["required"])
