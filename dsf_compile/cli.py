@@ -22,7 +22,7 @@ from dsf_compile.untrusted import safe_message
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
-    from dsf_compile.placement.sources import HubState
+    from dsf_compile.hub_state import HubState
     from dsf_compile.sync.lock import LockEntry
 
 EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
@@ -229,7 +229,7 @@ def _hub_state(args: argparse.Namespace, root: Path) -> HubState | None:
         raise UsageError("--hub-kubeconfig reads scores and decisions: drop --scores/--decisions")
     if not kubeconfig and args.scores is None and args.decisions is None:
         return None  # before the import: a no-op --check must not load the models
-    from dsf_compile.placement.sources import HubState, read_decisions, read_hub, read_scores
+    from dsf_compile.hub_state import HubState, read_decisions, read_hub, read_scores
 
     if kubeconfig:
         from dsf_compile.pipeline import load_settings
@@ -311,7 +311,7 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
 
 
 def _no_scores() -> HubState:
-    from dsf_compile.placement.sources import HubState
+    from dsf_compile.hub_state import HubState
 
     return HubState(None, ())
 
@@ -517,7 +517,7 @@ def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, gi
     if command == "explain":
         from dsf_compile.pipeline import explain_fleet
         from dsf_compile.placement import explain
-        from dsf_compile.placement.sources import HubState
+        from dsf_compile.hub_state import HubState
 
         at = args.at or _now()
         hub_state = _hub_state(args, root) or HubState(None, ())

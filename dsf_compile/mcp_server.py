@@ -33,6 +33,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import ConfigDict, Field
 
 from dsf_compile.errors import DsfError, InputError
+from dsf_compile.hub_state import HubState, read_hub, read_scores
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.mcp_models import (
     ExplainDocument,
@@ -43,7 +44,6 @@ from dsf_compile.mcp_models import (
     ScoresAvailable,
     ValidationReport,
 )
-from dsf_compile.placement.sources import HubState, read_hub, read_scores
 from dsf_compile.untrusted import safe_message
 from dsf_contract.fields import parse_time
 from dsf_contract.scores import CONDITION_TYPE

@@ -43,11 +43,11 @@ from dsf_contract.bounded_yaml import Document
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.hub_state import HubState
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.inputs.settings import Settings
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
-    from dsf_compile.placement.sources import HubState
     from dsf_compile.placement.verify import Drift
     from dsf_compile.render.write import Changes
     from dsf_compile.sync.clusters import Discovery
@@ -499,8 +499,8 @@ def verify_hub(
     many Placements were compared.
     """
     from dsf_compile.hub import open_hub
+    from dsf_compile.hub_state import hub_objects, hub_state
     from dsf_compile.placement.scheduler import ScoreIndex, schedule
-    from dsf_compile.placement.sources import hub_objects, hub_state
     from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, set_members
 
     with open_hub(kubeconfig, load_settings(root).hub) as hub:  # one deadline for all six lists

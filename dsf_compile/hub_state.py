@@ -1,4 +1,8 @@
-"""Where ``explain`` gets the hub's state: snapshot files, or a hub read through its API.
+"""The hub's state for the scheduler's replay: snapshot files, or a hub read through its API.
+
+The I/O edge of ``explain``, ``optimize``, ``render --check``/``diff`` with ``--scores``
+and ``dsf-mcp``; what it returns (:class:`HubState`) is plain values the pure
+``placement/`` stages take.
 
 ``--scores PATH`` / ``--decisions PATH`` name a file or a folder of YAML/JSON holding
 AddOnPlacementScores (PlacementDecisions) or ``List``s of them, as ``kubectl get … -A -o

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from dsf_compile import hub_state
 from dsf_compile.errors import InputError
+from dsf_compile.hub_state import read_decisions, read_hub, read_scores
 from dsf_compile.inputs import load
 from dsf_compile.inputs.settings import HubSettings
-from dsf_compile.placement import sources
-from dsf_compile.placement.sources import read_decisions, read_hub, read_scores
 from tests.agent.agent_fakes import FakeKube
 
 # What `kubectl get addonplacementscores -A -o yaml` prints: server-set metadata included.
@@ -94,7 +94,7 @@ def test_a_snapshot_may_be_larger_than_a_hand_written_input(
     (tmp_path / "scores.yaml").write_text(KUBECTL_SCORES)
     assert len(KUBECTL_SCORES) > 256
     assert len(read_scores(str(tmp_path / "scores.yaml"))) == 2
-    monkeypatch.setattr(sources, "MAX_SNAPSHOT_BYTES", 256)
+    monkeypatch.setattr(hub_state, "MAX_SNAPSHOT_BYTES", 256)
     with pytest.raises(InputError) as caught:
         read_scores(str(tmp_path / "scores.yaml"))
     assert caught.value.problems[0].message == "file is larger than 0 MiB"
