@@ -11,8 +11,8 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
@@ -240,31 +240,6 @@ def _hub_state(args: argparse.Namespace, root: Path) -> HubState | None:
     return HubState(scores, decisions)
 
 
-def _verify(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
-    """``explain --verify``: each drifted Placement on stdout, exit 1 on any."""
-    if not args.hub_kubeconfig or args.scores or args.decisions:
-        raise UsageError(
-            "explain --verify reads everything from the hub: give --hub-kubeconfig only"
-        )
-    from dsf_compile.pipeline import verify_hub
-    from dsf_compile.placement.verify import format_drifts
-
-    drifts, skipped, compared = verify_hub(
-        root, args.hub_kubeconfig, args.placements, args.at or _now()
-    )
-    for line in skipped:
-        print(f"dsf-compile: warning: {line}", file=err)
-    out.write(format_drifts(drifts))
-    if drifts:
-        print(
-            f"dsf-compile: {len(drifts)} of {compared} Placements differ from the hub's decisions",
-            file=err,
-        )
-        return EXIT_INVALID
-    print(f"dsf-compile: {compared} Placements agree with the hub's decisions", file=err)
-    return EXIT_OK
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     # pydantic looks for plugins in every installed package's metadata before it builds the
@@ -346,7 +321,81 @@ def _print_error(error: BaseException | str, stream: TextIO) -> None:
         print(f"dsf-compile: error: {safe_message(line)}", file=stream)
 
 
-def _discover(args: argparse.Namespace, root: Path, err: TextIO) -> int:
+@dataclass(frozen=True)
+class _Call:
+    """One command's parsed arguments and where it prints."""
+
+    args: argparse.Namespace
+    root: Path
+    out: TextIO
+    err: TextIO
+    github: bool
+
+    def problems(self, problems: Sequence[Problem]) -> None:
+        print_problems(problems, self.err, self.github)
+
+    def say(self, line: str) -> None:
+        print(f"dsf-compile: {line}", file=self.err)
+
+
+def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
+    handler = _COMMANDS.get(args.command)
+    if handler is None:  # pragma: no cover - argparse refuses first
+        raise UsageError(f"unknown command {args.command}")
+    return handler(_Call(args, root, out, err, github))
+
+
+def _validate(call: _Call) -> int:
+    from dsf_compile.pipeline import validate_fleet
+
+    inputs = validate_fleet(call.root)
+    # info lines (what the hub needs for a kind) are not findings: --strict keeps them
+    if call.args.strict and any(w.severity == "warning" for w in inputs.warnings):
+        raise InputError(
+            [
+                replace(w, severity="error") if w.severity == "warning" else w
+                for w in inputs.warnings
+            ]
+        )
+    call.problems(inputs.warnings)
+    call.say(f"{len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid")
+    return EXIT_OK
+
+
+def _sync(call: _Call) -> int:
+    args, err = call.args, call.err
+    if args.clusters:
+        return _discover(call)
+    from dsf_compile.pipeline import sync_fleet
+    from dsf_compile.sync.fetch import format_progress
+
+    show = err.isatty() if hasattr(err, "isatty") else False
+
+    def progress(name: str, entry: LockEntry, done: int, total: int) -> None:
+        if show:
+            print(format_progress(name, entry, done, total), file=err, flush=True)
+
+    try:
+        synced = sync_fleet(
+            call.root,
+            names=args.names,
+            resolve=args.resolve,
+            progress=progress,
+            allow_mass_failure=args.allow_mass_failure,
+        )
+    except UnreachableFleetError as error:
+        call.problems(error.problems)
+        _print_error(error, err)
+        return EXIT_INVALID
+    call.problems(synced.warnings)
+    state = "updated" if synced.lockfile_changed else "unchanged"
+    call.say(f"{synced.active} Active, {len(synced.inactive)} Inactive; dsf.lock.json {state}")
+    return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
+
+
+def _discover(call: _Call) -> int:
+    """``sync --clusters``: the hub's ManagedClusters into ``clusters/discovered.yaml``."""
+    args, err = call.args, call.err
     from dsf_compile.pipeline import discover_clusters
     from dsf_compile.sync.clusters import DISCOVERED_FILE
 
@@ -363,189 +412,155 @@ def _discover(args: argparse.Namespace, root: Path, err: TextIO) -> int:
             file=err,
         )
         return EXIT_FAILURE
-    found = discover_clusters(root, args.hub_kubeconfig)  # HubReadError: exit 2, one line each
+    found = discover_clusters(call.root, args.hub_kubeconfig)  # HubReadError: exit 2, one line each
     joined = f" (joined: {', '.join(found.added)})" if found.added else ""
     left = f" (left: {', '.join(found.removed)})" if found.removed else ""
     state = "updated" if found.changed else "unchanged"
     # the names passed validation (DNS labels); escaped all the same, like every hub text
     line = f"{len(found.clusters)} cluster(s) on the hub{joined}{left}; {DISCOVERED_FILE} {state}"
-    print(f"dsf-compile: {safe_message(line)}", file=err)
+    call.say(safe_message(line))
     return EXIT_OK
 
 
-def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
-    command = args.command
-    if command == "validate":
-        from dsf_compile.pipeline import validate_fleet
+def _render(call: _Call) -> int:
+    if call.args.check:
+        return _check(call)
+    _refuse_unused_state_options("render", call.args)
+    from dsf_compile.render_command import render
 
-        inputs = validate_fleet(root)
-        # info lines (what the hub needs for a kind) are not findings: --strict keeps them
-        if args.strict and any(w.severity == "warning" for w in inputs.warnings):
-            raise InputError(
-                [
-                    replace(w, severity="error") if w.severity == "warning" else w
-                    for w in inputs.warnings
-                ]
-            )
-        print_problems(inputs.warnings, err, github)
-        print(
-            f"dsf-compile: {len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid",
-            file=err,
-        )
+    rendered = render(call.root)
+    for leftover in rendered.leftovers:
+        call.say(f"warning: cannot remove the temporary file {leftover}")
+    said = rendered.said
+    call.problems(said.warnings)
+    call.say(f"rendered {said.files} file(s) for {said.clusters} cluster(s): {rendered.summary}")
+    return EXIT_OK
+
+
+def _check(call: _Call) -> int:
+    """``render --check`` and ``diff``: what would change, and with a hub state the
+    decisions that would move; exit 1 when ``rendered/`` is stale."""
+    args = call.args
+    _refuse_unused_state_options(args.command, args)
+    from dsf_compile.render_command import check
+
+    style = args.diff_format if args.command == "diff" else "text"
+    hub_state = _hub_state(args, call.root)
+    checked = check(call.root, use_cache=hub_state is None)
+    call.problems(checked.warnings)
+    changes = checked.changes
+    if changes is None:
+        call.out.write(format_unchanged(style))
+        call.say("rendered/ is up to date")
         return EXIT_OK
-    if command == "sync" and args.clusters:
-        return _discover(args, root, err)
-    if command == "sync":
-        from dsf_compile.pipeline import sync_fleet
-        from dsf_compile.sync.fetch import format_progress
+    from dsf_compile.render.write import format_changes
 
-        show = err.isatty() if hasattr(err, "isatty") else False
+    call.out.write(format_changes(changes, style))
+    if hub_state is not None:
+        from dsf_compile.pipeline import decision_changes
+        from dsf_compile.placement.explain import format_decision_changes
 
-        def progress(name: str, entry: LockEntry, done: int, total: int) -> None:
-            if show:
-                print(format_progress(name, entry, done, total), file=err, flush=True)
-
-        try:
-            synced = sync_fleet(
-                root,
-                names=args.names,
-                resolve=args.resolve,
-                progress=progress,
-                allow_mass_failure=args.allow_mass_failure,
-            )
-        except UnreachableFleetError as error:
-            print_problems(error.problems, err, github)
-            _print_error(error, err)
-            return EXIT_INVALID
-        print_problems(synced.warnings, err, github)
-        state = "updated" if synced.lockfile_changed else "unchanged"
-        print(
-            f"dsf-compile: {synced.active} Active, {len(synced.inactive)} Inactive; "
-            f"dsf.lock.json {state}",
-            file=err,
-        )
-        return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
-    if command in ("render", "diff"):
-        _refuse_unused_state_options(command, args)
-    if command == "render" and not args.check:
-        from dsf_compile.render import fastpath
-
-        said = fastpath.unchanged(root)
-        if said is None:
-            from dsf_compile.pipeline import render_fleet
-
-            digest = fastpath.inputs_digest(root)  # before rendering: an edit meanwhile counts
-            result = render_fleet(root)
-            for leftover in result.changes.leftovers:
-                print(
-                    f"dsf-compile: warning: cannot remove the temporary file {leftover}", file=err
-                )
-            said = fastpath.Remembered(result.files, result.clusters, result.warnings)
-            if digest is not None:
-                changes = result.changes
-                written = {**changes.added, **{p: new for p, (_, new) in changes.changed.items()}}
-                fastpath.remember(root, digest, said, written, changes.settled)
-            summary = result.changes.summary()
-        else:
-            summary = "0 added, 0 changed, 0 removed"
-        print_problems(said.warnings, err, github)
-        print(
-            f"dsf-compile: rendered {said.files} file(s) for {said.clusters} cluster(s): {summary}",
-            file=err,
-        )
+        moved = decision_changes(call.root, hub_state, args.at or _now())
+        call.out.write(format_decision_changes(moved, style))
+    if changes.empty:
+        call.say("rendered/ is up to date")
         return EXIT_OK
-    if command in ("render", "diff"):
-        from dsf_compile.render import fastpath
+    call.say(f"rendered/ is stale: {changes.summary()}; run 'dsf-compile render'")
+    return EXIT_INVALID
 
-        style = args.diff_format if command == "diff" else "text"
-        hub_state = _hub_state(args, root)
-        said = fastpath.unchanged(root) if hub_state is None else None
-        if said is not None:
-            print_problems(said.warnings, err, github)
-            out.write(format_unchanged(style))
-            print("dsf-compile: rendered/ is up to date", file=err)
-            return EXIT_OK
-        from dsf_compile.pipeline import render_fleet
-        from dsf_compile.render.write import format_changes
 
-        digest = fastpath.inputs_digest(root)
-        result = render_fleet(root, check=True)
-        print_problems(result.warnings, err, github)
-        changes = result.changes
-        out.write(format_changes(changes, style))
-        if hub_state is not None:
-            from dsf_compile.pipeline import decision_changes
-            from dsf_compile.placement.explain import format_decision_changes
+def _optimize(call: _Call) -> int:
+    from dsf_compile.pipeline import optimize_fleet
 
-            moved = decision_changes(root, hub_state, args.at or _now())
-            out.write(format_decision_changes(moved, style))
-        if changes.empty:
-            if digest is not None:
-                fastpath.remember(
-                    root,
-                    digest,
-                    fastpath.Remembered(result.files, result.clusters, result.warnings),
-                )
-            print("dsf-compile: rendered/ is up to date", file=err)
-            return EXIT_OK
-        print(
-            f"dsf-compile: rendered/ is stale: {changes.summary()}; run 'dsf-compile render'",
-            file=err,
+    args = call.args
+    state = _hub_state(args, call.root) or _no_scores()
+    for plan in optimize_fleet(call.root, state, args.at or _now(), args.time_limit):
+        call.problems(plan.warnings)
+        state_word = "written" if plan.changed else "unchanged"
+        shown = ", ".join(plan.left_out[:20])
+        more = f" and {len(plan.left_out) - 20} more" if len(plan.left_out) > 20 else ""
+        left_out = f"; left out: {shown}{more}" if plan.left_out else ""
+        line = f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"
+        print(safe_message(line), file=call.err)
+    return EXIT_OK
+
+
+def _explain(call: _Call) -> int:
+    args = call.args
+    if args.verify:
+        return _verify(call)
+    from dsf_compile.pipeline import explain_fleet
+    from dsf_compile.placement import explain
+
+    at = args.at or _now()
+    hub_state = _hub_state(args, call.root) or _no_scores()
+    results = explain_fleet(call.root, args.placements, hub_state, at)
+    formatter = {
+        "text": explain.format_text,
+        "markdown": explain.format_markdown,
+        "json": explain.format_json,
+    }[args.explain_format]
+    call.out.write(formatter(results, at))
+    return EXIT_OK
+
+
+def _verify(call: _Call) -> int:
+    """``explain --verify``: each drifted Placement on stdout, exit 1 on any."""
+    args = call.args
+    if not args.hub_kubeconfig or args.scores or args.decisions:
+        raise UsageError(
+            "explain --verify reads everything from the hub: give --hub-kubeconfig only"
         )
+    from dsf_compile.pipeline import verify_hub
+    from dsf_compile.placement.verify import format_drifts
+
+    drifts, skipped, compared = verify_hub(
+        call.root, args.hub_kubeconfig, args.placements, args.at or _now()
+    )
+    for line in skipped:
+        call.say(f"warning: {line}")
+    call.out.write(format_drifts(drifts))
+    if drifts:
+        call.say(f"{len(drifts)} of {compared} Placements differ from the hub's decisions")
         return EXIT_INVALID
-    if command == "optimize":
-        from dsf_compile.pipeline import optimize_fleet
+    call.say(f"{compared} Placements agree with the hub's decisions")
+    return EXIT_OK
 
-        plans = optimize_fleet(
-            root, _hub_state(args, root) or _no_scores(), args.at or _now(), args.time_limit
-        )
-        for plan in plans:
-            print_problems(plan.warnings, err, github)
-            state_word = "written" if plan.changed else "unchanged"
-            shown = ", ".join(plan.left_out[:20])
-            more = f" and {len(plan.left_out) - 20} more" if len(plan.left_out) > 20 else ""
-            left_out = f"; left out: {shown}{more}" if plan.left_out else ""
-            print(
-                safe_message(
-                    f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"
-                ),
-                file=err,
-            )
-        return EXIT_OK
-    if command == "explain" and args.verify:
-        return _verify(args, root, out, err)
-    if command == "explain":
-        from dsf_compile.pipeline import explain_fleet
-        from dsf_compile.placement import explain
-        from dsf_compile.hub_state import HubState
 
-        at = args.at or _now()
-        hub_state = _hub_state(args, root) or HubState(None, ())
-        results = explain_fleet(root, args.placements, hub_state, at)
-        formatter = {
-            "text": explain.format_text,
-            "markdown": explain.format_markdown,
-            "json": explain.format_json,
-        }[args.explain_format]
-        out.write(formatter(results, at))
-        return EXIT_OK
-    if command == "scorer-check":
-        from dsf_compile.conformance import run_scorer_check
+def _scorer_check(call: _Call) -> int:
+    from dsf_compile.conformance import run_scorer_check
 
-        token = args.token if args.token is not None else os.environ.get("DSF_SCORER_TOKEN") or None
-        ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=out)
-        return EXIT_OK if ok else EXIT_INVALID
-    if command == "schemas":
-        from dsf_compile.schemas import write_schemas
+    args = call.args
+    token = args.token if args.token is not None else os.environ.get("DSF_SCORER_TOKEN") or None
+    ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=call.out)
+    return EXIT_OK if ok else EXIT_INVALID
 
-        stale = write_schemas(root / "schemas", check=args.check)
-        for name in stale:
-            if args.check:
-                print(f"schemas/{name} is stale; run 'dsf-compile schemas'", file=out)
-            else:
-                print(f"wrote schemas/{name}", file=out)
-        return EXIT_INVALID if (args.check and stale) else EXIT_OK
-    raise UsageError(f"unknown command {command}")  # pragma: no cover - argparse refuses first
+
+def _schemas(call: _Call) -> int:
+    from dsf_compile.schemas import write_schemas
+
+    check = call.args.check
+    stale = write_schemas(call.root / "schemas", check=check)
+    for name in stale:
+        if check:
+            print(f"schemas/{name} is stale; run 'dsf-compile schemas'", file=call.out)
+        else:
+            print(f"wrote schemas/{name}", file=call.out)
+    return EXIT_INVALID if (check and stale) else EXIT_OK
+
+
+#: Each command's handler: it calls the pipeline (imported when the command runs, so a
+#: command loads only what it needs), prints, and returns the exit code.
+_COMMANDS: dict[str, Callable[[_Call], int]] = {
+    "validate": _validate,
+    "sync": _sync,
+    "render": _render,
+    "diff": _check,
+    "optimize": _optimize,
+    "explain": _explain,
+    "scorer-check": _scorer_check,
+    "schemas": _schemas,
+}
 
 
 if __name__ == "__main__":

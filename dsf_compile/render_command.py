@@ -1,0 +1,81 @@
+"""``render`` and ``render --check``/``diff`` over the no-op cache (:mod:`dsf_compile.render.fastpath`).
+
+The cache protocol in one place: ask the cache whether the last render still holds;
+otherwise take the inputs' digest *before* rendering (an edit made meanwhile then counts
+as a change), render, and record what was written (with what the render settled) or
+what was checked clean.
+
+Like the fast path, this module imports only the standard library and ``fastpath`` at
+the top: the pipeline, the models and PyYAML are imported only when the cache cannot
+answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dsf_compile.render import fastpath
+
+if TYPE_CHECKING:
+    from dsf_compile.render.write import Changes
+    from dsf_contract.problem import Problem
+
+#: What a render that the cache vouched for changed.
+NOTHING_CHANGED = "0 added, 0 changed, 0 removed"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What ``render`` did: what it said, a summary of the changes, the temporary files it
+    could not remove."""
+
+    said: fastpath.Remembered
+    summary: str
+    leftovers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``render --check``/``diff`` found; ``changes`` is None when the cache vouched for
+    ``rendered/`` (then it is up to date)."""
+
+    warnings: tuple[Problem, ...]
+    changes: Changes | None
+
+
+def render(root: Path) -> Rendered:
+    """``render``: nothing when the cache vouches for ``rendered/``, else write it and remember."""
+    said = fastpath.unchanged(root)
+    if said is not None:
+        return Rendered(said, NOTHING_CHANGED)
+    from dsf_compile.pipeline import render_fleet
+
+    digest = fastpath.inputs_digest(root)  # before rendering: an edit meanwhile counts
+    result = render_fleet(root)
+    changes = result.changes
+    said = fastpath.Remembered(result.files, result.clusters, result.warnings)
+    if digest is not None:
+        written = {**changes.added, **{p: new for p, (_, new) in changes.changed.items()}}
+        fastpath.remember(root, digest, said, written, changes.settled)
+    return Rendered(said, changes.summary(), tuple(changes.leftovers))
+
+
+def check(root: Path, *, use_cache: bool = True) -> Checked:
+    """``render --check``/``diff``: compare ``rendered/`` with what the inputs give.
+
+    ``use_cache=False`` always compares (the caller needs the plan's Placements too);
+    a clean comparison is remembered either way.
+    """
+    said = fastpath.unchanged(root) if use_cache else None
+    if said is not None:
+        return Checked(said.warnings, None)
+    from dsf_compile.pipeline import render_fleet
+
+    digest = fastpath.inputs_digest(root)
+    result = render_fleet(root, check=True)
+    if result.changes.empty and digest is not None:
+        said = fastpath.Remembered(result.files, result.clusters, result.warnings)
+        fastpath.remember(root, digest, said)
+    return Checked(result.warnings, result.changes)
