@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from agent.errors import ConfigError, http_status_reason
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
-from dsf_contract.bounded_json import load_json as load_untrusted_json
+from dsf_contract.bounded_json import load_json
 from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
 from dsf_contract.fields import check_http_url
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
@@ -79,12 +79,12 @@ def _semantic_problems(summary: Summary) -> list[str]:
 # scalars checked on libyaml's iterative event stream).
 
 
-def load_json(text: str | bytes, what: str) -> Any:
+def load_config_json(text: str | bytes, what: str) -> Any:
     """``text`` parsed as JSON, bounded in size and depth; :class:`ConfigError` otherwise."""
     if len(text) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{what} is larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
     try:
-        return load_untrusted_json(text, max_depth=MAX_DEPTH)
+        return load_json(text, max_depth=MAX_DEPTH)
     except ValueError as err:  # also a number too long, NaN, bytes that are not text
         if "nested deeper" in str(err):
             raise ConfigError(
@@ -133,7 +133,7 @@ def _summary_list(document: Any) -> list[Any]:
     raw = data[CONFIG_MAP_KEY]
     if not isinstance(raw, str):
         raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a string", reason="invalid_document")
-    inner = load_json(raw, f"data.{CONFIG_MAP_KEY}")
+    inner = load_config_json(raw, f"data.{CONFIG_MAP_KEY}")
     if not isinstance(inner, list):
         raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a JSON list", reason="invalid_document")
     return inner
@@ -189,7 +189,7 @@ def parse_config_text(text: str | bytes, source: str = "configuration") -> Parse
     if len(text) > MAX_CONFIG_BYTES:
         raise ConfigError(f"configuration larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
     try:
-        document = load_json(text, "the configuration")
+        document = load_config_json(text, "the configuration")
     except ConfigError as err:
         if err.reason != "invalid_json":
             raise
@@ -285,7 +285,7 @@ class ConfigMapSource:
     be interrupted from another thread only through its private ``_resp``. The loop below
     lists (the object and its ``resourceVersion``), watches from there with a bounded
     ``timeout_seconds``, and lists again when the watch ends for any reason, 410 Gone
-    included, so no change is missed; events are parsed by :func:`load_json`, bounded.
+    included, so no change is missed; events are parsed by :func:`load_config_json`, bounded.
     """
 
     def __init__(
@@ -433,7 +433,7 @@ class ConfigMapSource:
             _preload_content=False,
             _request_timeout=self._timeout,
         )
-        document = load_json(response.data, "the ConfigMap list")
+        document = load_config_json(response.data, "the ConfigMap list")
         if not isinstance(document, dict):
             raise ConfigError("the ConfigMap list is not an object", reason="invalid_document")
         return document
@@ -455,7 +455,7 @@ class ConfigMapSource:
             for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
                 if self._stop.is_set():
                     return
-                event = load_json(line, "a watch event")
+                event = load_config_json(line, "a watch event")
                 kind = event.get("type") if isinstance(event, dict) else None
                 if kind in ("ADDED", "MODIFIED"):
                     self._offer(event.get("object"))

@@ -154,13 +154,13 @@ def test_resolve_entries_are_checked_beside_other_wrong_settings() -> None:
 
 
 def test_placement_tolerations_and_metadata_follow_the_same_rules() -> None:
-    from dsf_compile.inputs.placements import NamespacedMeta, Toleration
+    from dsf_compile.inputs.placements import NamespacedMeta, PlacementToleration
 
-    assert Toleration(key="gpu", operator="Exists", tolerationSeconds=2**63 - 1)
+    assert PlacementToleration(key="gpu", operator="Exists", tolerationSeconds=2**63 - 1)
     with pytest.raises(ValidationError, match="64-bit"):
-        Toleration(key="gpu", operator="Exists", tolerationSeconds=10**26)
+        PlacementToleration(key="gpu", operator="Exists", tolerationSeconds=10**26)
     with pytest.raises(ValidationError, match="qualified key"):
-        Toleration(key="gpu\n", operator="Exists")
+        PlacementToleration(key="gpu\n", operator="Exists")
     meta = {"name": "p", "namespace": "default"}
     assert NamespacedMeta.model_validate({**meta, "labels": {"app.kubernetes.io/name": "x"}})
     with pytest.raises(ValidationError, match="key 'team a'"):

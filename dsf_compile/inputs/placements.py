@@ -125,7 +125,7 @@ class PrioritizerPolicy(Frozen):
     configurations: Items[PrioritizerConfig] = ()
 
 
-class Toleration(Frozen):
+class PlacementToleration(Frozen):
     """Tolerates the cluster taints it matches (OCM's rules, not the kubelet's)."""
 
     key: QualifiedKey | None = None
@@ -183,7 +183,7 @@ class PlacementSpec(Frozen):
     numberOfClusters: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None
     predicates: Items[Predicate] = ()
     prioritizerPolicy: PrioritizerPolicy = PrioritizerPolicy()
-    tolerations: Items[Toleration] = ()
+    tolerations: Items[PlacementToleration] = ()
     spreadPolicy: SpreadPolicy | None = None
     decisionStrategy: DecisionStrategy | None = None
     sortBy: Literal["ClusterName", "Score"] = "ClusterName"

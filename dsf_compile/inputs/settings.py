@@ -112,7 +112,9 @@ def _pem_bundle(value: str) -> str:
 CaBundle = Annotated[str, AfterValidator(_no_template_variable), AfterValidator(_pem_bundle)]
 
 
-class Toleration(Frozen):
+# A toleration of the agent's pods, by the kubelet's rules (a Placement's is PlacementToleration);
+# a comment, not a docstring: the JSON Schema would carry it as a description.
+class PodToleration(Frozen):
     key: AgentLabelKey | None = None
     operator: Literal["Exists", "Equal"] | None = None
     value: AgentLabelValue | None = None
@@ -143,7 +145,7 @@ class AgentOverride(Frozen):
     clusterSelector: LabelSelector | None = None
     image: AgentStr | None = Field(default=None, min_length=1)
     nodeSelector: dict[AgentLabelKey, AgentLabelValue] | None = None
-    tolerations: Items[Toleration] | None = None
+    tolerations: Items[PodToleration] | None = None
     resources: Resources | None = None
     proxy: ProxySettings | None = None
     aggregate: Aggregations | None = Field(

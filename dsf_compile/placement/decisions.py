@@ -20,8 +20,10 @@ GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index"
 
 
 @dataclass(frozen=True)
-class DecisionGroup:
-    """One decision group: its name (``""`` for the unnamed rest), index and clusters."""
+class DecisionGroupStatus:
+    """One decision group as decided (OCM's ``status.decisionGroups`` entry): its name (``""``
+    for the unnamed rest), index and clusters. What a Placement asks for is
+    :class:`~dsf_compile.inputs.placements.DecisionGroup`."""
 
     name: str
     index: int
@@ -78,7 +80,7 @@ def decision_groups(
     placement: Placement,
     decided: Sequence[str],
     selects: Callable[[GroupClusterSelector, str], bool],
-) -> tuple[DecisionGroup, ...] | Misconfigured:
+) -> tuple[DecisionGroupStatus, ...] | Misconfigured:
     """``generateDecisionGroups``: named groups first, then the unnamed rest.
 
     ``decided`` keeps the score order; ``selects(groupClusterSelector, cluster)`` says
@@ -101,7 +103,9 @@ def decision_groups(
     pieces += _divide("", list(left), length)
     if not pieces:
         pieces = [("", [])]
-    return tuple(DecisionGroup(name, index, tuple(c)) for index, (name, c) in enumerate(pieces))
+    return tuple(
+        DecisionGroupStatus(name, index, tuple(c)) for index, (name, c) in enumerate(pieces)
+    )
 
 
 def _divide(name: str, clusters: list[str], length: int) -> list[tuple[str, list[str]]]:
@@ -110,7 +114,7 @@ def _divide(name: str, clusters: list[str], length: int) -> list[tuple[str, list
 
 
 def decision_objects(
-    placement_name: str, groups: Sequence[DecisionGroup]
+    placement_name: str, groups: Sequence[DecisionGroupStatus]
 ) -> tuple[DecisionObject, ...]:
     """``generateDecision`` for every group: objects of at most 100 clusters, numbered from 1."""
     objects: list[DecisionObject] = []

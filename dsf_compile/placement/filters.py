@@ -17,7 +17,7 @@ from dsf_compile.inputs.placements import (
     GroupClusterSelector,
     Placement,
     PlacementDecision,
-    Toleration,
+    PlacementToleration,
 )
 from dsf_compile.inputs.selectors import selector_matches
 from dsf_compile.placement.cel import CelExpression
@@ -105,7 +105,7 @@ def group_selects(selector: GroupClusterSelector, cluster: Cluster) -> bool:
     )
 
 
-def toleration_misconfigured(tolerations: Sequence[Toleration]) -> Misconfigured | None:
+def toleration_misconfigured(tolerations: Sequence[PlacementToleration]) -> Misconfigured | None:
     """The TaintToleration plugin's check of the tolerations, with OCM's messages."""
     for toleration in tolerations:
         if not toleration.key and toleration.operator != "Exists":
@@ -135,7 +135,7 @@ def own_decisions(placement: Placement, decisions: Sequence[PlacementDecision]) 
 
 
 def tolerated(
-    cluster: Cluster, tolerations: Sequence[Toleration], decided: bool, at: datetime
+    cluster: Cluster, tolerations: Sequence[PlacementToleration], decided: bool, at: datetime
 ) -> bool:
     for taint in cluster.taints:
         if taint.effect == "PreferNoSelect":
@@ -147,7 +147,7 @@ def tolerated(
     return True
 
 
-def _tolerates(toleration: Toleration, taint: ClusterTaint, at: datetime) -> bool:
+def _tolerates(toleration: PlacementToleration, taint: ClusterTaint, at: datetime) -> bool:
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key and toleration.key != taint.key:

@@ -54,11 +54,6 @@ PLACEMENT_API = f"{OCM_CLUSTER_GROUP}/v1beta1"
 POLICY_API = "policy.open-cluster-management.io/v1"
 
 
-def optimized_path(optimization: PlacementOptimization) -> str:
-    """Where ``optimize`` writes the plan of ``optimization``."""
-    return names.optimized_path(optimization.metadata.namespace, optimization.metadata.name)
-
-
 # --------------------------------------------------------------------- checks
 
 
@@ -164,7 +159,7 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
     written: dict[tuple[str, str, str], str] = {}
     for located in inputs.optimizations:
         meta = located.model.metadata
-        plan = optimized_path(located.model)
+        plan = names.optimized_path(meta.namespace, meta.name)
 
         claims: list[tuple[tuple[str, str, str], tuple[str | int, ...], str]] = []
         cluster_names = [c.name for c in located.model.spec.clusters]
@@ -172,7 +167,7 @@ def _check_written_names(inputs: Inputs) -> list[Problem]:
         for index, cluster in enumerate(cluster_names):
             if first_cluster[cluster] != index:
                 continue  # listed twice: reported by check_optimizations
-            name = plan_object_name(located.model, cluster)
+            name = names.plan_object_name(meta.name, cluster)
             claims += [
                 ((kind, meta.namespace, name), ("spec", "clusters", index, "name"), cluster)
                 for kind in ("Placement", "PlacementBinding")
@@ -215,11 +210,6 @@ def _elsewhere(inputs: Inputs, key: tuple[str, str, str], plan: str) -> str | No
     if found is None or found.document.path == plan:
         return None
     return found.document.path
-
-
-def plan_object_name(optimization: PlacementOptimization, cluster: str) -> str:
-    """The Placement and PlacementBinding that give ``cluster`` its configuration."""
-    return names.plan_object_name(optimization.metadata.name, cluster)
 
 
 def _find(inputs: Inputs, kind: type[Any], namespace: str, name: str) -> Located[Any] | None:
@@ -353,7 +343,7 @@ def propose(
     if plan.left_out:
         header += f"# Left out (they do not fit with the others): {', '.join(plan.left_out)}.\n"
     return Proposal(
-        optimized_path(optimization),
+        names.optimized_path(optimization.metadata.namespace, optimization.metadata.name),
         header + text,
         plan.objective,
         plan.left_out,
@@ -447,7 +437,7 @@ def _plan_objects(
     objects: list[dict[str, Any]] = []
     for cluster, policy_name in sorted(configurations.items()):
         policy = policies[policy_name]
-        placement_name = plan_object_name(optimization, cluster)
+        placement_name = names.plan_object_name(optimization.metadata.name, cluster)
         objects.append(
             _placement(placement_name, policy.metadata.namespace, cluster, labels, compliant=False)
         )

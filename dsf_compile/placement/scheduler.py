@@ -23,7 +23,7 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.placement.decisions import (
     Condition,
-    DecisionGroup,
+    DecisionGroupStatus,
     DecisionObject,
     Misconfigured,
     SchedulingCounts,
@@ -90,7 +90,7 @@ class PlacementResult:
     unscheduled: int
     warnings: tuple[str, ...]
     #: Step 7: the decision groups in order, and the PlacementDecisions OCM writes.
-    decision_groups: tuple[DecisionGroup, ...] = ()
+    decision_groups: tuple[DecisionGroupStatus, ...] = ()
     placement_decisions: tuple[DecisionObject, ...] = ()
     #: Step 8: PlacementMisconfigured and PlacementSatisfied (none when not scheduled).
     conditions: tuple[Condition, ...] = ()
