@@ -7,7 +7,3 @@ cadence) → ``cycle`` (one scoring cycle) → ``fetch`` (Prometheus) → ``scor
 """
 
 from __future__ import annotations
-
-__all__ = ["AGENT_NAME"]
-
-AGENT_NAME = "dsf-agent"

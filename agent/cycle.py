@@ -34,6 +34,7 @@ from agent.score import request_scores
 from agent.secrets import SecretStore
 from agent.settings import RuntimeSettings
 from agent.transport import RequestSlots
+from dsf_contract.scores import SCORE_KIND
 from dsf_contract.summary import Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 
@@ -143,7 +144,7 @@ async def _run_cycle(
         try:
             # The hub first: a failed cycle changes nothing already published except the
             # failure counters (agent/README.md), so dynamic_score moves only with a whole cycle.
-            if ctx.hub is not None and summary.scoreDestination == "AddOnPlacementScore":
+            if ctx.hub is not None and summary.scoreDestination == SCORE_KIND:
                 items = score_items(
                     outcome.results,
                     template=summary.scoreDimensionFormat,
@@ -207,7 +208,7 @@ async def _report_on_hub(
     ctx: CycleContext, summary: Summary, stage: str, reason: str, message: str
 ) -> None:
     """Say on the hub's AddOnPlacementScore why the scores are not fresh (not when the hub failed)."""
-    if ctx.hub is None or summary.scoreDestination != "AddOnPlacementScore" or stage == "publish":
+    if ctx.hub is None or summary.scoreDestination != SCORE_KIND or stage == "publish":
         return
     try:
         await ctx.hub.report_failure(

@@ -60,55 +60,55 @@ class AgentMetrics:
         self.requests = Counter(
             names.REQUESTS,
             "Scoring cycles by outcome.",
-            ("score_name", "status"),
+            (names.SCORER_LABEL, "status"),
             registry=registry,
         )
         self.fetch_seconds = Counter(
             names.STAGE_SECONDS["fetch"],
             "Time spent querying the source.",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.perform_seconds = Counter(
             names.STAGE_SECONDS["perform"],
             "Time spent waiting for the Scoring API.",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.send_seconds = Counter(
             names.STAGE_SECONDS["send"],
             "Time spent publishing scores (metrics and AddOnPlacementScore).",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.failures = Counter(
             names.FAILURES,
             "Failed cycles by stage (secret, fetch, score, publish) and reason.",
-            ("score_name", "stage", "reason"),
+            (names.SCORER_LABEL, "stage", "reason"),
             registry=registry,
         )
         self.skipped_results = Counter(
             "dynamic_scoring_skipped_results",
             "Scoring API results skipped because their score was not a finite number or they were malformed.",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.missed_cycles = Counter(
             "dynamic_scoring_missed_cycles",
             "Scheduled cycles not run because the previous cycle of the scorer was still running.",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.last_success = Gauge(
             names.LAST_SUCCESS,
             "Unix time of the scorer's last fully successful cycle.",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.enabled = Gauge(
             names.SCORER_ENABLED,
             "1 when the scorer can run, 0 while it is disabled (a Secret it needs is missing).",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.scorers = Gauge(names.SCORERS, "Scorers currently configured.", registry=registry)
@@ -149,14 +149,14 @@ class AgentMetrics:
         self.hub_conflicts = Counter(
             "dynamic_scoring_hub_conflicts",
             "AddOnPlacementScore writes retried after a resourceVersion conflict.",
-            ("score_name",),
+            (names.SCORER_LABEL,),
             registry=registry,
         )
         self.hub_writes = Counter(
             "dynamic_scoring_hub_writes",
             "AddOnPlacementScore status updates by result: written, or unchanged (not written: "
             "the hub holds these scores and they stay valid for more than 1.5 intervals).",
-            ("score_name", "result"),
+            (names.SCORER_LABEL, "result"),
             registry=registry,
         )
 

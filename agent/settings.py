@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from agent.score import DEFAULT_MAX_RESULTS
 from dsf_contract import agent_cli as cli
-from dsf_contract.agent_cli import AGGREGATIONS, AgentOption, Aggregation
+from dsf_contract.agent_cli import AGGREGATIONS, PROGRAM, AgentOption, Aggregation
 from dsf_contract.connect_to import ResolveError, parse_connect_to
 from dsf_contract.fields import is_dns_label
 from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
@@ -120,7 +120,7 @@ def _listed(environ: Mapping[str, str], option: AgentOption) -> list[str]:
 def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     """The argument parser; defaults come from ``environ`` so flags override variables."""
     parser = argparse.ArgumentParser(
-        prog="dsf-agent",
+        prog=PROGRAM,
         description="Run the dynamic scorers of one managed cluster and publish their scores.",
     )
     add = partial(_option, parser, environ)

@@ -35,6 +35,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 MAX_TIMEOUT_SECONDS = 3600.0
+#: Where ``scorer-check`` finds the bearer token when ``--token`` is not given.
+SCORER_TOKEN_VARIABLE = "DSF_SCORER_TOKEN"
 
 
 def _seconds(text: str) -> float:
@@ -148,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("scorer-check", help="conformance test of a live Scoring API")
     check.add_argument("url", help="the scorer's base URL or its /config URL")
     check.add_argument(
-        "--token", default=None, help="bearer token for /scoring (default: $DSF_SCORER_TOKEN)"
+        "--token",
+        default=None,
+        help=f"bearer token for /scoring (default: ${SCORER_TOKEN_VARIABLE})",
     )
     check.add_argument(
         "--timeout",
@@ -531,7 +535,7 @@ def _scorer_check(call: _Call) -> int:
     from dsf_compile.conformance import run_scorer_check
 
     args = call.args
-    token = args.token if args.token is not None else os.environ.get("DSF_SCORER_TOKEN") or None
+    token = args.token if args.token is not None else os.environ.get(SCORER_TOKEN_VARIABLE) or None
     ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=call.out)
     return EXIT_OK if ok else EXIT_INVALID
 

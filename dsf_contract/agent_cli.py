@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+#: The agent's program name: its command, and the manager named on what it writes.
+PROGRAM = "dsf-agent"
+
 
 @dataclass(frozen=True)
 class AgentOption:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -21,9 +21,10 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     Strict,
+    WithJsonSchema,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic_core import PydanticCustomError, core_schema
 
 API_GROUP = "dynamic-scoring.open-cluster-management.io"
 API_VERSION = f"{API_GROUP}/v1alpha1"
@@ -63,19 +64,41 @@ class _CaseInsensitive:
         }
 
 
-def _choice(marker: _CaseInsensitive) -> Any:
+def exactly(value: str) -> list[Any]:
+    """``Annotated[str, *exactly(NAME)]``: a string that must be the constant ``NAME``.
+
+    What ``Literal[...]`` gives (the same ``literal_error``, so the same located message,
+    and ``const`` in the JSON Schema), for a value the contract names once in a constant:
+    mypy takes no constant inside ``Literal``.
+    """
+
+    def check(found: Any) -> Any:
+        if not isinstance(found, str) or found != value:
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}", {"expected": repr(value)}
+            )
+        return found
+
+    return [BeforeValidator(check), WithJsonSchema({"const": value, "type": "string"})]
+
+
+def _choice(literal: Any) -> Any:
+    """The metadata that makes ``literal`` (a ``Literal`` type) accept any letter case."""
+    marker = _CaseInsensitive(*get_args(literal))
     return [BeforeValidator(marker.fold), marker]
 
 
-_SYNC = _CaseInsensitive("Full", "None")
-_SOURCE = _CaseInsensitive("Prometheus", "None")
-_LOCATION = _CaseInsensitive("Internal", "External")
-_DESTINATION = _CaseInsensitive("AddOnPlacementScore", "None")
+# each enumeration's values written once: in its Literal, which the checks are built from
+_Sync = Literal["Full", "None"]
+_Source = Literal["Prometheus", "None"]
+_Location = Literal["Internal", "External"]
+# "AddOnPlacementScore": the agent writes that kind (scores.SCORE_KIND, which code compares with)
+_Destination = Literal["AddOnPlacementScore", "None"]
 
-SyncMode = Annotated[Literal["Full", "None"], *_choice(_SYNC)]
-SourceType = Annotated[Literal["Prometheus", "None"], *_choice(_SOURCE)]
-Location = Annotated[Literal["Internal", "External"], *_choice(_LOCATION)]
-ScoreDestination = Annotated[Literal["AddOnPlacementScore", "None"], *_choice(_DESTINATION)]
+SyncMode = Annotated[_Sync, *_choice(_Sync)]
+SourceType = Annotated[_Source, *_choice(_Source)]
+Location = Annotated[_Location, *_choice(_Location)]
+ScoreDestination = Annotated[_Destination, *_choice(_Destination)]
 Health = Literal["Active", "Inactive"]
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from dsf_contract.agent_cli import PROGRAM
+
 #: OCM's cluster API group.
 OCM_CLUSTER_GROUP = "cluster.open-cluster-management.io"
 SCORE_VERSION = "v1alpha1"
 SCORE_PLURAL = "addonplacementscores"
 SCORE_KIND = "AddOnPlacementScore"
 #: The labels on every AddOnPlacementScore the agent writes.
-AGENT_MANAGED_BY = {"app.kubernetes.io/managed-by": "dsf-agent"}
+AGENT_MANAGED_BY = {"app.kubernetes.io/managed-by": PROGRAM}
 #: The condition the agent keeps on each AddOnPlacementScore it owns.
 CONDITION_TYPE = "ScoresAvailable"
 

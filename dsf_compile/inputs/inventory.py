@@ -13,6 +13,7 @@ from pydantic import (
 
 from dsf_compile.inputs.quantity import QuantityText
 from dsf_contract.fields import (
+    API_VERSION,
     Annotations,
     DnsLabel,
     Frozen,
@@ -24,7 +25,10 @@ from dsf_contract.fields import (
     PlainText,
     QualifiedKey,
     Time,
+    exactly,
 )
+from dsf_contract.scores import OCM_CLUSTER_GROUP
+from dsf_contract.summary import CONFIG_NAME
 
 
 class LabelSelectorRequirement(Frozen):
@@ -69,7 +73,7 @@ class DynamicScoringConfigSpec(Frozen):
 
 
 class ConfigMeta(Frozen):
-    name: Literal["dynamic-scoring-config"]
+    name: Annotated[str, *exactly(CONFIG_NAME)]
     namespace: DnsLabel | None = None
     labels: Labels | None = None
     annotations: Annotations | None = None
@@ -78,7 +82,7 @@ class ConfigMeta(Frozen):
 class DynamicScoringConfig(Frozen):
     """The one ``DynamicScoringConfig`` (named ``dynamic-scoring-config``): the masks."""
 
-    apiVersion: Literal["dynamic-scoring.open-cluster-management.io/v1alpha1"]
+    apiVersion: Annotated[str, *exactly(API_VERSION)]
     kind: Literal["DynamicScoringConfig"]
     metadata: ConfigMeta
     spec: DynamicScoringConfigSpec = DynamicScoringConfigSpec()
@@ -136,7 +140,7 @@ class ManagedCluster(BaseModel):
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore", strict=True)
 
-    apiVersion: Literal["cluster.open-cluster-management.io/v1"]
+    apiVersion: Annotated[str, *exactly(f"{OCM_CLUSTER_GROUP}/v1")]
     kind: Literal["ManagedCluster"]
     metadata: ClusterMeta
     spec: ManagedClusterSpec = ManagedClusterSpec()

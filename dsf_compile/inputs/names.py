@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
+from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 if TYPE_CHECKING:
     from dsf_compile.inputs.settings import Settings
@@ -168,7 +169,7 @@ def check_derived_names(
 def _too_long_for_decisions(name: str) -> str:
     return (
         f"Placement name {name!r} is {len(name)} characters: OCM labels the Placement's "
-        f"PlacementDecisions cluster.open-cluster-management.io/placement=<name>, and a label "
+        f"PlacementDecisions {OCM_CLUSTER_GROUP}/placement=<name>, and a label "
         f"value holds at most {MAX_PLACEMENT_NAME}, so it would never get a decision"
     )
 

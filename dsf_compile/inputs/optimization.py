@@ -12,11 +12,19 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from dsf_compile.inputs.placements import NamespacedMeta
-from dsf_contract.fields import DnsLabel, DnsSubdomain, Frozen, Items
+from dsf_contract.fields import (
+    API_GROUP,
+    API_VERSION,
+    DnsLabel,
+    DnsSubdomain,
+    Frozen,
+    Items,
+    exactly,
+)
 from dsf_contract.summary import DimensionFormat
 
 #: The label every object ``optimize`` writes carries (``docs/optimize.md``).
-GENERATED_BY_LABEL = "dynamic-scoring.open-cluster-management.io/generated-by"
+GENERATED_BY_LABEL = f"{API_GROUP}/generated-by"
 #: The claim a compliant cluster reports when ``requireCompliance`` is set (upstream's convention).
 COMPLIANCE_CLAIM = "policy-watcher-claim"
 #: Supply and demand labels (upstream's sample conventions).
@@ -53,7 +61,7 @@ class PlacementOptimizationSpec(Frozen):
 class PlacementOptimization(Frozen):
     """``placements/``: one optimization of configurations (Policies) and placements."""
 
-    apiVersion: Literal["dynamic-scoring.open-cluster-management.io/v1alpha1"]
+    apiVersion: Annotated[str, *exactly(API_VERSION)]
     kind: Literal["PlacementOptimization"]
     metadata: NamespacedMeta
     spec: PlacementOptimizationSpec

@@ -28,10 +28,15 @@ from dsf_contract.fields import (
     PlainText,
     QualifiedKey,
     Time,
+    exactly,
     matches,
 )
-from dsf_contract.scores import OCM_CLUSTER_GROUP
+from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_KIND, SCORE_VERSION
 
+#: The versions at which OCM serves the Placement API and the policy framework's.
+PLACEMENT_API_VERSION = f"{OCM_CLUSTER_GROUP}/v1beta1"
+POLICY_GROUP = "policy.open-cluster-management.io"
+POLICY_API_VERSION = f"{POLICY_GROUP}/v1"
 #: The label OCM puts on a PlacementDecision to name its Placement.
 PLACEMENT_LABEL = f"{OCM_CLUSTER_GROUP}/placement"
 #: The label that makes a ManagedCluster a member of a cluster set.
@@ -193,7 +198,7 @@ class PlacementSpec(Frozen):
 class Placement(Frozen):
     """``cluster.open-cluster-management.io/v1beta1`` Placement, as written for the hub."""
 
-    apiVersion: Literal["cluster.open-cluster-management.io/v1beta1"]
+    apiVersion: Annotated[str, *exactly(PLACEMENT_API_VERSION)]
     kind: Literal["Placement"]
     metadata: NamespacedMeta
     spec: PlacementSpec = PlacementSpec()
@@ -214,7 +219,7 @@ class ManagedClusterSetBinding(Frozen):
     here. The scheduler, like OCM, takes the set's name from ``metadata.name``.
     """
 
-    apiVersion: Literal["cluster.open-cluster-management.io/v1beta2"]
+    apiVersion: Annotated[str, *exactly(f"{OCM_CLUSTER_GROUP}/v1beta2")]
     kind: Literal["ManagedClusterSetBinding"]
     metadata: NamespacedMeta
     spec: ManagedClusterSetBindingSpec
@@ -238,7 +243,7 @@ class ObjectRef(PassThrough):
 class Policy(PassThrough):
     """``policy.open-cluster-management.io/v1`` Policy (supply labels are read)."""
 
-    apiVersion: Literal["policy.open-cluster-management.io/v1"]
+    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
     kind: Literal["Policy"]
     metadata: NamespacedMeta
 
@@ -246,7 +251,7 @@ class Policy(PassThrough):
 class PlacementBinding(PassThrough):
     """``policy.open-cluster-management.io/v1`` PlacementBinding: binds Policies to a Placement."""
 
-    apiVersion: Literal["policy.open-cluster-management.io/v1"]
+    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
     kind: Literal["PlacementBinding"]
     metadata: NamespacedMeta
     placementRef: ObjectRef
@@ -305,8 +310,8 @@ class AddOnPlacementScoreStatus(Lenient):
 class AddOnPlacementScore(Lenient):
     """``cluster.open-cluster-management.io/v1alpha1`` AddOnPlacementScore, as the hub prints it."""
 
-    apiVersion: Literal["cluster.open-cluster-management.io/v1alpha1"]
-    kind: Literal["AddOnPlacementScore"]
+    apiVersion: Annotated[str, *exactly(f"{OCM_CLUSTER_GROUP}/{SCORE_VERSION}")]
+    kind: Annotated[str, *exactly(SCORE_KIND)]
     metadata: ReadMeta
     status: AddOnPlacementScoreStatus = AddOnPlacementScoreStatus()
 
@@ -324,7 +329,7 @@ class PlacementDecisionStatus(Lenient):
 class PlacementDecision(Lenient):
     """``cluster.open-cluster-management.io/v1beta1`` PlacementDecision, as the hub prints it."""
 
-    apiVersion: Literal["cluster.open-cluster-management.io/v1beta1"]
+    apiVersion: Annotated[str, *exactly(PLACEMENT_API_VERSION)]
     kind: Literal["PlacementDecision"]
     metadata: ReadMeta
     status: PlacementDecisionStatus = PlacementDecisionStatus()

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from dsf_contract.fields import (
+    API_VERSION,
     Annotations,
     DnsLabel,
     DnsSubdomain,
@@ -20,6 +21,7 @@ from dsf_contract.fields import (
     SecretKey,
     SourceType,
     SyncMode,
+    exactly,
 )
 from dsf_contract.summary import DimensionFormat
 
@@ -102,7 +104,7 @@ class ObjectMeta(Frozen):
 class DynamicScorer(Frozen):
     """``scorers/*.yaml``: registers one Scoring API."""
 
-    apiVersion: Literal["dynamic-scoring.open-cluster-management.io/v1alpha1"]
+    apiVersion: Annotated[str, *exactly(API_VERSION)]
     kind: Literal["DynamicScorer"]
     metadata: ObjectMeta
     spec: DynamicScorerSpec

@@ -31,6 +31,7 @@ from dsf_compile.resolve.summaries import Resolutions
 from dsf_compile.sync.lock import Lockfile
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
+from dsf_contract.scores import SCORE_KIND
 from dsf_contract.summary import PLACEHOLDER_RE, sanitize_score_name
 
 #: How many cluster names a warning lists.
@@ -74,7 +75,7 @@ def score_catalog(
     complete = True
     for located in inputs.scorers:
         spec = located.model.spec
-        publishes = spec.scoreDestination == "AddOnPlacementScore"
+        publishes = spec.scoreDestination == SCORE_KIND
         name = located.model.metadata.name
         entry = lock.scorers.get(name) if lock is not None else None
         resolved, _ = resolutions.of(located)

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dsf_compile.inputs.placements import PLACEMENT_LABEL, GroupClusterSelector, Placement
+from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 #: OCM's ``maxNumOfClusterDecisions``: clusters per PlacementDecision object.
 MAX_DECISIONS_PER_OBJECT = 100
-GROUP_NAME_LABEL = "cluster.open-cluster-management.io/decision-group-name"
-GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index"
+GROUP_NAME_LABEL = f"{OCM_CLUSTER_GROUP}/decision-group-name"
+GROUP_INDEX_LABEL = f"{OCM_CLUSTER_GROUP}/decision-group-index"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ from dsf_compile.inputs.optimization import (
     PlacementOptimization,
 )
 from dsf_compile.inputs.placements import (
+    PLACEMENT_API_VERSION,
+    POLICY_API_VERSION,
+    POLICY_GROUP,
     AddOnPlacementScore,
     ManifestWorkReplicaSet,
     Policy,
@@ -49,10 +52,6 @@ from dsf_compile.placement.optimize import (
 from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
-
-PLACEMENT_API = f"{OCM_CLUSTER_GROUP}/v1beta1"
-POLICY_API = "policy.open-cluster-management.io/v1"
-
 
 # --------------------------------------------------------------------- checks
 
@@ -443,7 +442,7 @@ def _plan_objects(
         )
         objects.append(
             {
-                "apiVersion": POLICY_API,
+                "apiVersion": POLICY_API_VERSION,
                 "kind": "PlacementBinding",
                 "metadata": {
                     "name": placement_name,
@@ -459,7 +458,7 @@ def _plan_objects(
                     {
                         "name": policy_name,
                         "kind": "Policy",
-                        "apiGroup": "policy.open-cluster-management.io",
+                        "apiGroup": POLICY_GROUP,
                     }
                 ],
             }
@@ -489,7 +488,7 @@ def _placement(
             ]
         }
     return {
-        "apiVersion": PLACEMENT_API,
+        "apiVersion": PLACEMENT_API_VERSION,
         "kind": "Placement",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
