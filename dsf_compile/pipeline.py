@@ -404,7 +404,7 @@ def optimize_fleet(
 ) -> list[Optimized]:
     """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``.
 
-    ``time_limit`` (seconds, default the spec's 60) bounds the solver over the whole
+    ``time_limit`` (seconds, default 60) bounds the solver over the whole
     command; past it, or past the size bound, an InputError and nothing is written.
     """
     import time
