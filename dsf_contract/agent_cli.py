@@ -1,8 +1,9 @@
 """The agent's command line: each option's flag and environment variable, defined once.
 
 The agent's parser (``agent/settings.py``) is built from these options, and the compiler
-writes the agent Deployment's args and env from them (``dsf_compile/render/addon.py``):
-a renamed flag cannot leave the Deployment passing one the agent no longer knows.
+writes the agent Deployment's args and env from them
+(``dsf_compile/render/agent_manifests.py``): a renamed flag cannot leave the Deployment
+passing one the agent no longer knows.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ from syrupy.assertion import SnapshotAssertion
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.settings import AgentOverride, AgentSettings, Settings
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render.addon import TEMPLATE_VARIABLES, check_template_variables, render_addon
+from dsf_compile.render.addon import render_addon
 from dsf_compile.render.manifests import render_manifests
+from dsf_compile.render.template_variables import TEMPLATE_VARIABLES, check_template_variables
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 OVERRIDES = """\

@@ -14,19 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import AgentOverride, ExternalSecretsSettings, Settings
-from dsf_compile.render.addon import CA_CONFIG_MAP, CA_KEY
+from dsf_compile.inputs.settings import ExternalSecretsSettings, Settings
+from dsf_compile.render.agent_names import CA_CONFIG_MAP, CA_KEY
+from dsf_compile.render.agent_overrides import cluster_overrides
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
 
 EXTERNAL_SECRET_API_VERSION = "external-secrets.io/v1beta1"
 DOCKER_CONFIG_KEY = ".dockerconfigjson"
-
-
-def cluster_overrides(settings: Settings, cluster: ClusterPlan) -> list[AgentOverride]:
-    """The agent overrides that select ``cluster``, in order."""
-    return [o for o in settings.agent.overrides if selects_cluster(o, cluster.name, cluster.labels)]
 
 
 def ca_bundle_of(settings: Settings, cluster: ClusterPlan) -> str | None:

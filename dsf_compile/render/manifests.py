@@ -47,6 +47,7 @@ from dsf_contract.fields import API_GROUP, API_VERSION
 from dsf_contract.summary import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 
 MANIFESTWORK_NAME = "dynamic-scoring-config-manifestwork"
+MANIFESTWORK_API_VERSION = "work.open-cluster-management.io/v1"
 MAX_MANIFEST_BYTES = 500 * 1024
 HEALTH_ANNOTATION = f"{API_GROUP}/health"
 CONFIG_HASH_ANNOTATION = f"{API_GROUP}/config-hash"
@@ -121,7 +122,7 @@ _PLACEHOLDER = "DSF_SUMMARIES_PLACEHOLDER"
 
 def _manifestwork_skeleton(cluster: str, agent_namespace: str) -> dict[str, Any]:
     return {
-        "apiVersion": "work.open-cluster-management.io/v1",
+        "apiVersion": MANIFESTWORK_API_VERSION,
         "kind": "ManifestWork",
         "metadata": {
             "name": MANIFESTWORK_NAME,

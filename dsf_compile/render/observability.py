@@ -22,9 +22,11 @@ import json
 from typing import Any
 
 from dsf_compile.inputs.settings import Settings
+from dsf_compile.render.agent_names import AGENT_NAME
 from dsf_contract import metrics as names
 
-PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1"
+#: The Prometheus Operator's API: PrometheusRules here, the agent's ServiceMonitor.
+MONITORING_API_VERSION = "monitoring.coreos.com/v1"
 DASHBOARD_NAME = "dynamic-scoring-dashboard"
 DASHBOARD_KEY = "dynamic-scoring.json"
 DASHBOARD_UID = "dsf-agent"
@@ -145,10 +147,10 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
 def prometheus_rule(settings: Settings, job: str, labels: dict[str, str]) -> dict[str, Any]:
     """The PrometheusRule with the recording rules and the alerts."""
     return {
-        "apiVersion": PROMETHEUS_RULE_API_VERSION,
+        "apiVersion": MONITORING_API_VERSION,
         "kind": "PrometheusRule",
         "metadata": {
-            "name": "dynamic-scoring-agent",
+            "name": AGENT_NAME,
             "namespace": settings.agentNamespace,
             "labels": {**labels, **settings.observability.labels},
         },

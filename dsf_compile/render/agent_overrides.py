@@ -1,0 +1,104 @@
+"""``agent.overrides``: which clusters an override selects, and the config it gives them.
+
+Pure. A cluster that any override selects gets an AddOnDeploymentConfig in its namespace
+on the hub (``clusters/<c>/addondeploymentconfig.yaml``) that its ManagedClusterAddOn
+names: node placement, proxy, image mirror, resources and the template's own variables.
+The CA bundle itself travels in the cluster's ManifestWork (:mod:`cluster_objects`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsf_compile.inputs.selectors import selects_cluster
+from dsf_compile.inputs.settings import AgentOverride, ProxySettings, Resources, Settings
+from dsf_compile.render.addon_hub import ADDON_API_VERSION
+from dsf_compile.render.agent_manifests import resources_spec
+from dsf_compile.render.agent_names import AGENT_CONTAINER, AGENT_NAME, CA_FILE
+from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG, gitops_annotations
+from dsf_compile.render.labels import MANAGED_BY
+from dsf_compile.render.template_variables import AGGREGATE_VARIABLE, CA_FILE_VARIABLE
+from dsf_compile.resolve.summaries import ClusterPlan
+
+
+def cluster_overrides(settings: Settings, cluster: ClusterPlan) -> list[AgentOverride]:
+    """The agent overrides that select ``cluster``, in order (name glob and label selector:
+    both must)."""
+    return [o for o in settings.agent.overrides if selects_cluster(o, cluster.name, cluster.labels)]
+
+
+def _merge_resources(base: dict[str, Any], extra: Resources | None) -> dict[str, Any]:
+    merged = {part: dict(values) for part, values in base.items()}
+    for part, values in resources_spec(extra or Resources()).items():
+        merged.setdefault(part, {}).update(values)
+    return {part: dict(sorted(values.items())) for part, values in sorted(merged.items()) if values}
+
+
+def deployment_config(
+    settings: Settings, cluster: ClusterPlan, overrides: list[AgentOverride]
+) -> dict[str, Any]:
+    """The AddOnDeploymentConfig of one cluster: its matching overrides, later ones winning.
+
+    Each override replaces the image, node selector and tolerations it sets; resources and
+    proxy variables are merged key by key over the defaults and the earlier overrides.
+    """
+    image: str | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    resources: dict[str, Any] | None = None
+    proxy: dict[str, str] = {}
+    aggregate: dict[str, str] = {}
+    ca_bundle = False
+    for override in overrides:
+        aggregate.update(override.aggregate or {})
+        ca_bundle = ca_bundle or override.caBundle is not None
+        image = override.image or image
+        if override.nodeSelector is not None:
+            node_selector = dict(sorted(override.nodeSelector.items()))
+        if override.tolerations is not None:
+            tolerations = [t.model_dump(exclude_none=True) for t in override.tolerations]
+        if override.resources is not None:
+            resources = _merge_resources(
+                resources or resources_spec(settings.agent.resources), override.resources
+            )
+        proxy.update((override.proxy or ProxySettings()).model_dump(exclude_none=True))
+    spec: dict[str, Any] = {
+        # Without it OCM moves the agent to open-cluster-management-agent-addon, away from
+        # the ConfigMap the ManifestWork writes into the agent namespace.
+        "agentInstallNamespace": settings.agentNamespace,
+    }
+    if node_selector is not None or tolerations is not None:
+        placement: dict[str, Any] = {}
+        if node_selector is not None:
+            placement["nodeSelector"] = node_selector
+        if tolerations is not None:
+            placement["tolerations"] = tolerations
+        spec["nodePlacement"] = placement
+    if proxy:
+        spec["proxyConfig"] = dict(sorted(proxy.items()))
+    if image is not None and image != settings.agent.image:
+        # OCM rewrites images by prefix; the whole default image as the source swaps it exactly.
+        spec["registries"] = [{"source": settings.agent.image, "mirror": image}]
+    variables = []
+    if aggregate:
+        value = ",".join(f"{name}={how}" for name, how in sorted(aggregate.items()))
+        variables.append({"name": AGGREGATE_VARIABLE, "value": value})
+    if ca_bundle and settings.agent.caBundle is None:
+        variables.append({"name": CA_FILE_VARIABLE, "value": CA_FILE})
+    if variables:
+        spec["customizedVariables"] = variables
+    if resources is not None:
+        spec["resourceRequirements"] = [
+            {"containerID": f"deployments:{AGENT_NAME}:{AGENT_CONTAINER}", "resources": resources}
+        ]
+    return {
+        "apiVersion": ADDON_API_VERSION,
+        "kind": "AddOnDeploymentConfig",
+        "metadata": {
+            "name": settings.addonName,
+            "namespace": cluster.name,
+            "labels": dict(MANAGED_BY),
+            "annotations": gitops_annotations(WAVE_CLUSTER_CONFIG),
+        },
+        "spec": spec,
+    }
