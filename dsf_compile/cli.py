@@ -298,7 +298,8 @@ def _no_scores() -> HubState:
 def format_unchanged(style: str) -> str:
     """What ``check``/``diff`` print for an unchanged tree (as ``format_changes`` would)."""
     if style == "markdown":
-        from dsf_compile.render.write import Changes, format_changes
+        from dsf_compile.render.changes import Changes
+        from dsf_compile.render.changes_text import format_changes
 
         return format_changes(Changes(), style)
     return ""
@@ -457,7 +458,7 @@ def _check(call: _Call) -> int:
         call.out.write(format_unchanged(style))
         call.say("rendered/ is up to date")
         return EXIT_OK
-    from dsf_compile.render.write import format_changes
+    from dsf_compile.render.changes_text import format_changes
 
     call.out.write(format_changes(changes, style))
     if hub_state is not None:

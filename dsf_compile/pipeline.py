@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.verify import Drift
-    from dsf_compile.render.write import Changes
+    from dsf_compile.render.changes import Changes
     from dsf_compile.sync.clusters import Discovery
 
 T = TypeVar("T")
@@ -187,7 +187,8 @@ class RenderResult:
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
     from dsf_compile.render.manifests import render_manifests
-    from dsf_compile.render.write import RENDERED, compare_tree, write_tree
+    from dsf_compile.render.tree import RENDERED
+    from dsf_compile.render.write import compare_tree, write_tree
 
     plan = plan_fleet(root)
     try:
@@ -361,7 +362,7 @@ def read_rendered_placements(
     """The Placements and bindings as committed in ``rendered/hub/placements/``."""
     from dsf_compile.inputs.names import PLACEMENTS_FOLDER
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
-    from dsf_compile.render.write import RENDERED
+    from dsf_compile.render.tree import RENDERED
 
     files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")
     placements: list[Placement] = []

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from dsf_compile.render import fastpath
 
 if TYPE_CHECKING:
-    from dsf_compile.render.write import Changes
+    from dsf_compile.render.changes import Changes
     from dsf_contract.problem import Problem
 
 #: What a render that the cache vouched for changed.

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.errors import RenderError
-from dsf_compile.render.write import RECORD, compare_tree, format_changes, write_tree
+from dsf_compile.render.changes_text import format_changes
+from dsf_compile.render.record import RECORD
+from dsf_compile.render.write import compare_tree, write_tree
 
 
 def snapshot_tree(folder: Path) -> dict[str, tuple[bytes, int]]:

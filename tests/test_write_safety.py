@@ -20,7 +20,9 @@ import pytest
 from dsf_compile.cli import run
 from dsf_compile.errors import RenderError
 from dsf_compile.render import write
-from dsf_compile.render.write import RECORD, compare_tree, format_changes, write_tree
+from dsf_compile.render.changes_text import format_changes
+from dsf_compile.render.record import RECORD
+from dsf_compile.render.write import compare_tree, write_tree
 from tests.fleet_repo import copy_fleet
 
 SECRET = "SECRET-MARKER-7f3a"

@@ -71,7 +71,7 @@ from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regul
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
-    from dsf_compile.render.write import Settled
+    from dsf_compile.render.changes import Settled
 
 CACHE = ".dsf-cache/render.json"
 INPUT_FOLDERS = ("scorers", "clusters", "placements")

@@ -1,0 +1,68 @@
+"""``rendered/.dsf-files``: the record of the files the compiler owns, and may delete.
+
+A render deletes only what this record lists; a line the compiler could not have written
+(a hidden name, ``..``, a control character) is refused rather than trusted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from dsf_compile.errors import InputError
+from dsf_compile.render.tree import RENDERED, Tree, refuse
+from dsf_contract.problem import Problem
+
+RECORD = ".dsf-files"
+RECORD_HEADER = "# Files written by dsf-compile; it deletes only these. Do not edit.\n"
+
+# A path the compiler writes: plain names, none hidden (so never ``.``, ``..``, the record
+# or a staged file), ``/`` between them. Anything else in the record was not written by it.
+_OWNED_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*\Z")
+
+
+def record_text(paths: Iterable[str]) -> str:
+    """The record listing ``paths``, sorted."""
+    return RECORD_HEADER + "".join(f"{p}\n" for p in sorted(paths))
+
+
+def read_owned(tree: Tree) -> tuple[set[str], bool]:
+    """The paths the record lists, and whether it exists; refuses lines it could not have written."""
+    found = tree.read(RECORD)
+    if found is None:
+        return set(), False
+    if found.data is None:
+        raise refuse(RECORD, f"{found.reason}; restore it from Git")
+    owned: set[str] = set()
+    problems = []
+    for number, line in enumerate(found.data.split(b"\n"), 1):
+        if not line or line.startswith(b"#"):
+            continue
+        text = line.decode("ascii", "backslashreplace")
+        if _OWNED_PATH.match(text):
+            owned.add(text)
+        else:
+            shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[:80])
+            shown = f"'{shown}'" if len(text) <= 80 else f"'{shown}...'"
+            problems.append(
+                Problem(
+                    f"{RENDERED}/{RECORD}",
+                    number,
+                    1,
+                    "",
+                    f"{shown} is not a file dsf-compile writes; restore the record from Git",
+                )
+            )
+    if problems:
+        raise InputError(problems)
+    return owned, True
+
+
+def read_record(folder: Path) -> set[str]:
+    """The files the compiler owns in ``folder`` (``rendered/``), from its record."""
+    tree = Tree.open(folder, create=False)
+    try:
+        return read_owned(tree)[0] if tree.exists else set()
+    finally:
+        tree.close()
