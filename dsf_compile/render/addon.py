@@ -40,8 +40,7 @@ from dsf_compile.render.addon_hub import (
 from dsf_compile.render.agent_manifests import agent_manifests, secret_names
 from dsf_compile.render.agent_overrides import cluster_overrides, deployment_config
 from dsf_compile.render.emit import ClusterTemplate
-from dsf_compile.render.gitops import WAVE_HUB, gitops_annotations
-from dsf_compile.render.labels import MANAGED_BY
+from dsf_compile.render.gitops import WAVE_HUB, gitops_metadata
 from dsf_compile.render.template_variables import check_template_variables
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
 from dsf_compile.yaml_text import dump_yaml
@@ -52,11 +51,7 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "AddOnTemplate",
-        "metadata": {
-            "name": settings.addonName,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_HUB),
-        },
+        "metadata": gitops_metadata(settings.addonName, WAVE_HUB),
         "spec": {
             "addonName": settings.addonName,
             "agentSpec": {"workload": {"manifests": agent_manifests(settings, secrets)}},

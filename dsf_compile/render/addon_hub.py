@@ -18,8 +18,7 @@ from typing import Any
 
 from dsf_compile.inputs.names import install_placement_name
 from dsf_compile.inputs.settings import Settings
-from dsf_compile.render.gitops import WAVE_CLUSTER_INSTALL, WAVE_HUB, gitops_annotations
-from dsf_compile.render.labels import MANAGED_BY
+from dsf_compile.render.gitops import WAVE_CLUSTER_INSTALL, WAVE_HUB, gitops_metadata
 from dsf_compile.resolve.summaries import ClusterPlan
 from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_PLURAL
 
@@ -55,12 +54,9 @@ def install_placement(settings: Settings) -> dict[str, Any]:
     return {
         "apiVersion": PLACEMENT_API_VERSION,
         "kind": "Placement",
-        "metadata": {
-            "name": install_placement_name(settings.addonName),
-            "namespace": settings.hubNamespace,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_HUB),
-        },
+        "metadata": gitops_metadata(
+            install_placement_name(settings.addonName), WAVE_HUB, namespace=settings.hubNamespace
+        ),
         "spec": spec,
     }
 
@@ -70,12 +66,7 @@ def cluster_set_binding(settings: Settings, cluster_set: str) -> dict[str, Any]:
     return {
         "apiVersion": CLUSTER_SET_BINDING_API_VERSION,
         "kind": "ManagedClusterSetBinding",
-        "metadata": {
-            "name": cluster_set,
-            "namespace": settings.hubNamespace,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_HUB),
-        },
+        "metadata": gitops_metadata(cluster_set, WAVE_HUB, namespace=settings.hubNamespace),
         "spec": {"clusterSet": cluster_set},
     }
 
@@ -90,12 +81,7 @@ def default_deployment_config(settings: Settings) -> dict[str, Any]:
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "AddOnDeploymentConfig",
-        "metadata": {
-            "name": settings.addonName,
-            "namespace": settings.hubNamespace,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_HUB),
-        },
+        "metadata": gitops_metadata(settings.addonName, WAVE_HUB, namespace=settings.hubNamespace),
         "spec": {"agentInstallNamespace": settings.agentNamespace},
     }
 
@@ -129,17 +115,12 @@ def cluster_management_addon(settings: Settings) -> dict[str, Any]:
             "name": settings.addonName,
             "namespace": settings.hubNamespace,
         }
+    metadata = gitops_metadata(settings.addonName, WAVE_HUB)
+    metadata["annotations"][f"{ADDON_GROUP}/lifecycle"] = "addon-manager"
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "ClusterManagementAddOn",
-        "metadata": {
-            "name": settings.addonName,
-            "labels": dict(MANAGED_BY),
-            "annotations": {
-                **gitops_annotations(WAVE_HUB),
-                f"{ADDON_GROUP}/lifecycle": "addon-manager",
-            },
-        },
+        "metadata": metadata,
         "spec": {
             "addOnMeta": {
                 "displayName": "Dynamic Scoring Framework",
@@ -163,11 +144,7 @@ def hub_cluster_role(settings: Settings) -> dict[str, Any]:
     return {
         "apiVersion": RBAC_API_VERSION,
         "kind": "ClusterRole",
-        "metadata": {
-            "name": hub_cluster_role_name(settings),
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_HUB),
-        },
+        "metadata": gitops_metadata(hub_cluster_role_name(settings), WAVE_HUB),
         # Exactly the verbs the agent uses (a test runs it against a hub enforcing this
         # role): it reads its object (the resourceVersion and condition after a start),
         # creates it when missing, and replaces its status; it never lists, watches,
@@ -198,11 +175,9 @@ def addon_manager_binding(settings: Settings) -> dict[str, Any]:
     return {
         "apiVersion": RBAC_API_VERSION,
         "kind": "ClusterRoleBinding",
-        "metadata": {
-            "name": f"open-cluster-management:{settings.addonName}:addon-manager",
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_HUB),
-        },
+        "metadata": gitops_metadata(
+            f"open-cluster-management:{settings.addonName}:addon-manager", WAVE_HUB
+        ),
         "roleRef": {
             "apiGroup": RBAC_GROUP,
             "kind": "ClusterRole",
@@ -235,11 +210,8 @@ def managed_cluster_addon(
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "ManagedClusterAddOn",
-        "metadata": {
-            "name": settings.addonName,
-            "namespace": cluster.name,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_CLUSTER_INSTALL),
-        },
+        "metadata": gitops_metadata(
+            settings.addonName, WAVE_CLUSTER_INSTALL, namespace=cluster.name
+        ),
         "spec": spec,
     }

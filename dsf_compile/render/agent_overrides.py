@@ -15,8 +15,7 @@ from dsf_compile.inputs.settings import AgentOverride, ProxySettings, Resources,
 from dsf_compile.render.addon_hub import ADDON_API_VERSION
 from dsf_compile.render.agent_manifests import resources_spec
 from dsf_compile.render.agent_names import AGENT_CONTAINER, AGENT_NAME, CA_FILE
-from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG, gitops_annotations
-from dsf_compile.render.labels import MANAGED_BY
+from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG, gitops_metadata
 from dsf_compile.render.template_variables import AGGREGATE_VARIABLE, CA_FILE_VARIABLE
 from dsf_compile.resolve.summaries import ClusterPlan
 
@@ -94,11 +93,8 @@ def deployment_config(
     return {
         "apiVersion": ADDON_API_VERSION,
         "kind": "AddOnDeploymentConfig",
-        "metadata": {
-            "name": settings.addonName,
-            "namespace": cluster.name,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_CLUSTER_CONFIG),
-        },
+        "metadata": gitops_metadata(
+            settings.addonName, WAVE_CLUSTER_CONFIG, namespace=cluster.name
+        ),
         "spec": spec,
     }

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from dsf_compile.inputs.settings import Settings
+from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.shards import SHARDS_FOLDER, UNSHARDED, Sharding
 from dsf_compile.yaml_text import dump_yaml
 
@@ -58,6 +59,17 @@ def gitops_annotations(wave: str, *, crd_in_same_sync: bool = False) -> dict[str
     if crd_in_same_sync:
         annotations[SYNC_OPTIONS] = "SkipDryRunOnMissingResource=true"
     return annotations
+
+
+def gitops_metadata(name: str, wave: str, namespace: str | None = None) -> dict[str, Any]:
+    """The metadata of an object the GitOps tool applies in ``wave``: its name (and
+    namespace), the compiler's labels and the wave's annotations."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata["labels"] = dict(MANAGED_BY)
+    metadata["annotations"] = gitops_annotations(wave)
+    return metadata
 
 
 def _kustomization(resources: Iterable[str]) -> str:

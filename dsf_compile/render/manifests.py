@@ -35,6 +35,7 @@ from dsf_compile.render.gitops import (
     WAVE_CLUSTER_CONFIG,
     WAVE_HUB,
     gitops_annotations,
+    gitops_metadata,
     render_bootstrap,
     render_kustomizations,
 )
@@ -124,12 +125,7 @@ def _manifestwork_skeleton(cluster: str, agent_namespace: str) -> dict[str, Any]
     return {
         "apiVersion": MANIFESTWORK_API_VERSION,
         "kind": "ManifestWork",
-        "metadata": {
-            "name": MANIFESTWORK_NAME,
-            "namespace": cluster,
-            "labels": dict(MANAGED_BY),
-            "annotations": gitops_annotations(WAVE_CLUSTER_CONFIG),
-        },
+        "metadata": gitops_metadata(MANIFESTWORK_NAME, WAVE_CLUSTER_CONFIG, namespace=cluster),
         "spec": {
             "workload": {
                 "manifests": [
