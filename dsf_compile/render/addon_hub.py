@@ -1,15 +1,15 @@
 """The agent's addon on the hub: what OCM's addon manager needs to install and trust it.
 
-Pure. Hub (cluster-scoped):
+Pure. Cluster-scoped on the hub:
 
 - the ClusterManagementAddOn: its default config is the AddOnTemplate, and it accepts
   per-cluster AddOnDeploymentConfigs
 - the hub ClusterRole the agent's ``CurrentCluster`` permissions reference (its
   AddOnPlacementScores), and its binding to the addon manager, so that it may grant it
-- with ``addon.installStrategy: Placements``: the install Placement, its
-  ManagedClusterSetBindings and the default AddOnDeploymentConfig
 
-Per cluster: the ManagedClusterAddOn that installs the agent.
+In the hub namespace, with ``addon.installStrategy: Placements``: the install Placement,
+its ManagedClusterSetBindings and the default AddOnDeploymentConfig. In each cluster's
+namespace: the ManagedClusterAddOn that installs the agent there.
 """
 
 from __future__ import annotations
