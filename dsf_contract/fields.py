@@ -27,7 +27,9 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 API_GROUP = "dynamic-scoring.open-cluster-management.io"
-API_VERSION = f"{API_GROUP}/v1alpha1"
+#: The version of the dynamic-scoring API (its CRDs serve this one only).
+API_GROUP_VERSION = "v1alpha1"
+API_VERSION = f"{API_GROUP}/{API_GROUP_VERSION}"
 
 # --------------------------------------------------------------------------- types
 

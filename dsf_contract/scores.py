@@ -18,7 +18,9 @@ SCORE_VERSION = "v1alpha1"
 SCORE_PLURAL = "addonplacementscores"
 SCORE_KIND = "AddOnPlacementScore"
 #: The labels on every AddOnPlacementScore the agent writes.
-AGENT_MANAGED_BY = {"app.kubernetes.io/managed-by": PROGRAM}
+#: Kubernetes' label for the tool that manages an object.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+AGENT_MANAGED_BY = {MANAGED_BY_LABEL: PROGRAM}
 #: The condition the agent keeps on each AddOnPlacementScore it owns.
 CONDITION_TYPE = "ScoresAvailable"
 

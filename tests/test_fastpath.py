@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from dsf_compile.cli import run
 from dsf_compile.pipeline import plan_fleet
-from dsf_compile.render import fastpath, write
+from dsf_compile.render import fastpath, settle
 from dsf_compile.render.manifests import render_manifests
+from dsf_compile.render.tree import Tree
 from tests.fleet_repo import REPO_ROOT, copy_fleet, run_command
 
 
@@ -147,20 +148,20 @@ def test_a_file_changed_after_the_first_stamp_is_read_again(tmp_path: Path) -> N
     root = copy_fleet(tmp_path / "fleet")
     assert cli(root, "render")[0] == 0
     files = render_manifests(plan_fleet(root))
-    tree = write._Tree.open(root / "rendered", create=False)
-    clock = write._Clock(root / "rendered")
+    tree = Tree.open(root / "rendered", create=False)
+    clock = settle.Clock(root / "rendered")
     try:
         first = clock.stamp()
         assert first is not None
         same = {p: os.lstat(root / "rendered" / p) for p in files}
-        settled = write._settle(tree, clock, files, same, first)
+        settled = settle.settle(tree, clock, files, same, first)
         assert settled is not None and set(settled.stats) == {*files, ".dsf-files"}
         target = sorted(p for p in files if p.startswith("clusters/"))[0]
         data = bytearray((root / "rendered" / target).read_bytes())
         data[-2] = ord("x") if data[-2] != ord("x") else ord("y")
         (root / "rendered" / target).write_bytes(bytes(data))
         same[target] = os.lstat(root / "rendered" / target)  # as if compared in that tick
-        assert write._settle(tree, clock, files, same, first) is None
+        assert settle.settle(tree, clock, files, same, first) is None
     finally:
         tree.close()
         clock.close()
@@ -188,11 +189,11 @@ def test_an_edit_while_the_render_settles_is_never_vouched_for(
             target.write_bytes(bytes(data))
             os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
 
-        monkeypatch.setattr(write, "_next_tick", editing_after(write._next_tick, edit, when))
+        monkeypatch.setattr(settle, "next_tick", editing_after(settle.next_tick, edit, when))
         if when == "after-lstat":
             # after the compare's read (a file left alone) or the read-back (one written)
-            monkeypatch.setattr(write._Tree, "read", reading_after(write._Tree.read, edit))
-            monkeypatch.setattr(write, "_read_back", reading_after(write._read_back, edit))
+            monkeypatch.setattr(Tree, "read", reading_after(Tree.read, edit))
+            monkeypatch.setattr(settle, "read_back", reading_after(settle.read_back, edit))
         assert cli(root, "render")[0] == 0
         monkeypatch.undo()
         assert edited[0]

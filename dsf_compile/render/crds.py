@@ -16,7 +16,7 @@ from dsf_compile.inputs.inventory import DynamicScoringConfigSpec
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.render.gitops import WAVE_CRDS, gitops_annotations
 from dsf_compile.yaml_text import dump_yaml
-from dsf_contract.fields import API_GROUP
+from dsf_contract.fields import API_GROUP, API_GROUP_VERSION
 from dsf_contract.scoring_api import ScorerConfig
 
 
@@ -53,7 +53,7 @@ def _crd(
     if status is not None:
         properties["status"] = openapi_schema(status)
     version: dict[str, Any] = {
-        "name": "v1alpha1",
+        "name": API_GROUP_VERSION,
         "served": True,
         "storage": True,
         "schema": {

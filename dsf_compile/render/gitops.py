@@ -27,6 +27,7 @@ from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.shards import SHARDS_FOLDER, UNSHARDED, Sharding
 from dsf_compile.yaml_text import dump_yaml
+from dsf_contract.fields import API_GROUP
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
@@ -45,7 +46,7 @@ BOOTSTRAP_FOLDER = "bootstrap"
 KUSTOMIZE_API_VERSION = "kustomize.config.k8s.io/v1beta1"
 ARGOCD_NAMESPACE = "argocd"
 #: The label the ApplicationSet's RollingSync steps select: ``hub``, then ``clusters``.
-_STAGE_LABEL = "dynamic-scoring.open-cluster-management.io/stage"
+_STAGE_LABEL = f"{API_GROUP}/stage"
 FLUX_NAMESPACE = "flux-system"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
 
 from dsf_compile.errors import InputError
 from dsf_compile.render.tree import RENDERED, Tree, refuse
@@ -57,12 +56,3 @@ def read_owned(tree: Tree) -> tuple[set[str], bool]:
     if problems:
         raise InputError(problems)
     return owned, True
-
-
-def read_record(folder: Path) -> set[str]:
-    """The files the compiler owns in ``folder`` (``rendered/``), from its record."""
-    tree = Tree.open(folder, create=False)
-    try:
-        return read_owned(tree)[0] if tree.exists else set()
-    finally:
-        tree.close()
