@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.errors import FetchError
+from dsf_contract.http import RequestFailure
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 
@@ -83,25 +84,33 @@ def series_block(body: bytes | bytearray) -> SeriesBlock:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise FetchError("not a Prometheus API response", reason="invalid_response") from err
+        raise FetchError(
+            "not a Prometheus API response", reason=RequestFailure.INVALID_RESPONSE
+        ) from err
     found = _Found()
     try:
         end = walk_object(text, skip_space(text, 0), found.top)
         if skip_space(text, end) != len(text):
             raise Malformed
     except (Malformed, StopIteration, ValueError, IndexError, RecursionError) as err:
-        raise FetchError("not a Prometheus API response", reason="invalid_response") from err
+        raise FetchError(
+            "not a Prometheus API response", reason=RequestFailure.INVALID_RESPONSE
+        ) from err
     if found.status is None:
-        raise FetchError("not a Prometheus API response", reason="invalid_response")
+        raise FetchError("not a Prometheus API response", reason=RequestFailure.INVALID_RESPONSE)
     if found.status != "success":
         error = str(found.error)[:200]
         raise FetchError(
             f"Prometheus answered status {found.status!r}: {error}", reason="query_error"
         )
     if found.result is None:
-        raise FetchError("Prometheus answer has no data.result list", reason="invalid_response")
+        raise FetchError(
+            "Prometheus answer has no data.result list", reason=RequestFailure.INVALID_RESPONSE
+        )
     if found.malformed_series:
-        raise FetchError("Prometheus answer holds a malformed series", reason="invalid_response")
+        raise FetchError(
+            "Prometheus answer holds a malformed series", reason=RequestFailure.INVALID_RESPONSE
+        )
     start, stop, count = found.result
     if text.isascii():  # offsets in the text are offsets in the bytes
         return SeriesBlock(raw=body, start=start, end=stop, count=count)

@@ -21,12 +21,13 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from agent.errors import ConfigError, http_status_reason
+from agent.errors import ConfigError
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
 from dsf_contract.bounded_json import load_json
 from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
 from dsf_contract.fields import check_http_url
+from dsf_contract.http import RequestFailure, http_status_reason
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 
@@ -479,7 +480,7 @@ def api_error_reason(err: Exception) -> str:
         return {401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(
             status, http_status_reason(status)
         )
-    return "unreachable"
+    return RequestFailure.UNREACHABLE
 
 
 def _first_item(document: dict[str, Any]) -> Any:

@@ -7,17 +7,6 @@ with user data in it) next to its human-readable message.
 from __future__ import annotations
 
 
-def http_status_reason(status: int) -> str:
-    """The failure reason of an answer with error status ``status``: ``http_4xx``, ``http_5xx``
-    (a status past 999, which only a broken server sends, is ``http_9xx``: the label's
-    values stay few)."""
-    return f"http_{min(status // 100, 9)}xx"
-
-
-#: Every reason :func:`http_status_reason` gives.
-HTTP_STATUS_REASONS = frozenset(http_status_reason(100 * digit) for digit in range(10))
-
-
 class AgentError(Exception):
     """Base of every error the agent raises on purpose."""
 
@@ -56,11 +45,3 @@ class PublishError(AgentError):
     """Writing the AddOnPlacementScore to the hub failed."""
 
     stage = "publish"
-
-
-class ResponseTooLargeError(AgentError):
-    """A response body exceeded the configured cap (raised while streaming it)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"response larger than {limit} bytes", reason="too_large")
-        self.limit = limit

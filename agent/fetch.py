@@ -5,9 +5,10 @@ from __future__ import annotations
 import httpx
 
 from agent.answer import SeriesBlock, series_block
-from agent.errors import FetchError, http_status_reason
+from agent.errors import FetchError
 from agent.memory import Reservation
-from agent.transport import RequestSlots, read_capped, request_failures
+from agent.transport import RequestSlots, request_failures
+from dsf_contract.http import http_status_reason, read_capped
 from dsf_contract.summary import Summary
 
 
@@ -64,7 +65,7 @@ async def fetch_series(
                         f"Prometheus answered HTTP {response.status_code}",
                         reason=http_status_reason(response.status_code),
                     )
-                body = await read_capped(response, max_bytes, memory)
+                body = await read_capped(response, max_bytes, memory=memory)
         collected.append(series_block(body))
         del body
     return collected

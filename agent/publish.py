@@ -21,8 +21,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.dimensions import StatusScore
-from agent.errors import HTTP_STATUS_REASONS, PublishError, http_status_reason
+from agent.errors import PublishError
 from agent.kube import HubApi, RawResponse
+from dsf_contract.http import (
+    HTTP_STATUS_REASONS,
+    UNANSWERED,
+    RequestFailure,
+    http_status_reason,
+)
 from dsf_contract.scores import (
     AGENT_MANAGED_BY,
     CONDITION_TYPE,
@@ -84,20 +90,16 @@ def seconds_left(status: dict[str, Any], now: datetime) -> float:
         return 0.0
 
 
-#: The failure reasons (metric label values) of a request that got no answer.
-UNANSWERED_REASONS = frozenset({"unreachable", "timeout", "transport_error"})
-
-
 def condition_reason(stage: str, reason: str) -> ScoresReason:
     """The condition's reason for a cycle that failed at ``stage`` with metric reason ``reason``."""
     if stage == "secret":
         return ScoresReason.SECRET_MISSING
     if stage == "fetch":
-        if reason in UNANSWERED_REASONS:
+        if reason in UNANSWERED:
             return ScoresReason.PROMETHEUS_UNREACHABLE
         return ScoresReason.QUERY_FAILED
     if stage == "score":
-        if reason in UNANSWERED_REASONS or reason in HTTP_STATUS_REASONS:
+        if reason in UNANSWERED or reason in HTTP_STATUS_REASONS:
             return ScoresReason.SCORING_FAILED
         return ScoresReason.INVALID_RESPONSE
     return ScoresReason.CYCLE_FAILED
@@ -362,16 +364,17 @@ class HubPublisher:
             raise PublishError(f"hub answered HTTP {status} to {method}", reason=reason) from None
         except Exception as err:  # urllib3 and socket errors: the hub cannot be reached
             raise PublishError(
-                f"hub unreachable ({type(err).__name__})", reason="unreachable"
+                f"hub unreachable ({type(err).__name__})", reason=RequestFailure.UNREACHABLE
             ) from None
         try:
             document = json.loads(response.data)
         except ValueError:
             raise PublishError(
-                f"hub answered non-JSON to {method}", reason="invalid_response"
+                f"hub answered non-JSON to {method}", reason=RequestFailure.INVALID_RESPONSE
             ) from None
         if not isinstance(document, dict) or not isinstance(document.get("metadata"), dict):
             raise PublishError(
-                f"hub answered an unexpected object to {method}", reason="invalid_response"
+                f"hub answered an unexpected object to {method}",
+                reason=RequestFailure.INVALID_RESPONSE,
             )
         return document

@@ -25,8 +25,9 @@ from agent.answer import (
     walk_array,
     walk_object,
 )
-from agent.errors import ScoreError, http_status_reason
-from agent.transport import RequestSlots, read_capped, request_failures
+from agent.errors import ScoreError
+from agent.transport import RequestSlots, request_failures
+from dsf_contract.http import RequestFailure, http_status_reason, read_capped
 from dsf_contract.scoring_api import ScoreResult
 
 #: The result labels the agent uses (dimension placeholders and ``dynamic_score`` labels).
@@ -105,10 +106,13 @@ def parse_response(
             raise Malformed
     except (Malformed, StopIteration, ValueError, IndexError, RecursionError) as err:
         raise ScoreError(
-            "Scoring API answered something that is not a JSON object", reason="invalid_response"
+            "Scoring API answered something that is not a JSON object",
+            reason=RequestFailure.INVALID_RESPONSE,
         ) from err
     if not results.found:
-        raise ScoreError("Scoring API answer has no results list", reason="invalid_response")
+        raise ScoreError(
+            "Scoring API answer has no results list", reason=RequestFailure.INVALID_RESPONSE
+        )
     return ScoringOutcome(results=results.usable, skipped=results.skipped)
 
 

@@ -1,4 +1,9 @@
-"""The one shared HTTP client, and reading a response body without trusting its size."""
+"""The agent's one shared HTTP client, its request slots, and the JSON of its answers.
+
+What every dsf client shares (no redirects, no cookies, the capped reader, the failure
+reasons) is :mod:`dsf_contract.http`; here is what only the agent needs: a big pool, the
+lean plain-HTTP transport, ``--resolve``, and a deadline per request.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,24 @@ import asyncio
 import contextlib
 import gc
 import json
-import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
-from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import orjson
 
-from agent.errors import AgentError, ResponseTooLargeError
-from agent.memory import Reservation
+from agent.errors import AgentError
 from dsf_contract.connect_transport import ConnectToTransport
+from dsf_contract.http import (
+    RequestFailure,
+    UserAgent,
+    describe_failure,
+    new_client,
+    proxy_configured,
+)
 from dsf_contract.plainhttp import PlainHTTPTransport
 
-USER_AGENT = "dsf-agent/0.1"
 #: Connections of the shared pool.
 POOL_CONNECTIONS = 256
 #: Requests in flight at once, kept below the pool size. Thousands of scorers against a
@@ -71,29 +79,13 @@ def make_client(
             max_idle_per_host=64,
             keepalive_expiry=30.0,
         )
-    return httpx.AsyncClient(
+    return new_client(
+        UserAgent.AGENT,
+        transport=transport,
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         limits=limits,
-        follow_redirects=False,
-        cookies=_NoCookies(),
-        headers={"User-Agent": USER_AGENT},
-        transport=transport,
         trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
     )
-
-
-class _NoCookies(CookieJar):
-    """A jar that keeps nothing: the agent's requests are stateless, and storing one API's
-    cookies (http.cookiejar parses every response) cost more than the rest of the client."""
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        """Keep no cookie."""
-        return None
-
-
-def proxy_configured() -> bool:
-    """Whether the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``)."""
-    return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 
 class RequestSlots:
@@ -123,30 +115,6 @@ class RequestSlots:
         async with per_host, self._semaphore:
             async with asyncio.timeout(self.deadline):
                 yield
-
-
-async def read_capped(
-    response: httpx.Response, limit: int, memory: Reservation | None = None
-) -> bytes | bytearray:
-    """The body of a streamed ``response``, failing as soon as it exceeds ``limit`` bytes.
-
-    With ``memory``, the body's bytes are covered in the memory budget before they are
-    read (waiting when it is spent).
-    """
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ResponseTooLargeError(limit)
-    if memory is not None and declared.isdigit():
-        await memory.grow_to(int(declared))
-    # One growing buffer, not a list of chunks joined at the end: the body is held once.
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        if len(body) + len(chunk) > limit:
-            raise ResponseTooLargeError(limit)
-        if memory is not None and len(body) + len(chunk) > memory.held:
-            await memory.grow_to(len(body) + len(chunk))
-        body += chunk
-    return bytes(body) if len(body) < 65536 else body
 
 
 def decode_json(body: bytes | bytearray) -> Any:
@@ -187,20 +155,28 @@ def request_failures(service: str, error: type[AgentError]) -> Iterator[None]:
     """Turn what can go wrong with one request to ``service`` into ``error`` with a reason."""
     try:
         yield
-    except httpx.TimeoutException as err:
-        raise error(f"{service} timed out ({type(err).__name__})", reason="timeout") from err
-    except TimeoutError as err:  # the whole-request deadline of RequestSlots
-        raise error(f"{service} did not answer in time", reason="timeout") from err
-    except httpx.ConnectError as err:
-        raise error(f"{service} unreachable ({err})", reason="unreachable") from err
-    except httpx.HTTPError as err:  # reset, cut-off body, protocol violation
-        raise error(
-            f"{service} connection failed ({type(err).__name__}: {err})", reason="transport_error"
-        ) from err
     except error:
         raise
-    except AgentError as err:  # e.g. the response size cap
+    except AgentError as err:
         raise error(f"{service} {err}", reason=err.reason) from err
+    except Exception as err:  # a request's failures are turned; anything else goes on
+        failure = describe_failure(err)
+        if failure is None:
+            raise
+        raise error(_failure_message(service, err, failure.reason), reason=failure.reason) from err
+
+
+def _failure_message(service: str, err: Exception, reason: RequestFailure) -> str:
+    if isinstance(err, TimeoutError):  # the whole-request deadline of RequestSlots
+        return f"{service} did not answer in time"
+    if reason is RequestFailure.TIMEOUT:
+        return f"{service} timed out ({type(err).__name__})"
+    if reason is RequestFailure.UNREACHABLE:
+        return f"{service} unreachable ({err})"
+    if reason is RequestFailure.TOO_LARGE:  # the response size cap
+        return f"{service} {err}"
+    # reset, cut-off body, protocol violation
+    return f"{service} connection failed ({type(err).__name__}: {err})"
 
 
 def decode_answer(body: bytes | bytearray, service: str, error: type[AgentError]) -> Any:
@@ -209,5 +185,6 @@ def decode_answer(body: bytes | bytearray, service: str, error: type[AgentError]
         return decode_json(body)
     except ValueError as err:
         raise error(
-            f"{service} answered something that is not JSON", reason="invalid_response"
+            f"{service} answered something that is not JSON",
+            reason=RequestFailure.INVALID_RESPONSE,
         ) from err

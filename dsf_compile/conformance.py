@@ -27,11 +27,11 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.untrusted import first_string_problem, safe_message
 from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
+from dsf_contract.http import BodyTooLargeError, UserAgent, new_client, read_capped
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from dsf_contract.summary import range_step_problem
 
@@ -42,7 +42,6 @@ MAX_CONFIG_BYTES = 1024 * 1024
 SERIES_COUNT = 3
 POINTS_PER_SERIES = 60
 FIRST_TIMESTAMP = 1_718_600_000  # fixed, so a run is reproducible
-USER_AGENT = "dsf-scorer-check"
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class CheckResult:
 @dataclass(frozen=True)
 class _Answer:
     status: int
-    body: bytes
+    body: bytes | bytearray
     seconds: float
     location: str | None
 
@@ -131,12 +130,11 @@ def run_scorer_check(
 async def _run_checks(
     endpoints: _Endpoints, report: _Report, transport: httpx.AsyncBaseTransport | None
 ) -> None:
-    client = httpx.AsyncClient(
+    client = new_client(
+        UserAgent.SCORER_CHECK,
         transport=transport,
         timeout=httpx.Timeout(report.timeout),
-        follow_redirects=False,
-        trust_env=False,
-        headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+        headers={"Accept": "application/json"},
     )
     async with client:
         await _check_all(client, endpoints, report)

@@ -32,10 +32,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from dsf_compile.connect_errors import connect_failure
 from dsf_compile.errors import DsfError
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.bounded_json import load_json
+from dsf_contract.http import causes, connect_failure
 
 __all__ = [
     "MAX_CONTINUE_CHARS",
@@ -236,7 +236,7 @@ class HubSession:
 
 def _stop_in(err: BaseException) -> _StopReadError | None:
     """A cap that fired inside the client, however it was wrapped on the way out."""
-    return next((c for c in _causes(err) if isinstance(c, _StopReadError)), None)
+    return next((c for c in causes(err) if isinstance(c, _StopReadError)), None)
 
 
 def _failure(err: BaseException) -> str:
@@ -245,28 +245,12 @@ def _failure(err: BaseException) -> str:
     if isinstance(status, int) and status:
         reason = str(getattr(err, "reason", "") or "")[:100]  # the hub's words: kept short
         return f"HTTP {status} {reason}".rstrip()
-    names = {type(cause).__name__ for cause in _causes(err)}
+    names = {type(cause).__name__ for cause in causes(err)}
     if any("Timeout" in name for name in names):
         return "timed out"
     if names & {"ProtocolError", "RemoteDisconnected", "IncompleteRead", "BadStatusLine"}:
         return "the hub broke off or garbled its answer"
     return connect_failure(err)
-
-
-def _causes(err: BaseException) -> Iterator[BaseException]:
-    """``err`` and what it wraps (causes, contexts, urllib3's ``reason``), each once."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [err]
-    while todo and len(seen) < 32:
-        cause = todo.pop()
-        if id(cause) in seen:
-            continue
-        seen.add(id(cause))
-        yield cause
-        inner = getattr(cause, "reason", None)
-        todo += [
-            c for c in (inner, cause.__cause__, cause.__context__) if isinstance(c, BaseException)
-        ]
 
 
 def _page_contents(answer: Any, plural: str) -> tuple[list[Any], str]:

@@ -20,14 +20,14 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-def load_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def load_json(data: bytes | bytearray | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse JSON from outside; raise ``ValueError`` with a short reason when it is not acceptable.
 
     Nesting deeper than ``max_depth`` and number literals longer than
     :data:`MAX_NUMBER_CHARS` are refused before Python's parser sees them (it recurses per
     level and converts integers of any length); ``NaN`` and ``Infinity`` are refused too.
     """
-    text = data.decode(json.detect_encoding(data)) if isinstance(data, bytes) else data
+    text = data.decode(json.detect_encoding(data)) if not isinstance(data, str) else data
     depth = nesting_depth(text, max_depth)
     if depth > max_depth:
         raise ValueError(f"nested deeper than {max_depth} levels")

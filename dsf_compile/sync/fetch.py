@@ -29,9 +29,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.connect_errors import UNREACHABLE_REASONS, connect_failure
 from dsf_compile.errors import SyncError, UsageError
-from dsf_compile.http_body import BodyTooLargeError, read_capped
 from dsf_compile.inputs.scorer import DynamicScorer, DynamicScorerSpec
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
@@ -45,6 +43,15 @@ from dsf_contract.connect_to import (
     parse_resolve_entry,
 )
 from dsf_contract.connect_transport import ConnectToTransport
+from dsf_contract.http import (
+    UNREACHABLE_WORDS,
+    BodyTooLargeError,
+    RequestFailure,
+    UserAgent,
+    describe_failure,
+    new_client,
+    read_capped,
+)
 from dsf_contract.plainhttp import PlainHTTPTransport
 from dsf_contract.scoring_api import ScorerConfig
 
@@ -62,7 +69,6 @@ ConnectTo = Mapping[tuple[str, int], tuple[str, int]]
 """``(host, port)`` as named in URLs → ``(address, port)`` to connect to instead."""
 
 MAX_REDIRECTS = 5
-USER_AGENT = "dsf-compile-sync/1"
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -304,12 +310,13 @@ async def _fetch_once(
                     body = await _read_capped(response, shown, settings.maxResponseBytes)
                     return _parse_config(body, shown)
         except httpx.HTTPError as err:
-            reason, retry, timed_out = _describe(err)
+            failure = describe_failure(err)
+            assert failure is not None  # every httpx error is described
             raise _FetchFailedError(
-                f"GET {shown}: {reason}",
-                retry=retry,
-                timeout=timed_out,
-                unreachable=reason in UNREACHABLE_REASONS,
+                f"GET {shown}: {failure.words}",
+                retry=failure.transient,
+                timeout=failure.reason is RequestFailure.TIMEOUT,
+                unreachable=failure.words in UNREACHABLE_WORDS,
             ) from err
         current, shown = target, str(target)
     raise _FetchFailedError(f"GET {url}: too many redirects (more than {MAX_REDIRECTS})")
@@ -354,7 +361,7 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return url.scheme, url.host.lower(), url.port or DEFAULT_PORTS.get(url.scheme, 0)
 
 
-async def _read_capped(response: httpx.Response, shown: str, limit: int) -> bytes:
+async def _read_capped(response: httpx.Response, shown: str, limit: int) -> bytes | bytearray:
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         # We ask for identity; decoding would let a small compressed body blow past the cap.
@@ -365,7 +372,7 @@ async def _read_capped(response: httpx.Response, shown: str, limit: int) -> byte
         raise _FetchFailedError(f"GET {shown}: response larger than {limit} bytes") from None
 
 
-def _parse_config(body: bytes, shown: str) -> ScorerConfig:
+def _parse_config(body: bytes | bytearray, shown: str) -> ScorerConfig:
     try:
         data: Any = load_json(body)
     except ValueError as err:  # also: nested too deeply, a number too long to convert
@@ -396,23 +403,6 @@ def _first_error(err: ValidationError | RecursionError) -> str:
     where = ".".join(str(part) for part in first["loc"]) or "(document)"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
-
-
-def _describe(err: httpx.HTTPError) -> tuple[str, bool, bool]:
-    """A stable reason for a transport error, whether to retry, whether it was a timeout."""
-    if isinstance(err, httpx.TimeoutException):
-        return "timed out", True, True
-    if isinstance(err, httpx.ConnectError):
-        return connect_failure(err), True, False
-    if isinstance(err, httpx.RemoteProtocolError):
-        if "without sending" in str(err):
-            return "server closed the connection without a response", True, False
-        return "invalid HTTP response", True, False
-    if isinstance(err, httpx.NetworkError):
-        return "connection reset", True, False
-    if isinstance(err, httpx.UnsupportedProtocol):
-        return "only http and https URLs are allowed", False, False
-    return f"request failed ({type(err).__name__})", False, False
 
 
 def _healthz_url(config_url: str) -> str:
@@ -466,15 +456,13 @@ async def _open_client(
         owns_inner=transport is None,
         make_transport=make_transport if transport is None else None,
     )
-    client = httpx.AsyncClient(
+    # Redirects are followed by hand, same origin only; no environment proxies or netrc:
+    # sync connects where it is told. Each request carries its own timeout (the budget).
+    client = new_client(
+        UserAgent.SYNC,
         transport=wrapper,
-        follow_redirects=False,  # followed by hand, same origin only
-        trust_env=False,  # no environment proxies or netrc: sync connects where it is told
-        headers={
-            "User-Agent": USER_AGENT,
-            "Accept": "application/json",
-            "Accept-Encoding": "identity",
-        },
+        timeout=httpx.Timeout(settings.timeoutSeconds),
+        headers={"Accept": "application/json", "Accept-Encoding": "identity"},
     )
     async with client:
         yield client
