@@ -6,6 +6,9 @@
 names a failed connection with :func:`connect_failure`. The words and labels these give are
 a contract: the agent's failure metric and AddOnPlacementScore condition, the lockfile's
 reasons and sync's unreachable-fleet guard are built on them.
+
+httpx is imported by the functions that need it: the hub reader (the ``kubernetes``
+client, over urllib3) names its failures here without loading a second HTTP client.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from http.cookiejar import CookieJar
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "HTTP_STATUS_REASONS",
@@ -69,6 +73,8 @@ def new_client(
     a service sets is sent back. ``trust_env`` honours ``HTTPS_PROXY``/``NO_PROXY`` (the
     agent, as the addon deployment sets them); the compiler connects where it is told.
     """
+    import httpx
+
     options: dict[str, Any] = {} if limits is None else {"limits": limits}
     return httpx.AsyncClient(
         transport=transport,
@@ -275,9 +281,18 @@ class Failure:
     #: Whether another try could go otherwise (a timeout, a refused or reset connection).
     transient: bool
 
+    @property
+    def unreached(self) -> bool:
+        """Whether this machine never got through to the server (what sync's
+        unreachable-fleet guard counts): timed out, refused, unresolved, unroutable; a TLS
+        failure or a server that broke off was reached."""
+        return self.reason is RequestFailure.TIMEOUT or self.words in UNREACHABLE_WORDS
+
 
 def describe_failure(err: BaseException) -> Failure | None:
     """The failure ``err`` stands for, or None when it is not one of a request's."""
+    import httpx
+
     if isinstance(err, httpx.TimeoutException | TimeoutError):
         return Failure(RequestFailure.TIMEOUT, "timed out", transient=True)
     if isinstance(err, BodyTooLargeError):

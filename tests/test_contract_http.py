@@ -82,19 +82,14 @@ def test_sync_names_itself_and_returns_no_cookie_across_a_redirect(
     assert all("cookie" not in request.headers for request in server.requests)
 
 
-def test_scorer_check_names_itself_and_returns_no_cookie(server: LoopbackServer) -> None:
+def test_scorer_check_names_itself_and_returns_no_cookie(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
     server.route("/healthz", respond(200, b"ok", content_type="text/plain", headers=COOKIE))
     server.route("/config", _json(CONFIG))
     server.route("/scoring", _json({"results": []}))
-    result = subprocess.run(
-        [sys.executable, "-m", "dsf_compile", "scorer-check", server.url("/")],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in result.stderr, result.stderr
+    # scorer-check reads no fleet: the root is only where the command runs.
+    run_command(tmp_path, "scorer-check", server.url("/"))
     assert [r.path for r in server.requests][:3] == ["/healthz", "/config", "/scoring"]
     assert {r.headers["user-agent"] for r in server.requests} == {"dsf-scorer-check"}
     assert all("cookie" not in request.headers for request in server.requests)
@@ -226,6 +221,7 @@ def test_a_refused_connection_is_unreachable_on_both_sides() -> None:
     assert failure.words == ConnectFailure.REFUSED
     assert failure.words in UNREACHABLE_WORDS
     assert failure.transient
+    assert failure.unreached
 
 
 def test_a_silent_server_times_out(server: LoopbackServer) -> None:
@@ -238,6 +234,7 @@ def test_a_silent_server_times_out(server: LoopbackServer) -> None:
         True,
     )
     assert failure.reason in UNANSWERED
+    assert failure.unreached
 
 
 def test_a_reset_is_a_transport_error(server: LoopbackServer) -> None:
@@ -247,7 +244,7 @@ def test_a_reset_is_a_transport_error(server: LoopbackServer) -> None:
     assert failure.reason is RequestFailure.TRANSPORT_ERROR
     assert failure.words in ("connection reset", "server closed the connection without a response")
     assert failure.transient
-    assert failure.words not in UNREACHABLE_WORDS  # it was reached
+    assert not failure.unreached  # it was reached
 
 
 def test_what_is_not_a_request_failure_is_left_alone() -> None:
@@ -288,3 +285,12 @@ def test_the_agent_reasons_are_those_its_readme_documents() -> None:
     readme = (REPO_ROOT / "agent" / "README.md").read_text(encoding="utf-8")
     for reason in RequestFailure:
         assert f"`{reason}`" in readme, reason
+
+
+def test_the_hub_reader_names_failures_without_loading_httpx() -> None:
+    """It reads through the kubernetes client; a second HTTP client would only cost time."""
+    probe = "import sys, dsf_compile.hub; print('httpx' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60
+    )
+    assert done.stdout.strip() == "False", done.stderr

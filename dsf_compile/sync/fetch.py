@@ -44,7 +44,6 @@ from dsf_contract.connect_to import (
 )
 from dsf_contract.connect_transport import ConnectToTransport
 from dsf_contract.http import (
-    UNREACHABLE_WORDS,
     BodyTooLargeError,
     RequestFailure,
     UserAgent,
@@ -316,7 +315,7 @@ async def _fetch_once(
                 f"GET {shown}: {failure.words}",
                 retry=failure.transient,
                 timeout=failure.reason is RequestFailure.TIMEOUT,
-                unreachable=failure.words in UNREACHABLE_WORDS,
+                unreachable=failure.unreached,
             ) from err
         current, shown = target, str(target)
     raise _FetchFailedError(f"GET {url}: too many redirects (more than {MAX_REDIRECTS})")
