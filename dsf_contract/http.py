@@ -23,6 +23,8 @@ from enum import StrEnum
 from http.cookiejar import CookieJar
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dsf_contract.agent_cli import PROGRAM
+
 if TYPE_CHECKING:
     import httpx
 
@@ -49,7 +51,7 @@ __all__ = [
 class UserAgent(StrEnum):
     """The ``User-Agent`` each program sends, so a service's logs tell them apart."""
 
-    AGENT = "dsf-agent/0.1"
+    AGENT = f"{PROGRAM}/0.1"
     SYNC = "dsf-compile-sync/1"
     SCORER_CHECK = "dsf-scorer-check"
 
