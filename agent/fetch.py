@@ -7,8 +7,7 @@ import httpx
 from agent.answer import SeriesBlock, series_block
 from agent.errors import FetchError
 from agent.memory import Reservation
-from agent.transport import RequestSlots, request_failures
-from dsf_contract.http import http_status_reason, read_capped
+from agent.transport import RequestSlots, read_answer, request_failures
 from dsf_contract.summary import Summary
 
 
@@ -60,12 +59,7 @@ async def fetch_series(
                     headers=headers,
                 ) as response,
             ):
-                if response.status_code != 200:
-                    raise FetchError(
-                        f"Prometheus answered HTTP {response.status_code}",
-                        reason=http_status_reason(response.status_code),
-                    )
-                body = await read_capped(response, max_bytes, memory=memory)
+                body = await read_answer(response, "Prometheus", FetchError, max_bytes, memory)
         collected.append(series_block(body))
         del body
     return collected

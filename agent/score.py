@@ -26,8 +26,8 @@ from agent.answer import (
     walk_object,
 )
 from agent.errors import ScoreError
-from agent.transport import RequestSlots, request_failures
-from dsf_contract.http import RequestFailure, http_status_reason, read_capped
+from agent.transport import RequestSlots, read_answer, request_failures
+from dsf_contract.http import RequestFailure
 from dsf_contract.scoring_api import ScoreResult
 
 #: The result labels the agent uses (dimension placeholders and ``dynamic_score`` labels).
@@ -137,10 +137,5 @@ async def request_scores(
             slots.take(endpoint),
             client.stream("POST", endpoint, content=body, headers=headers) as response,
         ):
-            if response.status_code != 200:
-                raise ScoreError(
-                    f"Scoring API answered HTTP {response.status_code}",
-                    reason=http_status_reason(response.status_code),
-                )
-            raw = await read_capped(response, max_bytes)
+            raw = await read_answer(response, "Scoring API", ScoreError, max_bytes)
     return parse_response(raw, max_results=max_results)

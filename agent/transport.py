@@ -21,11 +21,14 @@ import orjson
 from agent.errors import AgentError
 from dsf_contract.connect_transport import ConnectToTransport
 from dsf_contract.http import (
+    MemoryHook,
     RequestFailure,
     UserAgent,
     describe_failure,
+    http_status_reason,
     new_client,
     proxy_configured,
+    read_capped,
 )
 from dsf_contract.plainhttp import PlainHTTPTransport
 
@@ -115,6 +118,23 @@ class RequestSlots:
         async with per_host, self._semaphore:
             async with asyncio.timeout(self.deadline):
                 yield
+
+
+async def read_answer(
+    response: httpx.Response,
+    service: str,
+    error: type[AgentError],
+    limit: int,
+    memory: MemoryHook | None = None,
+) -> bytes | bytearray:
+    """The body of ``service``'s answer, read within ``limit`` bytes (and ``memory``);
+    ``error`` with the status's reason when the answer is not a 200."""
+    if response.status_code != 200:
+        raise error(
+            f"{service} answered HTTP {response.status_code}",
+            reason=http_status_reason(response.status_code),
+        )
+    return await read_capped(response, limit, memory=memory)
 
 
 def decode_json(body: bytes | bytearray) -> Any:
