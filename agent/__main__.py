@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from agent.config import ConfigMapSource, FileSource
 from agent.cycle import CycleContext
-from agent.errors import AgentError
+from agent.errors import AgentError, Reason
 from agent.kube import (
     HubApi,
     ManagedClusterApi,
@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         log.error("agent_failed", extra=fields(reason=err.reason, error=str(err)))
         sys.exit(2)
     except OSError as err:  # e.g. the metrics port is taken
-        log.error("agent_failed", extra=fields(reason="os_error", error=str(err)))
+        log.error("agent_failed", extra=fields(reason=Reason.OS_ERROR, error=str(err)))
         sys.exit(2)
     with contextlib.suppress(Exception):
         logging.shutdown()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.errors import FetchError
+from agent.errors import FetchError, Reason
 from dsf_contract.http import RequestFailure
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -101,7 +101,7 @@ def series_block(body: bytes | bytearray) -> SeriesBlock:
     if found.status != "success":
         error = str(found.error)[:200]
         raise FetchError(
-            f"Prometheus answered status {found.status!r}: {error}", reason="query_error"
+            f"Prometheus answered status {found.status!r}: {error}", reason=Reason.QUERY_ERROR
         )
     if found.result is None:
         raise FetchError(

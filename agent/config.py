@@ -21,13 +21,13 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from agent.errors import ConfigError
+from agent.errors import ConfigError, Reason
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import fields
 from dsf_contract.bounded_json import load_json
 from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
 from dsf_contract.fields import check_http_url
-from dsf_contract.http import RequestFailure, http_status_reason
+from dsf_contract.http import ApiFailure, RequestFailure, api_status_reason
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 
@@ -83,15 +83,17 @@ def _semantic_problems(summary: Summary) -> list[str]:
 def load_config_json(text: str | bytes, what: str) -> Any:
     """``text`` parsed as JSON, bounded in size and depth; :class:`ConfigError` otherwise."""
     if len(text) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{what} is larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
+        raise ConfigError(
+            f"{what} is larger than {MAX_CONFIG_BYTES} bytes", reason=RequestFailure.TOO_LARGE
+        )
     try:
         return load_json(text, max_depth=MAX_DEPTH)
     except ValueError as err:  # also a number too long, NaN, bytes that are not text
         if "nested deeper" in str(err):
             raise ConfigError(
-                f"{what} nests deeper than {MAX_DEPTH} levels", reason="too_deep"
+                f"{what} nests deeper than {MAX_DEPTH} levels", reason=Reason.TOO_DEEP
             ) from None
-        raise ConfigError(f"{what} is not valid JSON: {err}", reason="invalid_json") from None
+        raise ConfigError(f"{what} is not valid JSON: {err}", reason=Reason.INVALID_JSON) from None
 
 
 def _load_yaml(text: str | bytes, source: str) -> Any:
@@ -101,7 +103,7 @@ def _load_yaml(text: str | bytes, source: str) -> Any:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as err:
             raise ConfigError(
-                f"{source} is not UTF-8 text (byte {err.start})", reason="invalid_yaml"
+                f"{source} is not UTF-8 text (byte {err.start})", reason=Reason.INVALID_YAML
             ) from None
     documents, problems = parse_yaml(text, source)
     if problems:
@@ -111,7 +113,7 @@ def _load_yaml(text: str | bytes, source: str) -> Any:
     if len(documents) > 1:
         raise ConfigError(
             f"{source} holds {len(documents)} YAML documents, expected one",
-            reason="invalid_document",
+            reason=Reason.INVALID_DOCUMENT,
         )
     return documents[0].data if documents else None
 
@@ -122,21 +124,26 @@ def _summary_list(document: Any) -> list[Any]:
         return document
     if not isinstance(document, dict):
         raise ConfigError(
-            "expected a JSON list of summaries or a ConfigMap", reason="invalid_document"
+            "expected a JSON list of summaries or a ConfigMap", reason=Reason.INVALID_DOCUMENT
         )
     if document.get("kind") not in (None, "ConfigMap"):
         raise ConfigError(
-            f"expected a ConfigMap, found kind {document.get('kind')!r}", reason="invalid_document"
+            f"expected a ConfigMap, found kind {document.get('kind')!r}",
+            reason=Reason.INVALID_DOCUMENT,
         )
     data = document.get("data")
     if not isinstance(data, dict) or CONFIG_MAP_KEY not in data:
-        raise ConfigError(f"the ConfigMap has no data.{CONFIG_MAP_KEY} key", reason="missing_key")
+        raise ConfigError(
+            f"the ConfigMap has no data.{CONFIG_MAP_KEY} key", reason=Reason.MISSING_KEY
+        )
     raw = data[CONFIG_MAP_KEY]
     if not isinstance(raw, str):
-        raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a string", reason="invalid_document")
+        raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a string", reason=Reason.INVALID_DOCUMENT)
     inner = load_config_json(raw, f"data.{CONFIG_MAP_KEY}")
     if not isinstance(inner, list):
-        raise ConfigError(f"data.{CONFIG_MAP_KEY} must be a JSON list", reason="invalid_document")
+        raise ConfigError(
+            f"data.{CONFIG_MAP_KEY} must be a JSON list", reason=Reason.INVALID_DOCUMENT
+        )
     return inner
 
 
@@ -188,17 +195,19 @@ def parse_config_text(text: str | bytes, source: str = "configuration") -> Parse
     Never raises anything but :class:`ConfigError`, whatever ``text`` holds.
     """
     if len(text) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"configuration larger than {MAX_CONFIG_BYTES} bytes", reason="too_large")
+        raise ConfigError(
+            f"configuration larger than {MAX_CONFIG_BYTES} bytes", reason=RequestFailure.TOO_LARGE
+        )
     try:
         document = load_config_json(text, "the configuration")
     except ConfigError as err:
-        if err.reason != "invalid_json":
+        if err.reason != Reason.INVALID_JSON:
             raise
         # Not JSON: YAML, or JSON refused for a number too long, which the YAML loader
         # then reports with its line and column.
         document = _load_yaml(text, source)
     if document is None:
-        raise ConfigError("the configuration is empty", reason="empty")
+        raise ConfigError("the configuration is empty", reason=Reason.EMPTY)
     return parse_config_document(document)
 
 
@@ -269,7 +278,7 @@ class FileSource:
                 return handle.read(MAX_CONFIG_BYTES + 1)
         except OSError as err:
             raise ConfigError(
-                f"cannot read {self._path}: {err.strerror or err}", reason="unreadable"
+                f"cannot read {self._path}: {err.strerror or err}", reason=Reason.UNREADABLE
             ) from None
 
 
@@ -424,7 +433,7 @@ class ConfigMapSource:
 
     def _missing(self) -> ConfigError:
         return ConfigError(
-            f"ConfigMap {self._namespace}/{self._name} not found", reason="not_found"
+            f"ConfigMap {self._namespace}/{self._name} not found", reason=ApiFailure.NOT_FOUND
         )
 
     def _list_document(self) -> dict[str, Any]:
@@ -436,7 +445,7 @@ class ConfigMapSource:
         )
         document = load_config_json(response.data, "the ConfigMap list")
         if not isinstance(document, dict):
-            raise ConfigError("the ConfigMap list is not an object", reason="invalid_document")
+            raise ConfigError("the ConfigMap list is not an object", reason=Reason.INVALID_DOCUMENT)
         return document
 
     def _watch(self, version: str) -> None:
@@ -477,9 +486,7 @@ def api_error_reason(err: Exception) -> str:
         return err.reason
     if isinstance(err, ApiException):
         status = err.status or 0
-        return {401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(
-            status, http_status_reason(status)
-        )
+        return api_status_reason(status)
     return RequestFailure.UNREACHABLE
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import httpx
 
 from agent.dimensions import score_items
-from agent.errors import AgentError, ScoreError, SecretMissingError
+from agent.errors import AgentError, Reason, ScoreError, SecretMissingError
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
 from agent.memory import MemoryBudget, Reservation, budget_for, container_limit
@@ -158,7 +158,7 @@ async def _run_cycle(
                     raise ScoreError(
                         f"{len(items)} items make an AddOnPlacementScore of over "
                         f"{MAX_STORED_BYTES} bytes, more than the hub stores",
-                        reason="status_too_large",
+                        reason=Reason.STATUS_TOO_LARGE,
                     )
                 name = sanitize_name(score_name)
                 if not ctx.hub.knows(name):

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.errors import AgentError
+from agent.errors import AgentError, Reason
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -150,7 +150,7 @@ def managed_cluster_client() -> ApiClient:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException as err:
             raise AgentError(
-                f"in-cluster credentials unusable: {err}", reason="kube_config"
+                f"in-cluster credentials unusable: {err}", reason=Reason.KUBE_CONFIG
             ) from None
         return client.ApiClient(configuration)
     try:
@@ -161,7 +161,7 @@ def managed_cluster_client() -> ApiClient:
     except (config.ConfigException, OSError) as err:
         raise AgentError(
             f"no in-cluster credentials and no usable kubeconfig (KUBECONFIG): {err}",
-            reason="kube_config",
+            reason=Reason.KUBE_CONFIG,
         ) from None
 
 
@@ -178,7 +178,7 @@ def hub_client(kubeconfig: Path) -> ApiClient:
         return api_client
     except (config.ConfigException, OSError) as err:
         raise AgentError(
-            f"hub kubeconfig {kubeconfig} unusable: {err}", reason="kube_config"
+            f"hub kubeconfig {kubeconfig} unusable: {err}", reason=Reason.KUBE_CONFIG
         ) from None
 
 

@@ -21,13 +21,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.dimensions import StatusScore
-from agent.errors import PublishError
+from agent.errors import PublishError, Reason
 from agent.kube import HubApi, RawResponse
 from dsf_contract.http import (
     HTTP_STATUS_REASONS,
     UNANSWERED,
     RequestFailure,
-    http_status_reason,
+    api_status_reason,
 )
 from dsf_contract.scores import (
     AGENT_MANAGED_BY,
@@ -145,9 +145,6 @@ def placement_score_object(
     if status is not None:
         body["status"] = status
     return body
-
-
-_AUTH_REASONS = {401: "unauthorized", 403: "forbidden"}
 
 
 @dataclass(frozen=True)
@@ -277,7 +274,7 @@ class HubPublisher:
                 conflicts += 1
         raise PublishError(
             f"AddOnPlacementScore {name!r}: still conflicting after {self._retries} retries",
-            reason="conflict",
+            reason=Reason.CONFLICT,
         )
 
     def knows(self, name: str) -> bool:
@@ -358,9 +355,7 @@ class HubPublisher:
             if err.status in (404, 409):
                 raise _ConflictOrNotFound from None
             status = err.status or 0
-            # 401 and 403 say the agent's hub credentials or their RBAC are wrong: named,
-            # so a missing verb shows as itself, not as one more 4xx.
-            reason = _AUTH_REASONS.get(status, http_status_reason(status))
+            reason = api_status_reason(status)  # 401, 403: the hub credentials or RBAC
             raise PublishError(f"hub answered HTTP {status} to {method}", reason=reason) from None
         except Exception as err:  # urllib3 and socket errors: the hub cannot be reached
             raise PublishError(

@@ -25,7 +25,7 @@ from agent.answer import (
     walk_array,
     walk_object,
 )
-from agent.errors import ScoreError
+from agent.errors import Reason, ScoreError
 from agent.transport import RequestSlots, read_answer, request_failures
 from dsf_contract.http import RequestFailure
 from dsf_contract.scoring_api import ScoreResult
@@ -76,7 +76,7 @@ class _Results:
         if len(self.usable) + self.skipped >= self.max_results:
             raise ScoreError(
                 f"Scoring API answered more than {self.max_results} results (--max-results)",
-                reason="too_many_results",
+                reason=Reason.TOO_MANY_RESULTS,
             )
         item, end = _scan(text, at)
         try:

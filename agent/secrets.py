@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from agent.errors import SecretMissingError
+from agent.errors import Reason, SecretMissingError
 from agent.kube import ManagedClusterApi, RawResponse
 from agent.logs import REDACTOR, Redactor
 from dsf_contract.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
+from dsf_contract.http import ApiFailure, api_status_reason
 
 
 class SecretStore(Protocol):
@@ -31,10 +32,10 @@ class SecretStore(Protocol):
 def _check_reference(name: str, key: str) -> None:
     # Names become file paths (--secrets-dir): refuse anything that is not a plain name.
     if not DNS_SUBDOMAIN_RE.match(name) or len(name) > 253:
-        raise SecretMissingError(f"invalid Secret name {name!r}", reason="invalid_reference")
+        raise SecretMissingError(f"invalid Secret name {name!r}", reason=Reason.INVALID_REFERENCE)
     if not SECRET_KEY_RE.match(key) or key in (".", "..") or len(key) > 253:
         raise SecretMissingError(
-            f"invalid key {key!r} of Secret {name!r}", reason="invalid_reference"
+            f"invalid key {key!r} of Secret {name!r}", reason=Reason.INVALID_REFERENCE
         )
 
 
@@ -57,15 +58,15 @@ class DirSecretStore:
             value = path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
             raise SecretMissingError(
-                f"Secret {name!r} key {key!r} not found", reason="not_found"
+                f"Secret {name!r} key {key!r} not found", reason=ApiFailure.NOT_FOUND
             ) from None
         except (OSError, UnicodeDecodeError) as err:
             raise SecretMissingError(
                 f"Secret {name!r} key {key!r} unreadable ({type(err).__name__})",
-                reason="unreadable",
+                reason=Reason.UNREADABLE,
             ) from None
         if not value:
-            raise SecretMissingError(f"Secret {name!r} key {key!r} is empty", reason="empty")
+            raise SecretMissingError(f"Secret {name!r} key {key!r} is empty", reason=Reason.EMPTY)
         self._redactor.add(value)
         return value
 
@@ -103,7 +104,9 @@ class ApiSecretStore:
         data = await self._data(name)
         value = data.get(key)
         if not value:
-            raise SecretMissingError(f"Secret {name!r} has no key {key!r}", reason="key_not_found")
+            raise SecretMissingError(
+                f"Secret {name!r} has no key {key!r}", reason=Reason.KEY_NOT_FOUND
+            )
         return value
 
     async def _data(self, name: str) -> dict[str, str]:
@@ -121,7 +124,7 @@ class ApiSecretStore:
                 if cached is not None and cached[1] is not None:
                     return cached[1]
                 raise SecretMissingError(
-                    f"Secret {name!r} unavailable ({type(err).__name__})", reason="api_error"
+                    f"Secret {name!r} unavailable ({type(err).__name__})", reason=Reason.API_ERROR
                 ) from None
             self._cache[name] = (now, data, reason)
             return self._known(name, data, reason)
@@ -141,7 +144,7 @@ class ApiSecretStore:
             )
         except ApiException as err:
             if err.status in (403, 404):
-                return None, "not_found" if err.status == 404 else "forbidden"
+                return None, api_status_reason(err.status)
             raise
         document = json.loads(response.data)
         data: dict[str, str] = {}

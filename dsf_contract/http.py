@@ -32,12 +32,14 @@ __all__ = [
     "HTTP_STATUS_REASONS",
     "UNANSWERED",
     "UNREACHABLE_WORDS",
+    "ApiFailure",
     "BodyTooLargeError",
     "ConnectFailure",
     "Failure",
     "MemoryHook",
     "RequestFailure",
     "UserAgent",
+    "api_status_reason",
     "causes",
     "connect_failure",
     "describe_failure",
@@ -193,6 +195,27 @@ def http_status_reason(status: int) -> str:
     values stay few)."""
     return f"http_{min(status // 100, 9)}xx"
 
+
+def api_status_reason(status: int) -> str:
+    """The failure reason of a Kubernetes API's error answer: 401 and 403 say the agent's
+    credentials or their RBAC are wrong, and are named so that a missing verb shows as
+    itself, not as one more 4xx; 404 says the object is not there."""
+    return _NAMED_STATUSES.get(status) or http_status_reason(status)
+
+
+class ApiFailure(StrEnum):
+    """The Kubernetes API answers named by their status rather than its class."""
+
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+
+
+_NAMED_STATUSES = {
+    401: ApiFailure.UNAUTHORIZED,
+    403: ApiFailure.FORBIDDEN,
+    404: ApiFailure.NOT_FOUND,
+}
 
 #: Every reason :func:`http_status_reason` gives.
 HTTP_STATUS_REASONS = frozenset(http_status_reason(100 * digit) for digit in range(10))

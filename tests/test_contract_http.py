@@ -18,10 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agent.errors import Reason
 from agent.transport import make_client
 from dsf_contract.http import (
     UNANSWERED,
     UNREACHABLE_WORDS,
+    ApiFailure,
     BodyTooLargeError,
     ConnectFailure,
     RequestFailure,
@@ -283,7 +285,7 @@ def test_the_chain_of_causes_is_walked_once_and_bounded() -> None:
 
 def test_the_agent_reasons_are_those_its_readme_documents() -> None:
     readme = (REPO_ROOT / "agent" / "README.md").read_text(encoding="utf-8")
-    for reason in RequestFailure:
+    for reason in [*RequestFailure, *ApiFailure, *Reason]:
         assert f"`{reason}`" in readme, reason
 
 
