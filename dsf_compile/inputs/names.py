@@ -28,8 +28,8 @@ from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 if TYPE_CHECKING:
+    from dsf_compile.inputs.located import Located
     from dsf_compile.inputs.settings import Settings
-    from dsf_compile.inputs.validate import Located
     from dsf_contract.bounded_yaml import Document
 
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.

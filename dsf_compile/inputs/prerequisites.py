@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
+    from dsf_compile.inputs.located import Located
     from dsf_compile.inputs.placements import PlacementObject
-    from dsf_compile.inputs.validate import Located
 
 INFO = "info"
 

@@ -12,13 +12,14 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
+from dsf_compile.inputs.located import Located, M
 from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
@@ -37,23 +38,6 @@ if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that 
         Placement,
         PlacementObject,
     )
-
-M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Located(Generic[M]):
-    """A validated model and the document it was read from (to point at its fields)."""
-
-    model: M
-    document: Document
-    base: Pointer = ()
-
-    def problem(self, pointer: Pointer, message: str, severity: str = "error") -> Problem:
-        """A problem at ``pointer`` (relative to this model) in the model's file."""
-        full = (*self.base, *pointer)
-        line, column = self.document.locate(full)
-        return Problem(self.document.path, line, column, format_pointer(full), message, severity)
 
 
 @dataclass(frozen=True)

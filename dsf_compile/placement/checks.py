@@ -16,9 +16,10 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
+from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import is_glob
-from dsf_compile.inputs.validate import Inputs, Located
+from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
 from dsf_compile.placement.scheduler import (
     Cluster,

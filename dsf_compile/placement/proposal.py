@@ -17,6 +17,7 @@ from typing import Any
 
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
+from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.optimization import (
     COMPLIANCE_CLAIM,
     DEMAND_AMOUNT,
@@ -37,7 +38,7 @@ from dsf_compile.inputs.placements import (
     Policy,
 )
 from dsf_compile.inputs.quantity import QuantityError, quantity_value
-from dsf_compile.inputs.validate import Inputs, Located
+from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.checks import ScoreCatalog
 from dsf_compile.placement.optimize import (
     Configuration,

@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dsf_compile.errors import InputError
+from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import is_glob
-from dsf_compile.inputs.validate import Inputs, Located
+from dsf_compile.inputs.validate import Inputs
 from dsf_compile.sync.lock import Lockfile, sha256
 from dsf_compile.untrusted import redact
 from dsf_contract.bounded_yaml import Pointer
