@@ -1,4 +1,4 @@
 """The dsf compiler: ``dsf-compile``."""
 
-#: The release: the distribution's version and the agent image's tag (``v`` + this is the Git tag).
-__version__ = "0.1.0"
+#: The release, owned by the contract: the agent and the compiler are released together.
+from dsf_contract import __version__ as __version__

@@ -23,6 +23,7 @@ from enum import StrEnum
 from http.cookiejar import CookieJar
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dsf_contract import __version__
 from dsf_contract.agent_cli import PROGRAM
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ __all__ = [
 class UserAgent(StrEnum):
     """The ``User-Agent`` each program sends, so a service's logs tell them apart."""
 
-    AGENT = f"{PROGRAM}/0.1"
+    AGENT = f"{PROGRAM}/{__version__}"
     SYNC = "dsf-compile-sync/1"
     SCORER_CHECK = "dsf-scorer-check"
 

@@ -20,6 +20,7 @@ import pytest
 
 from agent.errors import Reason
 from agent.transport import make_client
+from dsf_contract import __version__
 from dsf_contract.http import (
     UNANSWERED,
     UNREACHABLE_WORDS,
@@ -106,7 +107,7 @@ def test_the_agent_names_itself_and_returns_no_cookie(server: LoopbackServer) ->
                 assert (await client.get(url)).status_code == 200
 
     asyncio.run(twice())
-    assert {r.headers["user-agent"] for r in server.requests} == {"dsf-agent/0.1"}
+    assert {r.headers["user-agent"] for r in server.requests} == {f"dsf-agent/{__version__}"}
     assert all("cookie" not in request.headers for request in server.requests)
 
 
