@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Settled:
-    """The tree right after a render, as a check would have found it (see ``write.py``, settling).
+    """The tree right after a render, as a check would have found it (see ``settle.py``).
 
     ``stats``: every file ``rendered/`` owns and its record, with what ``lstat`` said of it
     when its bytes were last found equal to ``texts`` (its text); ``stamp``: a ctime that

@@ -26,7 +26,7 @@ missing or unreadable cache, a link or a special file anywhere: the full path ru
 A render records the same thing, so the first check after it reads nothing (it would read
 and hash every file: a quarter of a full render's time). The render holds the files'
 bytes in memory and holds ``rendered/``'s lock, and it keeps the same order: stamp, then
-``lstat``, then read and compare (``write.py``, ``_settle``). Two stamps, each the ctime of
+``lstat``, then read and compare (``settle.py``, ``settle``). Two stamps, each the ctime of
 a new file in ``.dsf-cache/``, since the files are compared in two moments:
 
 - a file the render leaves alone was read and compared with the rendered bytes after the
