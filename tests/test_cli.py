@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dsf_compile import __version__
 from dsf_compile.cli import run
 
 
@@ -24,7 +25,8 @@ def tree(folder: Path) -> dict[str, bytes]:
     }
 
 
-#: What validate says about the example fleet's dsf.yaml: its agents' image is published by nothing.
+#: What validate says about the example fleet's dsf.yaml without its ``agent.image`` line:
+#: the image its example repository.url derives is published by nothing.
 EXAMPLE_URL_WARNING = (
     "dsf.yaml:5:3: warning: repository.url: still the example's, so the agents would pull "
     "ghcr.io/example/dsf-fleet-agent:0.1.0, which nothing publishes: set it to this "
@@ -33,20 +35,51 @@ EXAMPLE_URL_WARNING = (
 )
 
 
+#: The info lines validate prints for the example fleet (not findings: --strict keeps them).
+EXAMPLE_INFO = [
+    "placements/gpu-apps/policies.yaml:4:1: info: kind: Policy needs the governance policy "
+    "framework on the hub (its propagator serves Policy and PlacementBinding; OCM's core "
+    "does not), or the GitOps sync of rendered/ fails on an unknown kind (docs/install.md)",
+    "placements/gpu-apps/workloads.yaml:4:1: info: kind: ManifestWorkReplicaSet needs the "
+    "hub's ManifestWorkReplicaSet feature gate (ClusterManager "
+    "spec.workConfiguration.featureGates, off by default): without it no ManifestWork is "
+    "made from it (docs/install.md)",
+]
+
+
+def without_example_image(fleet: Path) -> None:
+    """Drop the example's ``agent.image``: its image then derives from the example URL."""
+    settings = fleet / "dsf.yaml"
+    text = settings.read_text(encoding="utf-8")
+    assert text.count("  image: localhost/dsf-agent:") == 1
+    settings.write_text(
+        "".join(line for line in text.splitlines(True) if not line.startswith("  image: ")),
+        encoding="utf-8",
+    )
+
+
 def test_validate_the_example_fleet(fleet: Path) -> None:
+    """The example is clean: ``--strict`` finds nothing (the info lines are not findings)."""
+    for strict in ((), ("--strict",)):
+        code, out, err = cli("--root", str(fleet), "validate", *strict)
+        assert (code, out) == (0, "")
+        assert err.splitlines() == [*EXAMPLE_INFO, "dsf-compile: 5 scorer(s), 3 cluster(s): valid"]
+
+
+def test_the_example_url_without_an_image_is_warned_about(fleet: Path) -> None:
+    without_example_image(fleet)
     code, out, err = cli("--root", str(fleet), "validate")
     assert (code, out) == (0, "")
     assert err.splitlines() == [
         EXAMPLE_URL_WARNING,
-        "placements/gpu-apps/policies.yaml:4:1: info: kind: Policy needs the governance policy "
-        "framework on the hub (its propagator serves Policy and PlacementBinding; OCM's core "
-        "does not), or the GitOps sync of rendered/ fails on an unknown kind (docs/install.md)",
-        "placements/gpu-apps/workloads.yaml:4:1: info: kind: ManifestWorkReplicaSet needs the "
-        "hub's ManifestWorkReplicaSet feature gate (ClusterManager "
-        "spec.workConfiguration.featureGates, off by default): without it no ManifestWork is "
-        "made from it (docs/install.md)",
+        *EXAMPLE_INFO,
         "dsf-compile: 5 scorer(s), 3 cluster(s): valid",
     ]
+
+
+def test_the_example_image_is_this_release(fleet: Path) -> None:
+    """The example runs the image ``agent/build-image.sh`` tags by default: the release's."""
+    assert f"  image: localhost/dsf-agent:{__version__}\n" in (fleet / "dsf.yaml").read_text()
 
 
 def test_render_check_after_render_and_after_an_edit(fleet: Path) -> None:
@@ -94,6 +127,7 @@ spec:
 
 
 def test_problems_are_all_printed_sorted_and_nothing_is_written(fleet: Path) -> None:
+    without_example_image(fleet)  # a warning too: errors first, then warnings
     (fleet / "scorers/bad.yaml").write_text(BAD_INTERVAL)
     before = tree(fleet / "rendered")
     code, out, err = cli("--root", str(fleet), "render")
