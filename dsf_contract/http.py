@@ -197,13 +197,6 @@ def http_status_reason(status: int) -> str:
     return f"http_{min(status // 100, 9)}xx"
 
 
-def api_status_reason(status: int) -> str:
-    """The failure reason of a Kubernetes API's error answer: 401 and 403 say the agent's
-    credentials or their RBAC are wrong, and are named so that a missing verb shows as
-    itself, not as one more 4xx; 404 says the object is not there."""
-    return _NAMED_STATUSES.get(status) or http_status_reason(status)
-
-
 class ApiFailure(StrEnum):
     """The Kubernetes API answers named by their status rather than its class."""
 
@@ -220,6 +213,13 @@ _NAMED_STATUSES = {
 
 #: Every reason :func:`http_status_reason` gives.
 HTTP_STATUS_REASONS = frozenset(http_status_reason(100 * digit) for digit in range(10))
+
+
+def api_status_reason(status: int) -> str:
+    """The failure reason of a Kubernetes API's error answer: 401 and 403 say the agent's
+    credentials or their RBAC are wrong, and are named so that a missing verb shows as
+    itself, not as one more 4xx; 404 says the object is not there."""
+    return _NAMED_STATUSES.get(status) or http_status_reason(status)
 
 
 class ConnectFailure(StrEnum):
