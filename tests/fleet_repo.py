@@ -27,6 +27,17 @@ def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
     return target
 
 
+def without_example_image(fleet: Path) -> None:
+    """Drop the example's ``agent.image``: its image then derives from the example URL."""
+    settings = fleet / "dsf.yaml"
+    text = settings.read_text(encoding="utf-8")
+    assert text.count("  image: localhost/dsf-agent:") == 1
+    settings.write_text(
+        "".join(line for line in text.splitlines(True) if not line.startswith("  image: ")),
+        encoding="utf-8",
+    )
+
+
 def run_command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """``python -m dsf_compile --root ROOT ARGV…`` as a user runs it; never a traceback."""
     result = subprocess.run(

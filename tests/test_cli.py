@@ -11,6 +11,7 @@ import pytest
 
 from dsf_compile import __version__
 from dsf_compile.cli import run
+from tests.fleet_repo import without_example_image
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -45,17 +46,6 @@ EXAMPLE_INFO = [
     "spec.workConfiguration.featureGates, off by default): without it no ManifestWork is "
     "made from it (docs/install.md)",
 ]
-
-
-def without_example_image(fleet: Path) -> None:
-    """Drop the example's ``agent.image``: its image then derives from the example URL."""
-    settings = fleet / "dsf.yaml"
-    text = settings.read_text(encoding="utf-8")
-    assert text.count("  image: localhost/dsf-agent:") == 1
-    settings.write_text(
-        "".join(line for line in text.splitlines(True) if not line.startswith("  image: ")),
-        encoding="utf-8",
-    )
 
 
 def test_validate_the_example_fleet(fleet: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import REPO_ROOT, copy_fleet, without_example_image
 
 mcp = pytest.importorskip("mcp")
 pytest.importorskip("scipy.optimize")
@@ -68,6 +68,7 @@ def structured(result: Any) -> Any:
 @pytest.mark.timeout(120)
 def test_the_tools_answer_over_stdio_and_optimize_writes_only_its_folder(tmp_path: Path) -> None:
     root = copy_fleet(tmp_path / "fleet")
+    without_example_image(root)  # so that validate has a warning to pass on
     (root / "placements/optimized/default-gpu-apps.yaml").unlink()
     before = tree_digest(root)
     tools, results = asyncio.run(
@@ -100,7 +101,7 @@ def test_the_tools_answer_over_stdio_and_optimize_writes_only_its_folder(tmp_pat
     (placement,) = explained["placements"]
     assert placement["decisions"] == ["worker02"]
     assert validation["valid"] is True
-    # the example's repository.url (its image is published by nothing) and what the hub
+    # the example's repository.url without its image (published by nothing) and what the hub
     # needs for the kinds placements/ uses
     assert sorted((p["path"], p["severity"], p["field"]) for p in validation["problems"]) == [
         ("dsf.yaml", "warning", "repository.url"),
