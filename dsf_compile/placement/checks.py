@@ -17,10 +17,11 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from dsf_compile.inputs.located import Located
-from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
+from dsf_compile.inputs.placements import CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
+from dsf_compile.placement.prioritizers import BUILTINS
 from dsf_compile.placement.scheduler import (
     Cluster,
     cel_view,
@@ -352,12 +353,12 @@ def _check_coordinates(
         base: Pointer = ("spec", "prioritizerPolicy", "configurations", index, "scoreCoordinate")
         if coordinate.type == "BuiltIn":
             builtin = coordinate.builtIn or ""
-            if builtin not in BUILTIN_PRIORITIZERS:
+            if builtin not in BUILTINS:
                 errors.append(
                     located.problem(
                         (*base, "builtIn"),
-                        f"{builtin!r} is not a built-in prioritizer{_did_you_mean(builtin, BUILTIN_PRIORITIZERS)}; "
-                        f"OCM knows {', '.join(BUILTIN_PRIORITIZERS)}",
+                        f"{builtin!r} is not a built-in prioritizer{_did_you_mean(builtin, tuple(BUILTINS))}; "
+                        f"OCM knows {', '.join(BUILTINS)}",
                     )
                 )
             continue

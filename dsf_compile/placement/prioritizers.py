@@ -10,7 +10,7 @@ truncates it. Pure.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,8 +26,6 @@ from dsf_compile.placement.state import Cluster, ScoreIndex, format_time
 from dsf_contract.scores import CONDITION_TYPE
 
 MAX_SCORE = 100
-_RESOURCES = {"ResourceAllocatableCPU": "cpu", "ResourceAllocatableMemory": "memory"}
-_DEFAULT_WEIGHTS = (("Balance", 1), ("Steady", 1))
 #: How many cluster names a warning lists before it says "and N more".
 _NAMED_IN_WARNING = 5
 
@@ -50,6 +48,27 @@ class Prioritizer:
     coordinate: ScoreCoordinate
 
 
+@dataclass(frozen=True)
+class _Step:
+    """What a built-in prioritizer reads: the clusters left after step 3 and the decisions."""
+
+    left: Sequence[Cluster]
+    names: Sequence[str]
+    own: frozenset[str]
+    placement: Placement
+    decisions: Sequence[PlacementDecision]
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """One of OCM's built-in prioritizers (ocm ``plugins/``)."""
+
+    #: The weight Additive mode gives it when the Placement does not configure it (0: none).
+    default_weight: int
+    #: Its score for every cluster left, -100 to 100.
+    score: Callable[[_Step], dict[str, int]]
+
+
 def score_prioritizers(
     prioritizers: Sequence[Prioritizer],
     left: Sequence[Cluster],
@@ -62,41 +81,28 @@ def score_prioritizers(
 ) -> list[PrioritizerResult]:
     """Steps 4 and 5: every prioritizer's score for the clusters left; warnings appended."""
     names = [c.name for c in left]
-    own = own_decisions(placement, decisions)
+    step = _Step(left, names, frozenset(own_decisions(placement, decisions)), placement, decisions)
     results: list[PrioritizerResult] = []
     addon_zero: dict[str, list[str]] = {}
     expired: set[tuple[str, str, datetime]] = set()
     used_resources: set[str] = set()
     for prioritizer in prioritizers:
-        coordinate = prioritizer.coordinate
-        if coordinate.type == "AddOn" and coordinate.addOn is not None:
+        addon = prioritizer.coordinate.addOn
+        if prioritizer.coordinate.type == "AddOn" and addon is not None:
             values, missing, stale = _addon_scores(
-                left, index, coordinate.addOn.resourceName, coordinate.addOn.scoreName, at
+                left, index, addon.resourceName, addon.scoreName, at
             )
             if missing and not no_scores:
                 addon_zero.setdefault(prioritizer.name, []).extend(missing)
             expired |= stale
-            used_resources.add(coordinate.addOn.resourceName)
-        elif prioritizer.name == "Steady":
-            values = {n: MAX_SCORE if n in own else 0 for n in names}
-        elif prioritizer.name == "Balance":
-            values = _balance_scores(placement, names, decisions)
+            used_resources.add(addon.resourceName)
         else:
-            values = _resource_scores(left, _RESOURCES[prioritizer.name])
+            values = BUILTINS[prioritizer.name].score(step)
         results.append(PrioritizerResult(prioritizer.name, prioritizer.weight, values))
     results.sort(key=lambda r: r.name)
-
     if no_scores and any(p.coordinate.type == "AddOn" for p in prioritizers):
         warnings.append("no AddOnPlacementScores were given: every AddOn score is 0")
-    for prioritizer_name, zero in sorted(addon_zero.items()):
-        warnings.append(
-            f"{prioritizer_name}: no such score for {some_names(sorted(set(zero)))}: they score 0"
-        )
-    for score_namespace, score_name, until in sorted(expired):
-        warnings.append(
-            f"AddOnPlacementScore {score_namespace}/{score_name} expired at "
-            f"{format_time(until)}: it scores 0"
-        )
+    warnings += _zero_and_expired(addon_zero, expired)
     left_names = set(names)
     failing = [
         (cluster, resource)
@@ -108,6 +114,22 @@ def score_prioritizers(
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
     return results
+
+
+def _zero_and_expired(
+    addon_zero: Mapping[str, list[str]], expired: set[tuple[str, str, datetime]]
+) -> list[str]:
+    """Warnings for AddOn scores that count 0: absent, or expired."""
+    said = [
+        f"{prioritizer_name}: no such score for {some_names(sorted(set(zero)))}: they score 0"
+        for prioritizer_name, zero in sorted(addon_zero.items())
+    ]
+    said += [
+        f"AddOnPlacementScore {score_namespace}/{score_name} expired at "
+        f"{format_time(until)}: it scores 0"
+        for score_namespace, score_name, until in sorted(expired)
+    ]
+    return said
 
 
 def _failing_scores(
@@ -134,8 +156,7 @@ def _failing_scores(
 def prioritizer_misconfigured(prioritizers: Sequence[Prioritizer]) -> Misconfigured | None:
     """``getPrioritizers``: a built-in OCM does not implement (Spread) with a weight."""
     unknown = sorted(
-        {p.name for p in prioritizers if p.coordinate.type == "BuiltIn"}
-        - {"Balance", "Steady", *_RESOURCES}
+        {p.name for p in prioritizers if p.coordinate.type == "BuiltIn"} - BUILTINS.keys()
     )
     # OCM walks a Go map, so which of several it names varies; the first by name here
     return Misconfigured("", f"incorrect builtin prioritizer: {unknown[0]}") if unknown else None
@@ -151,11 +172,12 @@ def configured_prioritizers(placement: Placement) -> list[Prioritizer]:
     policy = placement.spec.prioritizerPolicy
     weights: dict[tuple[str, str, int], tuple[int, ScoreCoordinate]] = {}
     if policy.mode == "Additive":
-        for builtin, weight in _DEFAULT_WEIGHTS:
-            weights["BuiltIn", builtin, -1] = (
-                weight,
-                ScoreCoordinate(type="BuiltIn", builtIn=builtin),
-            )
+        for builtin, entry in BUILTINS.items():
+            if entry.default_weight:
+                weights["BuiltIn", builtin, -1] = (
+                    entry.default_weight,
+                    ScoreCoordinate(type="BuiltIn", builtIn=builtin),
+                )
     for position, config in enumerate(placement.spec.prioritizerPolicy.configurations):
         coordinate = config.scoreCoordinate
         distinct = -1 if coordinate.addOn is None else position
@@ -191,11 +213,16 @@ def _addon_scores(
     return values, missing, expired
 
 
-def _balance_scores(
-    placement: Placement, names: Sequence[str], decisions: Sequence[PlacementDecision]
-) -> dict[str, int]:
+def _steady_scores(step: _Step) -> dict[str, int]:
+    """Steady: the full score for the clusters this Placement already decided."""
+    return {n: MAX_SCORE if n in step.own else 0 for n in step.names}
+
+
+def _balance_scores(step: _Step) -> dict[str, int]:
+    """Balance: fewer decisions of the other Placements, a higher score."""
+    placement = step.placement
     counts: Counter[str] = Counter()
-    for pd in decisions:
+    for pd in step.decisions:
         if (
             pd.metadata.namespace == placement.metadata.namespace
             and pd.placement_name == placement.metadata.name
@@ -204,7 +231,7 @@ def _balance_scores(
         counts.update(d.clusterName for d in pd.status.decisions)
     most = max(counts.values(), default=0)
     values = {}
-    for name in names:
+    for name in step.names:
         count = counts.get(name, 0)
         if count == 0:
             values[name] = MAX_SCORE
@@ -215,7 +242,12 @@ def _balance_scores(
     return values
 
 
-def _resource_scores(clusters: Sequence[Cluster], resource: str) -> dict[str, int]:
+def _resource_scores(resource: str) -> Callable[[_Step], dict[str, int]]:
+    """ResourceAllocatable*: the allocatable ``resource``, scaled between the fleet's extremes."""
+    return lambda step: _allocatable_scores(step.left, resource)
+
+
+def _allocatable_scores(clusters: Sequence[Cluster], resource: str) -> dict[str, int]:
     # OCM reads quantities with AsApproximateFloat64 and computes in float64.
     reported = {
         c.name: float(c.allocatable[resource])
@@ -233,6 +265,17 @@ def _resource_scores(clusters: Sequence[Cluster], resource: str) -> dict[str, in
         else:
             values[name] = MAX_SCORE
     return values
+
+
+#: OCM's built-in prioritizers: the only place their names are written. A built-in not
+#: here makes OCM report the Placement misconfigured (``getPrioritizers``: Spread has no
+#: prioritizer), and ``validate`` refuses it.
+BUILTINS: Mapping[str, Builtin] = {
+    "Balance": Builtin(default_weight=1, score=_balance_scores),
+    "Steady": Builtin(default_weight=1, score=_steady_scores),
+    "ResourceAllocatableCPU": Builtin(default_weight=0, score=_resource_scores("cpu")),
+    "ResourceAllocatableMemory": Builtin(default_weight=0, score=_resource_scores("memory")),
+}
 
 
 def some_names(names: Sequence[str]) -> str:
