@@ -45,6 +45,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from dsf_compile.placement.optimize_model import (
     SOLVER_HINT,
@@ -159,39 +160,13 @@ def solve(
     """
     check_size(len(workloads), sum(len(configs) for configs in clusters.values()))
     names = sorted(w.name for w in workloads)
-    by_name = {w.name: w for w in workloads}
-    cluster_names = sorted(clusters)
-    pairs = [(c, p) for c in cluster_names for p in sorted(clusters[c], key=lambda p: p.policy)]
-    apps = sorted({w.app for w in workloads})
-    missing = sorted(
-        (app, c, p.device) for app in apps for c, p in pairs if (app, c, p.device) not in scores
-    )
-    if missing:
-        shown = ", ".join(f"({app}, {c}, {device})" for app, c, device in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise OptimizationError(f"no score for (app, cluster, device) {shown}{more}")
+    pairs = [(c, p) for c in sorted(clusters) for p in sorted(clusters[c], key=lambda p: p.policy)]
+    _check_scores(sorted({w.app for w in workloads}), pairs, scores)
     if not names or not pairs:
         return Solution(0, {}, {}, tuple(names))
-
-    import numpy as np  # the solver extra: optimize_model has checked it is there
-
-    by_app = np.array([[scores[app, c, p.device] for c, p in pairs] for app in apps])
-    app_row = {app: i for i, app in enumerate(apps)}
-    model = Model(
-        pairs=[Pair(c, p.kind, p.amount) for c, p in pairs],
-        kinds=[by_name[a].kind for a in names],
-        requests=[by_name[a].amount for a in names],
-        scores=by_app[[app_row[by_name[a].app] for a in names]],
-        deadline=time.monotonic() + DEFAULT_TIME_LIMIT if deadline is None else deadline,
-    )
-    objective = model.objective(maximize=maximize)
-    assignment = model.solve_exactly(objective, every=True)
-    if assignment is None:
-        most = model.solve_exactly(model.count_objective(), every=False)
-        placed = len(most or {})
-        assignment = model.solve_exactly(objective, every=False, placed=placed) if placed else {}
-    if assignment is None:  # cannot happen: the count solve found a plan of that size
-        raise OptimizationError("the solver lost the plan it had found")
+    by_name = {w.name: w for w in workloads}
+    model = _model([by_name[a] for a in names], pairs, scores, deadline)
+    assignment = _best_assignment(model, model.objective(maximize=maximize))
     value = sum(int(model.scores[a, q]) for a, q in assignment.items())
     # a configuration no workload uses is left out: the cluster keeps what it has
     configurations = {pairs[q][0]: pairs[q][1].policy for q in assignment.values()}
@@ -200,3 +175,49 @@ def solve(
     return Solution(
         value, dict(sorted(configurations.items())), dict(sorted(placements.items())), left_out
     )
+
+
+def _check_scores(
+    apps: Sequence[str], pairs: Sequence[tuple[str, Configuration]], scores: ScoreTable
+) -> None:
+    """:class:`OptimizationError` naming the first (app, cluster, device) with no score."""
+    missing = sorted(
+        (app, c, p.device) for app in apps for c, p in pairs if (app, c, p.device) not in scores
+    )
+    if missing:
+        shown = ", ".join(f"({app}, {c}, {device})" for app, c, device in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise OptimizationError(f"no score for (app, cluster, device) {shown}{more}")
+
+
+def _model(
+    placed: Sequence[Workload],
+    pairs: Sequence[tuple[str, Configuration]],
+    scores: ScoreTable,
+    deadline: float | None,
+) -> Model:
+    """The MILP of ``placed`` (in name order) over the (cluster, configuration) ``pairs``."""
+    import numpy as np  # the solver extra: optimize_model has checked it is there
+
+    apps = sorted({w.app for w in placed})
+    by_app = np.array([[scores[app, c, p.device] for c, p in pairs] for app in apps])
+    app_row = {app: i for i, app in enumerate(apps)}
+    return Model(
+        pairs=[Pair(c, p.kind, p.amount) for c, p in pairs],
+        kinds=[w.kind for w in placed],
+        requests=[w.amount for w in placed],
+        scores=by_app[[app_row[w.app] for w in placed]],
+        deadline=time.monotonic() + DEFAULT_TIME_LIMIT if deadline is None else deadline,
+    )
+
+
+def _best_assignment(model: Model, objective: Any) -> dict[int, int]:
+    """Every workload placed if that fits; else as many as fit, then the best objective."""
+    assignment = model.solve_exactly(objective, every=True)
+    if assignment is None:
+        most = model.solve_exactly(model.count_objective(), every=False)
+        placed = len(most or {})
+        assignment = model.solve_exactly(objective, every=False, placed=placed) if placed else {}
+    if assignment is None:  # cannot happen: the count solve found a plan of that size
+        raise OptimizationError("the solver lost the plan it had found")
+    return assignment
