@@ -134,34 +134,41 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
         return [_structural(item, defs) for item in node]
     if not isinstance(node, dict):
         return node
-    if "$ref" in node:
-        target = defs[node["$ref"].rsplit("/", 1)[-1]]
-        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        return _structural(merged, defs)
-    if "anyOf" in node:
-        options = [o for o in node["anyOf"] if o.get("type") != "null"]
-        rest = {k: v for k, v in node.items() if k != "anyOf"}
-        if len(options) == 1:
-            return _structural({**options[0], **rest}, defs)
+    inlined = _inlined(node, defs)
+    if inlined is not None:
+        return _structural(inlined, defs)
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in _DROP and not (key == "additionalProperties" and isinstance(value, dict)):
-            continue
-        if key == "default" and value is None:
-            continue
-        if key == "const":
-            out["enum"] = [value]
-            continue
-        if key == "exclusiveMinimum":
-            out["minimum"] = value
-            out["exclusiveMinimum"] = True
-            continue
-        if key == "properties":
-            out[key] = {name: _structural(prop, defs) for name, prop in value.items()}
-            continue
-        out[key] = _structural(value, defs)
+        out.update(_structural_key(key, value, defs))
     if "properties" in out or "additionalProperties" in out:
         out.setdefault("type", "object")
     if "maxItems" in out and out.get("type") == "array" and "items" not in out:
         out["items"] = {"x-kubernetes-preserve-unknown-fields": True}
     return out
+
+
+def _inlined(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``$ref`` resolved, or an optional (``anyOf`` with null) made plain; None otherwise."""
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    if "anyOf" in node:
+        options = [o for o in node["anyOf"] if o.get("type") != "null"]
+        if len(options) == 1:
+            return {**options[0], **{k: v for k, v in node.items() if k != "anyOf"}}
+    return None
+
+
+def _structural_key(key: str, value: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """One JSON Schema keyword as structural OpenAPI has it (none where it has no place)."""
+    if key in _DROP and not (key == "additionalProperties" and isinstance(value, dict)):
+        return {}
+    if key == "default" and value is None:
+        return {}
+    if key == "const":
+        return {"enum": [value]}
+    if key == "exclusiveMinimum":
+        return {"minimum": value, "exclusiveMinimum": True}
+    if key == "properties":
+        return {key: {name: _structural(prop, defs) for name, prop in value.items()}}
+    return {key: _structural(value, defs)}
