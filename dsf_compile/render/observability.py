@@ -209,21 +209,41 @@ def _per_cycle(stage: str) -> str:
     )
 
 
+_SCORE_DISPLAY = "${__field.labels.ds_score_name}"
+_DIMENSION_DISPLAY = (
+    "${__field.labels.ds_cluster} ${__field.labels.ds_node} ${__field.labels.ds_namespace} "
+    "${__field.labels.ds_pod} ${__field.labels.ds_device} ${__field.labels.ds_meta}"
+)
+_BY_SCORE = "${__field.labels.score_name}"
+_QUERY_SOURCE = {"type": "prometheus", "uid": "${datasource}"}
+
+
 def dashboard() -> dict[str, Any]:
     """The Grafana dashboard: scores per cluster and dimension, cycle outcomes, latencies."""
-    score_name = "${__field.labels.ds_score_name}"
-    dimension = (
-        "${__field.labels.ds_cluster} ${__field.labels.ds_node} ${__field.labels.ds_namespace} "
-        "${__field.labels.ds_pod} ${__field.labels.ds_device} ${__field.labels.ds_meta}"
-    )
-    by_score = "${__field.labels.score_name}"
-    panels = [
+    return {
+        "uid": DASHBOARD_UID,
+        "title": "Dynamic Scoring Framework",
+        "tags": ["dynamic-scoring", "ocm"],
+        "timezone": "browser",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "refresh": "1m",
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {"list": _variables()},
+        "panels": [*_score_panels(), *_cycle_panels(), *_agent_panels()],
+    }
+
+
+def _score_panels() -> list[dict[str, Any]]:
+    """The scores themselves: over time, and the latest in a table."""
+    return [
         _panel(
             1,
             "Scores by cluster and dimension",
             (0, 0, 24, 9),
             [(f"{names.SCORE}{{{_SCORE}}}", "")],
-            display=f"{score_name} {dimension}",
+            display=f"{_SCORE_DISPLAY} {_DIMENSION_DISPLAY}",
         ),
         _panel(
             2,
@@ -232,6 +252,12 @@ def dashboard() -> dict[str, Any]:
             [(f"{names.SCORE}{{{_SCORE}}}", "")],
             kind="table",
         ),
+    ]
+
+
+def _cycle_panels() -> list[dict[str, Any]]:
+    """What the cycles do: outcomes, failures, where the time goes, the last success."""
+    return [
         _panel(
             3,
             "Cycles per second by outcome",
@@ -243,7 +269,7 @@ def dashboard() -> dict[str, Any]:
                 )
             ],
             unit="ops",
-            display=f"{by_score} ${{__field.labels.status}}",
+            display=f"{_BY_SCORE} ${{__field.labels.status}}",
         ),
         _panel(
             4,
@@ -255,7 +281,7 @@ def dashboard() -> dict[str, Any]:
                     "",
                 )
             ],
-            display=f"{by_score} ${{__field.labels.stage}} ${{__field.labels.reason}}",
+            display=f"{_BY_SCORE} ${{__field.labels.stage}} ${{__field.labels.reason}}",
         ),
         _panel(
             5,
@@ -267,7 +293,7 @@ def dashboard() -> dict[str, Any]:
                 (_per_cycle("send"), "publish"),
             ],
             unit="s",
-            display=f"{by_score} ${{__series.name}}",
+            display=f"{_BY_SCORE} ${{__series.name}}",
         ),
         _panel(
             6,
@@ -280,8 +306,14 @@ def dashboard() -> dict[str, Any]:
                 )
             ],
             unit="s",
-            display=by_score,
+            display=_BY_SCORE,
         ),
+    ]
+
+
+def _agent_panels() -> list[dict[str, Any]]:
+    """The agent itself: its configuration and how late its cycles start."""
+    return [
         _panel(
             7,
             "Configuration",
@@ -306,52 +338,41 @@ def dashboard() -> dict[str, Any]:
             unit="s",
         ),
     ]
-    query = {"type": "prometheus", "uid": "${datasource}"}
-    return {
-        "uid": DASHBOARD_UID,
-        "title": "Dynamic Scoring Framework",
-        "tags": ["dynamic-scoring", "ocm"],
-        "timezone": "browser",
-        "schemaVersion": 39,
-        "version": 1,
-        "editable": True,
-        "refresh": "1m",
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {
-            "list": [
-                {
-                    "name": "datasource",
-                    "label": "Data source",
-                    "type": "datasource",
-                    "query": "prometheus",
-                },
-                {
-                    "name": "cluster",
-                    "label": "Cluster",
-                    "type": "query",
-                    "datasource": query,
-                    "query": f"label_values({names.SCORE}, {names.SCORE_CLUSTER_LABEL})",
-                    "includeAll": True,
-                    "multi": True,
-                    # Series without a cluster label (a Prometheus on one cluster) match too.
-                    "allValue": ".*",
-                    "refresh": 2,
-                },
-                {
-                    "name": "score",
-                    "label": "Score",
-                    "type": "query",
-                    "datasource": query,
-                    "query": f'label_values({names.SCORE}{{{names.SCORE_CLUSTER_LABEL}=~"$cluster"}}, {names.SCORE_NAME_LABEL})',
-                    "includeAll": True,
-                    "multi": True,
-                    "allValue": ".*",
-                    "refresh": 2,
-                },
-            ]
+
+
+def _variables() -> list[dict[str, Any]]:
+    """The dashboard's variables: data source, cluster, score."""
+    return [
+        {
+            "name": "datasource",
+            "label": "Data source",
+            "type": "datasource",
+            "query": "prometheus",
         },
-        "panels": panels,
-    }
+        {
+            "name": "cluster",
+            "label": "Cluster",
+            "type": "query",
+            "datasource": _QUERY_SOURCE,
+            "query": f"label_values({names.SCORE}, {names.SCORE_CLUSTER_LABEL})",
+            "includeAll": True,
+            "multi": True,
+            # Series without a cluster label (a Prometheus on one cluster) match too.
+            "allValue": ".*",
+            "refresh": 2,
+        },
+        {
+            "name": "score",
+            "label": "Score",
+            "type": "query",
+            "datasource": _QUERY_SOURCE,
+            "query": f'label_values({names.SCORE}{{{names.SCORE_CLUSTER_LABEL}=~"$cluster"}}, {names.SCORE_NAME_LABEL})',
+            "includeAll": True,
+            "multi": True,
+            "allValue": ".*",
+            "refresh": 2,
+        },
+    ]
 
 
 def dashboard_configmap(settings: Settings, labels: dict[str, str]) -> dict[str, Any]:
