@@ -6,20 +6,20 @@ raises :class:`InputError` carrying every problem found, sorted.
 
 from __future__ import annotations
 
-import datetime
 import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.located import Located, M
+from dsf_compile.inputs.messages import error_message
 from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
@@ -107,79 +107,6 @@ class Inputs:
 # ------------------------------------------------------------------- messages
 
 
-@cache
-def _all_fields() -> list[str]:
-    """Every field name of every input model: the did-you-mean hints of unknown fields."""
-    from dsf_compile.inputs import inventory, optimization, placements, scorer, settings
-
-    return sorted(
-        {
-            name
-            for module in (scorer, inventory, settings, placements, optimization)
-            for model in vars(module).values()
-            if isinstance(model, type) and issubclass(model, BaseModel) and model is not BaseModel
-            for name in model.model_fields
-        }
-    )
-
-
-def _message(error: Any, plain_text: str | None = None) -> str:
-    """One short line for a pydantic error; ``plain_text`` is the unquoted YAML the value was."""
-    kind = error["type"]
-    ctx = error.get("ctx") or {}
-    value = error.get("input")
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "extra_forbidden":
-        field = str(error["loc"][-1])
-        # a field of another model is no hint: "labels" at the top of a scorer is not "labels"
-        candidates = [name for name in _all_fields() if name != field]
-        close = difflib.get_close_matches(field, candidates, n=1, cutoff=0.75)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"unknown field{hint}"
-    if kind == "literal_error":
-        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
-        return f"must be one of: {', '.join(expected)}" if expected else "has an unexpected value"
-    if kind in ("string_type", "str_type"):
-        if value is None:
-            # `name: null`, `name: ~` or `name:` mean "no value", not the text "null"
-            return "must be a string, not null (no value is written here)"
-        scalar = (bool, int, float, datetime.date, datetime.datetime)
-        if isinstance(value, scalar) and plain_text:
-            # an unquoted word YAML read as a boolean, number or date: quoting keeps the text
-            return f'must be a string (quote it: "{plain_text}")'
-        return "must be a string"
-    if kind == "finite_number":
-        return "must be a finite number"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return "must be an integer"
-    if kind in ("float_type", "float_parsing"):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return "must be a finite number (this integer is too large for one)"
-        return "must be a number"
-    if kind == "bool_type":
-        return "must be true or false"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return "must be a mapping"
-    if kind in ("list_type", "tuple_type"):
-        return "must be a list"
-    if kind == "greater_than":
-        return f"must be > {ctx.get('gt')}"
-    if kind == "greater_than_equal":
-        return f"must be >= {ctx.get('ge')}"
-    if kind == "less_than_equal":
-        return f"must be <= {ctx.get('le')}"
-    if kind == "string_too_short" or (kind == "too_short" and isinstance(value, str)):
-        return "must not be empty"
-    if kind == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters"
-    if kind == "string_pattern_mismatch":
-        return f"does not match the pattern {ctx.get('pattern')}"
-    if kind == "value_error":
-        return str(ctx.get("error", error["msg"]))
-    return str(error["msg"])
-
-
 def validate_model(
     model: type[M], document: Document, data: Any, base: Pointer = ()
 ) -> tuple[M | None, list[Problem]]:
@@ -199,7 +126,7 @@ def validate_model(
                 continue  # loading refused what was written here and said so
             if _short_by_failed_items(error):
                 continue  # the failing item is reported at its own field
-            message = _message(error, document.plain_text.get(pointer))
+            message = error_message(error, document.plain_text.get(pointer))
             problems.append(document.problem(pointer, message))
         return None, problems
 
