@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -256,78 +256,89 @@ def _collect(documents: Iterable[Document]) -> _Collected:
             out.inventory_complete = out.inventory_complete and in_scorers
             continue
         out.problems.extend(precheck(document))
-        kind = _kind_of(document, data)
-        if document.path.startswith("placements/"):
-            _collect_placement_object(document, data, kind, out)
-            continue
-        if in_scorers:
-            if kind != "DynamicScorer":
-                out.problems.append(
-                    document.problem(
-                        ("kind",), "files in scorers/ hold DynamicScorer documents only"
-                    )
-                )
-                continue
-            scorer = _located(DynamicScorer, document, data, out.problems)
-            if scorer is not None:
-                out.scorers.append(scorer)
-            continue
-        if kind == "DynamicScoringConfig":
-            name = (
-                data.get("metadata", {}).get("name")
-                if isinstance(data.get("metadata"), dict)
-                else None
-            )
-            if isinstance(name, str) and name != CONFIG_NAME:
-                out.problems.append(
-                    document.problem(
-                        ("metadata", "name"),
-                        f"must be {CONFIG_NAME}: the framework reads only that DynamicScoringConfig",
-                    )
-                )
-                continue
-            config = _located(DynamicScoringConfig, document, data, out.problems)
-            if config is not None:
-                out.configs.append(config)
-        elif kind == "ManagedCluster":
-            cluster = _located(ManagedCluster, document, data, out.problems)
-            if cluster is not None:
-                out.clusters.append(cluster)
-            else:
-                out.inventory_complete = False
-        elif kind in ("List", "ManagedClusterList"):
-            items = data.get("items")
-            if not isinstance(items, list):
-                out.problems.append(
-                    document.problem(("items",), "must be a list of ManagedCluster")
-                )
-                out.inventory_complete = False
-                continue
-            for index, item in enumerate(items):
-                if (
-                    not isinstance(item, dict)
-                    or item.get("kind", "ManagedCluster") != "ManagedCluster"
-                ):
-                    out.problems.append(
-                        document.problem(("items", index, "kind"), "must be ManagedCluster")
-                    )
-                    out.inventory_complete = False
-                    continue
-                item = {"kind": "ManagedCluster", **item}
-                cluster = _located(ManagedCluster, document, item, out.problems, ("items", index))
-                if cluster is not None:
-                    out.clusters.append(cluster)
-                else:
-                    out.inventory_complete = False
-        else:
-            out.inventory_complete = False
-            out.problems.append(
-                document.problem(
-                    ("kind",),
-                    "files in clusters/ hold ManagedCluster (or a List of them) and DynamicScoringConfig documents",
-                )
-            )
+        folder = document.path.split("/", 1)[0]
+        collect = _BY_FOLDER.get(folder, _collect_cluster_document)
+        collect(document, data, _kind_of(document, data), out)
     return out
+
+
+def _collect_scorer(
+    document: Document, data: dict[str, Any], kind: str | None, out: _Collected
+) -> None:
+    if kind != "DynamicScorer":
+        out.problems.append(
+            document.problem(("kind",), "files in scorers/ hold DynamicScorer documents only")
+        )
+        return
+    scorer = _located(DynamicScorer, document, data, out.problems)
+    if scorer is not None:
+        out.scorers.append(scorer)
+
+
+def _collect_cluster_document(
+    document: Document, data: dict[str, Any], kind: str | None, out: _Collected
+) -> None:
+    collect = _CLUSTERS_BY_KIND.get(kind or "")
+    if collect is not None:
+        collect(document, data, out)
+        return
+    out.inventory_complete = False
+    out.problems.append(
+        document.problem(
+            ("kind",),
+            "files in clusters/ hold ManagedCluster (or a List of them) and DynamicScoringConfig documents",
+        )
+    )
+
+
+def _collect_config(document: Document, data: dict[str, Any], out: _Collected) -> None:
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if isinstance(name, str) and name != CONFIG_NAME:
+        out.problems.append(
+            document.problem(
+                ("metadata", "name"),
+                f"must be {CONFIG_NAME}: the framework reads only that DynamicScoringConfig",
+            )
+        )
+        return
+    config = _located(DynamicScoringConfig, document, data, out.problems)
+    if config is not None:
+        out.configs.append(config)
+
+
+def _collect_cluster(
+    document: Document, data: dict[str, Any], out: _Collected, base: Pointer = ()
+) -> None:
+    cluster = _located(ManagedCluster, document, data, out.problems, base)
+    if cluster is not None:
+        out.clusters.append(cluster)
+    else:
+        out.inventory_complete = False
+
+
+def _collect_cluster_list(document: Document, data: dict[str, Any], out: _Collected) -> None:
+    items = data.get("items")
+    if not isinstance(items, list):
+        out.problems.append(document.problem(("items",), "must be a list of ManagedCluster"))
+        out.inventory_complete = False
+        return
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("kind", "ManagedCluster") != "ManagedCluster":
+            out.problems.append(
+                document.problem(("items", index, "kind"), "must be ManagedCluster")
+            )
+            out.inventory_complete = False
+            continue
+        _collect_cluster(document, {"kind": "ManagedCluster", **item}, out, ("items", index))
+
+
+_CLUSTERS_BY_KIND: dict[str, Callable[[Document, dict[str, Any], _Collected], None]] = {
+    "DynamicScoringConfig": _collect_config,
+    "ManagedCluster": _collect_cluster,
+    "List": _collect_cluster_list,
+    "ManagedClusterList": _collect_cluster_list,
+}
 
 
 def _collect_placement_object(
@@ -356,6 +367,13 @@ def _collect_placement_object(
     located = _located(model_type, document, data, out.problems)
     if located is not None:
         out.placement_objects.append(located)
+
+
+#: Where a document lies decides what it may be (the rest lie in clusters/).
+_BY_FOLDER: dict[str, Callable[[Document, dict[str, Any], str | None, _Collected], None]] = {
+    "scorers": _collect_scorer,
+    "placements": _collect_placement_object,
+}
 
 
 # ----------------------------------------------------------------- semantics
