@@ -19,9 +19,9 @@ so alert texts name labels instead of templating them, and the dashboard names s
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
-from dsf_compile.inputs.settings import Settings
+from dsf_compile.inputs.settings import AlertSettings, Settings
 from dsf_compile.render.agent_names import AGENT_NAME
 from dsf_contract import metrics as names
 
@@ -68,24 +68,35 @@ def recording_rules() -> list[dict[str, Any]]:
     return rules
 
 
+class _Alert(NamedTuple):
+    name: str
+    expr: str
+    wait: str
+    summary: str
+    description: str
+
+
 def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
     """The alerts; thresholds from ``observability.alerts``."""
-    alerts = settings.observability.alerts
-    window, cycles = alerts.window, alerts.failingCycles
+    labels = {"severity": settings.observability.alerts.severity}
     up = f'up{{job="{job}", namespace="{settings.agentNamespace}"}}'
-    labels = {"severity": alerts.severity}
-
-    def alert(name: str, expr: str, wait: str, summary: str, description: str) -> dict[str, Any]:
-        return {
-            "alert": name,
-            "expr": expr,
-            "for": wait,
-            "labels": dict(labels),
-            "annotations": {"summary": summary, "description": description},
-        }
-
     return [
-        alert(
+        {
+            "alert": alert.name,
+            "expr": alert.expr,
+            "for": alert.wait,
+            "labels": dict(labels),
+            "annotations": {"summary": alert.summary, "description": alert.description},
+        }
+        for alert in (*_scorer_alerts(settings.observability.alerts), *_agent_alerts(up))
+    ]
+
+
+def _scorer_alerts(alerts: AlertSettings) -> list[_Alert]:
+    """Alerts about one scorer or the agent's configuration: what its metrics say."""
+    window, cycles = alerts.window, alerts.failingCycles
+    return [
+        _Alert(
             "DsfScorerFailing",
             f'increase({names.REQUESTS}{{status="failure"}}[{window}]) >= {cycles}\n'
             f'unless ignoring (status) increase({names.REQUESTS}{{status="success"}}[{window}]) > 0',
@@ -95,7 +106,7 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
             "which stage (secret, fetch, score, publish) and why. Its last good scores stay "
             "until their validUntil.",
         ),
-        alert(
+        _Alert(
             "DsfScoresStale",
             f"time() - {names.LAST_SUCCESS} > {alerts.staleSeconds}",
             "0m",
@@ -103,7 +114,7 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
             "The score_name label names the scorer. Placement stops trusting its "
             "AddOnPlacementScore once validUntil (3 intervals) has passed.",
         ),
-        alert(
+        _Alert(
             "DsfScorerDisabled",
             f"{names.SCORER_ENABLED} == 0",
             "10m",
@@ -111,7 +122,7 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
             "The score_name label names the scorer; create the Secret its auth names in the "
             "agent namespace (or check the ExternalSecret that should write it).",
         ),
-        alert(
+        _Alert(
             "DsfConfigRejected",
             f"{names.CONFIG_RELOAD_OK} == 0",
             "5m",
@@ -119,21 +130,27 @@ def alerting_rules(settings: Settings, job: str) -> list[dict[str, Any]]:
             "Read the agent's log for the reason; the ConfigMap dynamic-scoring-config comes "
             "from the ManifestWork rendered by dsf-compile.",
         ),
-        alert(
+        _Alert(
             "DsfConfigInvalidSummaries",
             f"{names.INVALID_SUMMARIES} > 0",
             "5m",
             "Some summaries of the agent's configuration were rejected.",
             "The other scorers run; the agent's log names the rejected summaries.",
         ),
-        alert(
+    ]
+
+
+def _agent_alerts(up: str) -> list[_Alert]:
+    """Alerts about the agent's pod: what its scrape says."""
+    return [
+        _Alert(
             "DsfAgentDown",
             f"{up} == 0",
             "5m",
             "The dynamic scoring agent does not answer its metrics scrape.",
             "No scores are refreshed on this cluster; they expire at their validUntil.",
         ),
-        alert(
+        _Alert(
             "DsfAgentAbsent",
             f"absent({up})",
             "15m",
