@@ -8,6 +8,7 @@ The CA bundle itself travels in the cluster's ManifestWork (:mod:`cluster_object
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsf_compile.inputs.selectors import selects_cluster
@@ -33,6 +34,37 @@ def _merge_resources(base: dict[str, Any], extra: Resources | None) -> dict[str,
     return {part: dict(sorted(values.items())) for part, values in sorted(merged.items()) if values}
 
 
+@dataclass
+class _Merged:
+    """What a cluster's matching overrides set, later ones winning."""
+
+    image: str | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    resources: dict[str, Any] | None = None
+    proxy: dict[str, str] = field(default_factory=dict)
+    aggregate: dict[str, str] = field(default_factory=dict)
+    ca_bundle: bool = False
+
+
+def _merged(settings: Settings, overrides: list[AgentOverride]) -> _Merged:
+    merged = _Merged()
+    for override in overrides:
+        merged.aggregate.update(override.aggregate or {})
+        merged.ca_bundle = merged.ca_bundle or override.caBundle is not None
+        merged.image = override.image or merged.image
+        if override.nodeSelector is not None:
+            merged.node_selector = dict(sorted(override.nodeSelector.items()))
+        if override.tolerations is not None:
+            merged.tolerations = [t.model_dump(exclude_none=True) for t in override.tolerations]
+        if override.resources is not None:
+            merged.resources = _merge_resources(
+                merged.resources or resources_spec(settings.agent.resources), override.resources
+            )
+        merged.proxy.update((override.proxy or ProxySettings()).model_dump(exclude_none=True))
+    return merged
+
+
 def deployment_config(
     settings: Settings, cluster: ClusterPlan, overrides: list[AgentOverride]
 ) -> dict[str, Any]:
@@ -41,54 +73,27 @@ def deployment_config(
     Each override replaces the image, node selector and tolerations it sets; resources and
     proxy variables are merged key by key over the defaults and the earlier overrides.
     """
-    image: str | None = None
-    node_selector: dict[str, str] | None = None
-    tolerations: list[dict[str, Any]] | None = None
-    resources: dict[str, Any] | None = None
-    proxy: dict[str, str] = {}
-    aggregate: dict[str, str] = {}
-    ca_bundle = False
-    for override in overrides:
-        aggregate.update(override.aggregate or {})
-        ca_bundle = ca_bundle or override.caBundle is not None
-        image = override.image or image
-        if override.nodeSelector is not None:
-            node_selector = dict(sorted(override.nodeSelector.items()))
-        if override.tolerations is not None:
-            tolerations = [t.model_dump(exclude_none=True) for t in override.tolerations]
-        if override.resources is not None:
-            resources = _merge_resources(
-                resources or resources_spec(settings.agent.resources), override.resources
-            )
-        proxy.update((override.proxy or ProxySettings()).model_dump(exclude_none=True))
+    merged = _merged(settings, overrides)
     spec: dict[str, Any] = {
         # Without it OCM moves the agent to open-cluster-management-agent-addon, away from
         # the ConfigMap the ManifestWork writes into the agent namespace.
         "agentInstallNamespace": settings.agentNamespace,
+        **_node_placement(merged),
     }
-    if node_selector is not None or tolerations is not None:
-        placement: dict[str, Any] = {}
-        if node_selector is not None:
-            placement["nodeSelector"] = node_selector
-        if tolerations is not None:
-            placement["tolerations"] = tolerations
-        spec["nodePlacement"] = placement
-    if proxy:
-        spec["proxyConfig"] = dict(sorted(proxy.items()))
-    if image is not None and image != settings.agent.image:
+    if merged.proxy:
+        spec["proxyConfig"] = dict(sorted(merged.proxy.items()))
+    if merged.image is not None and merged.image != settings.agent.image:
         # OCM rewrites images by prefix; the whole default image as the source swaps it exactly.
-        spec["registries"] = [{"source": settings.agent.image, "mirror": image}]
-    variables = []
-    if aggregate:
-        value = ",".join(f"{name}={how}" for name, how in sorted(aggregate.items()))
-        variables.append({"name": AGGREGATE_VARIABLE, "value": value})
-    if ca_bundle and settings.agent.caBundle is None:
-        variables.append({"name": CA_FILE_VARIABLE, "value": CA_FILE})
+        spec["registries"] = [{"source": settings.agent.image, "mirror": merged.image}]
+    variables = _variables(settings, merged)
     if variables:
         spec["customizedVariables"] = variables
-    if resources is not None:
+    if merged.resources is not None:
         spec["resourceRequirements"] = [
-            {"containerID": f"deployments:{AGENT_NAME}:{AGENT_CONTAINER}", "resources": resources}
+            {
+                "containerID": f"deployments:{AGENT_NAME}:{AGENT_CONTAINER}",
+                "resources": merged.resources,
+            }
         ]
     return {
         "apiVersion": ADDON_API_VERSION,
@@ -98,3 +103,22 @@ def deployment_config(
         ),
         "spec": spec,
     }
+
+
+def _node_placement(merged: _Merged) -> dict[str, Any]:
+    placement: dict[str, Any] = {}
+    if merged.node_selector is not None:
+        placement["nodeSelector"] = merged.node_selector
+    if merged.tolerations is not None:
+        placement["tolerations"] = merged.tolerations
+    return {"nodePlacement": placement} if placement else {}
+
+
+def _variables(settings: Settings, merged: _Merged) -> list[dict[str, str]]:
+    variables = []
+    if merged.aggregate:
+        value = ",".join(f"{name}={how}" for name, how in sorted(merged.aggregate.items()))
+        variables.append({"name": AGGREGATE_VARIABLE, "value": value})
+    if merged.ca_bundle and settings.agent.caBundle is None:
+        variables.append({"name": CA_FILE_VARIABLE, "value": CA_FILE})
+    return variables
