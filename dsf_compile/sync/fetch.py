@@ -129,22 +129,8 @@ async def sync_lock(
     reason; this never raises for that. It raises :class:`SyncError` only for misuse: a
     name in ``only`` that is not a scorer, or a scorer listed twice.
     """
-    by_name: dict[str, DynamicScorer] = {}
-    for scorer in scorers:
-        name = scorer.metadata.name
-        if name in by_name:
-            raise SyncError(f"scorer {name!r} is listed twice")
-        by_name[name] = scorer
-    if only:
-        unknown = sorted(only - by_name.keys())
-        if unknown:
-            raise SyncError(
-                f"no such scorer: {', '.join(unknown)}; known scorers are in scorers/*.yaml"
-            )
-        selected = sorted(only)
-    else:
-        selected = sorted(by_name)
-
+    by_name = _by_name(scorers)
+    selected = _selected(by_name, only)
     entries: dict[str, LockEntry] = {
         name: previous.scorers[name]
         for name in by_name
@@ -173,6 +159,28 @@ async def sync_lock(
                 group.create_task(refresh(name, client))
     lock = Lockfile(scorers={name: entries[name] for name in sorted(entries)})
     return Fetched(lock, frozenset(unreachable))
+
+
+def _by_name(scorers: Sequence[DynamicScorer]) -> dict[str, DynamicScorer]:
+    by_name: dict[str, DynamicScorer] = {}
+    for scorer in scorers:
+        name = scorer.metadata.name
+        if name in by_name:
+            raise SyncError(f"scorer {name!r} is listed twice")
+        by_name[name] = scorer
+    return by_name
+
+
+def _selected(by_name: Mapping[str, DynamicScorer], only: frozenset[str] | None) -> list[str]:
+    """The scorers to refresh, sorted: those of ``only``, or all of them."""
+    if not only:
+        return sorted(by_name)
+    unknown = sorted(only - by_name.keys())
+    if unknown:
+        raise SyncError(
+            f"no such scorer: {', '.join(unknown)}; known scorers are in scorers/*.yaml"
+        )
+    return sorted(only)
 
 
 def parse_resolve_options(values: Iterable[str]) -> dict[Address, Address]:
