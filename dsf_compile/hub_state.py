@@ -74,48 +74,11 @@ def read_decisions(path: str) -> tuple[PlacementDecision, ...]:
 
 def _read_objects(path: str, model: type[M]) -> list[M]:
     kind = model.__name__
-    documents: list[Document] = []
-    problems: list[Problem] = []
-    target = Path(path)
-    if target.is_symlink():
-        # Named on the command line, a link is the user's choice (latest.yaml -> a dated
-        # snapshot); links inside a snapshot folder are still refused, as in every input.
-        target = Path(os.path.relpath(target.resolve()))
-        path = str(target)
-    if target.is_dir():
-        files, found = list_input_files(target.parent, target.name, suffixes=SNAPSHOT_SUFFIXES)
-        problems += found
-        if not files and not found:
-            problems.append(Problem(path, 0, 0, "", "holds no .yaml, .yml or .json file"))
-        for relative in files:
-            docs, found = read_yaml_file(target.parent, relative, max_bytes=MAX_SNAPSHOT_BYTES)
-            documents += docs
-            problems += found
-    else:
-        documents, problems = read_yaml_file(Path.cwd(), path, max_bytes=MAX_SNAPSHOT_BYTES)
+    documents, problems = _snapshot_documents(path)
     objects: list[M] = []
     first: dict[tuple[str, str], tuple[Document, Pointer]] = {}
     for document in documents:
-        data = document.data
-        if isinstance(data, dict) and data.get("kind") in ("List", f"{kind}List"):
-            items = data.get("items")
-            if items is None:
-                continue  # an empty list, as some clients print it
-            if not isinstance(items, list):
-                problems.append(document.problem(("items",), f"must be a list of {kind}"))
-                continue
-            entries: list[tuple[Pointer, Any]] = [
-                (("items", index), item) for index, item in enumerate(items)
-            ]
-        else:
-            entries = [((), data)]
-        for pointer, item in entries:
-            found_kind = item.get("kind") if isinstance(item, dict) else None
-            if found_kind != kind:
-                problems.append(
-                    document.problem((*pointer, "kind"), f"must be {kind} (or a List of them)")
-                )
-                continue
+        for pointer, item in _entries(document, kind, problems):
             obj, found = validate_model(model, document, item, pointer)
             problems += found
             if obj is None:
@@ -125,21 +88,72 @@ def _read_objects(path: str, model: type[M]) -> list[M]:
             meta = getattr(obj, "metadata")  # noqa: B009 - every model read here has one
             key = (meta.namespace, meta.name)
             if key in first:
-                other, other_pointer = first[key]
-                line, _ = other.locate((*other_pointer, "metadata", "name"))
-                problems.append(
-                    document.problem(
-                        (*pointer, "metadata", "name"),
-                        f"{kind} {key[0]}/{key[1]} is also in {other.path}:{line}; "
-                        "keep one snapshot of it",
-                    )
-                )
+                problems.append(_twice(kind, key, first[key], document, pointer))
                 continue
             first[key] = (document, pointer)
             objects.append(obj)
     if problems:
         raise InputError(problems)
     return objects
+
+
+def _snapshot_documents(path: str) -> tuple[list[Document], list[Problem]]:
+    """The documents of a snapshot file, or of every snapshot file of a folder."""
+    target = Path(path)
+    if target.is_symlink():
+        # Named on the command line, a link is the user's choice (latest.yaml -> a dated
+        # snapshot); links inside a snapshot folder are still refused, as in every input.
+        target = Path(os.path.relpath(target.resolve()))
+        path = str(target)
+    if not target.is_dir():
+        return read_yaml_file(Path.cwd(), path, max_bytes=MAX_SNAPSHOT_BYTES)
+    documents: list[Document] = []
+    files, problems = list_input_files(target.parent, target.name, suffixes=SNAPSHOT_SUFFIXES)
+    if not files and not problems:
+        problems.append(Problem(path, 0, 0, "", "holds no .yaml, .yml or .json file"))
+    for relative in files:
+        docs, found = read_yaml_file(target.parent, relative, max_bytes=MAX_SNAPSHOT_BYTES)
+        documents += docs
+        problems += found
+    return documents, problems
+
+
+def _entries(document: Document, kind: str, problems: list[Problem]) -> list[tuple[Pointer, Any]]:
+    """The objects of ``kind`` a document holds (itself, or a List's items), located."""
+    data = document.data
+    entries: list[tuple[Pointer, Any]] = [((), data)]
+    if isinstance(data, dict) and data.get("kind") in ("List", f"{kind}List"):
+        items = data.get("items")
+        if items is None:
+            return []  # an empty list, as some clients print it
+        if not isinstance(items, list):
+            problems.append(document.problem(("items",), f"must be a list of {kind}"))
+            return []
+        entries = [(("items", index), item) for index, item in enumerate(items)]
+    kept = []
+    for pointer, item in entries:
+        if isinstance(item, dict) and item.get("kind") == kind:
+            kept.append((pointer, item))
+        else:
+            problems.append(
+                document.problem((*pointer, "kind"), f"must be {kind} (or a List of them)")
+            )
+    return kept
+
+
+def _twice(
+    kind: str,
+    key: tuple[str, str],
+    first: tuple[Document, Pointer],
+    document: Document,
+    pointer: Pointer,
+) -> Problem:
+    other, other_pointer = first
+    line, _ = other.locate((*other_pointer, "metadata", "name"))
+    return document.problem(
+        (*pointer, "metadata", "name"),
+        f"{kind} {key[0]}/{key[1]} is also in {other.path}:{line}; keep one snapshot of it",
+    )
 
 
 # ------------------------------------------------------------------------- hub
