@@ -44,6 +44,7 @@ from dsf_compile.placement.optimize import (
     Configuration,
     ModelTooLargeError,
     OptimizationError,
+    Solution,
     TimeLimitError,
     Workload,
     check_size,
@@ -267,17 +268,36 @@ def propose(
     """
     optimization = located.model
     spec = optimization.spec
-    namespace = optimization.metadata.namespace
     pairs = sum(len(c.availablePolicies) for c in spec.clusters)
     try:  # before anything is read or built
         check_size(len(spec.targetWorkloads), pairs)
     except ModelTooLargeError as err:
         raise InputError([located.problem(("spec", "targetWorkloads"), str(err))]) from None
+    policies, clusters = _supply(inputs, optimization)
+    references, workloads = _demand(inputs, optimization)
+    plan = _solve(located, workloads, clusters, scores, at, deadline, time_limit)
+    objects = _plan_objects(
+        optimization, plan.configurations, plan.placements, policies, references
+    )
+    text = "".join(("---\n" if i else "") + dump_yaml(obj) for i, obj in enumerate(objects))
+    return Proposal(
+        names.optimized_path(optimization.metadata.namespace, optimization.metadata.name),
+        _header(optimization, plan) + text,
+        plan.objective,
+        plan.left_out,
+        _left_out_warnings(located, plan.left_out, len(plan.placements)),
+    )
+
+
+def _supply(
+    inputs: Inputs, optimization: PlacementOptimization
+) -> tuple[dict[str, Policy], dict[str, list[Configuration]]]:
+    """The Policies by name, and each cluster's configurations from their supply labels."""
     policies: dict[str, Policy] = {}
     clusters: dict[str, list[Configuration]] = {}
-    for cluster in spec.clusters:
+    for cluster in optimization.spec.clusters:
         for name in cluster.availablePolicies:
-            found = _find(inputs, Policy, namespace, name)
+            found = _find(inputs, Policy, optimization.metadata.namespace, name)
             assert found is not None  # check_optimizations ran first
             policy: Policy = found.model
             labels = policy.metadata.labels or {}
@@ -290,11 +310,18 @@ def propose(
                     quantity_value(labels[SUPPLY_AMOUNT]),
                 )
             )
+    return policies, clusters
+
+
+def _demand(
+    inputs: Inputs, optimization: PlacementOptimization
+) -> tuple[dict[str, ManifestWorkReplicaSet], list[Workload]]:
+    """The target workloads by name, and what each demands from its labels."""
     workloads: list[Workload] = []
     references: dict[str, ManifestWorkReplicaSet] = {}
-    for name in spec.targetWorkloads:
-        found = _find(inputs, ManifestWorkReplicaSet, namespace, name)
-        assert found is not None
+    for name in optimization.spec.targetWorkloads:
+        found = _find(inputs, ManifestWorkReplicaSet, optimization.metadata.namespace, name)
+        assert found is not None  # check_optimizations ran first
         workload: ManifestWorkReplicaSet = found.model
         labels = workload.metadata.labels or {}
         references[name] = workload
@@ -306,6 +333,20 @@ def propose(
                 quantity_value(labels[DEMAND_AMOUNT]),
             )
         )
+    return references, workloads
+
+
+def _solve(
+    located: Located[PlacementOptimization],
+    workloads: Sequence[Workload],
+    clusters: Mapping[str, Sequence[Configuration]],
+    scores: Sequence[AddOnPlacementScore],
+    at: datetime,
+    deadline: float | None,
+    time_limit: float | None,
+) -> Solution:
+    """The solver's plan; its failures as located problems."""
+    spec = located.model.spec
     table = score_table(
         scores,
         spec.preference.addOnPlacementScore,
@@ -314,7 +355,7 @@ def propose(
         at,
     )
     try:
-        plan = solve(
+        return solve(
             workloads, clusters, table, maximize=spec.objective == "Maximize", deadline=deadline
         )
     except TimeLimitError:
@@ -331,24 +372,19 @@ def propose(
     except OptimizationError as err:
         hint = _score_hint(scores, spec.preference.addOnPlacementScore, set(clusters), at)
         raise InputError([located.problem(("spec",), f"{err}{hint}")]) from None
-    objects = _plan_objects(
-        optimization, plan.configurations, plan.placements, policies, references
-    )
-    text = "".join(("---\n" if i else "") + dump_yaml(obj) for i, obj in enumerate(objects))
+
+
+def _header(optimization: PlacementOptimization, plan: Solution) -> str:
+    spec = optimization.spec
     header = (
-        f"# Written by dsf-compile optimize from PlacementOptimization {namespace}/"
-        f"{optimization.metadata.name} ({spec.objective} {spec.preference.addOnPlacementScore}: "
-        f"{plan.objective}). Review it like code; run optimize again to refresh it.\n"
+        f"# Written by dsf-compile optimize from PlacementOptimization "
+        f"{optimization.metadata.namespace}/{optimization.metadata.name} ({spec.objective} "
+        f"{spec.preference.addOnPlacementScore}: {plan.objective}). Review it like code; run "
+        "optimize again to refresh it.\n"
     )
     if plan.left_out:
         header += f"# Left out (they do not fit with the others): {', '.join(plan.left_out)}.\n"
-    return Proposal(
-        names.optimized_path(optimization.metadata.namespace, optimization.metadata.name),
-        header + text,
-        plan.objective,
-        plan.left_out,
-        _left_out_warnings(located, plan.left_out, len(plan.placements)),
-    )
+    return header
 
 
 #: Located warnings for workloads left out; past these, one more says how many remain.
