@@ -16,7 +16,6 @@ thread with the synchronous client, so that the process exits without waiting fo
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import threading
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.config import api_error_reason, load_config_json
-from agent.kube import RawResponse, RequestTimeout
+from agent.kube import RawResponse, RequestTimeout, interrupt
 from agent.logs import fields
 from agent.metrics import AgentMetrics
 
@@ -132,12 +131,7 @@ class ComplianceClaim:
     def stop(self) -> None:
         """Ask the loop to end; a watch in progress is woken up."""
         self._stop.set()
-        response = self._response
-        if response is not None:
-            with contextlib.suppress(Exception):
-                response.shutdown()
-            with contextlib.suppress(Exception):
-                response.close()
+        interrupt(self._response)
 
     def _run(self) -> None:
         failing: str | None = None

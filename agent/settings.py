@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -88,24 +88,19 @@ def _positive_float(value: str) -> float:
     return number
 
 
-def _spread(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not 0 <= number <= 3600:
-        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, got {value!r}")
-    return number
+def _seconds_up_to(most: int) -> Callable[[str], float]:
+    """A parser of a number of seconds from 0 to ``most``."""
 
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+        if not 0 <= number <= most:
+            raise argparse.ArgumentTypeError(f"must be 0 to {most} seconds, got {value!r}")
+        return number
 
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not 0 <= number <= 86400:
-        raise argparse.ArgumentTypeError(f"must be 0 to 86400 seconds, got {value!r}")
-    return number
+    return parse
 
 
 def _positive_int(value: str) -> int:
@@ -218,7 +213,7 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         "seconds over which the first AddOnPlacementScore write of each scorer after start "
         "is spread (at most half its interval; 0: none), so that agents restarting together do "
         "not all reach the hub in the same second (default 10)",
-        type=_spread,
+        type=_seconds_up_to(3600),
         default="10",
     )
     parser.add_argument(
@@ -249,7 +244,7 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     add(
         cli.COMPLIANCE_STABLE_SECONDS,
         "seconds the Policies stay compliant before the claim says so (default 120)",
-        type=_seconds,
+        type=_seconds_up_to(86400),
         default="120",
     )
     return parser

@@ -214,6 +214,18 @@ def claim_fleet(tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return processed(template), cluster_roles
 
 
+def scored(agent: AgentProcess, cycles: int) -> None:
+    """Wait for ``cycles`` successful scoring cycles: the claim never stops scoring."""
+    poll_until(
+        lambda: (
+            value(agent, "dynamic_scoring_requests_total", score_name=SCORE_NAME, status="success")
+            >= cycles
+        ),
+        f"{cycles} successful scoring cycles",
+        agent.log,
+    )
+
+
 def crd_errors(obj: dict[str, Any]) -> list[str]:
     from tests.test_rendered_objects import ocm_validators
 
@@ -259,13 +271,7 @@ def test_the_claim_follows_the_policies_with_upstreams_debounce(
         assert claim_values(apis) == [EMPTY, NONCOMPLIANT, COMPLIANT]
         stored = apis.managed.get("clusterclaims", "", CLAIM)
         assert stored is not None and crd_errors(stored) == []
-        poll_until(
-            lambda: value(
-                agent, "dynamic_scoring_requests_total", score_name=SCORE_NAME, status="success"
-            ),
-            "scoring alongside",
-            agent.log,
-        )
+        scored(agent, 1)
         assert value(agent, "dynamic_scoring_compliance_state", state=COMPLIANT) == 1
         assert value(agent, "dynamic_scoring_compliance_state", state=NONCOMPLIANT) == 0
         assert apis.denied() == []
@@ -295,16 +301,7 @@ def test_a_claim_the_rbac_refuses_is_counted_and_scoring_goes_on(
             "the compliance failure counted",
             agent.log,
         )
-        poll_until(
-            lambda: (
-                value(
-                    agent, "dynamic_scoring_requests_total", score_name=SCORE_NAME, status="success"
-                )
-                >= 2
-            ),
-            "two successful cycles despite it",
-            agent.log,
-        )
+        scored(agent, 2)
         assert any("clusterclaims" in denied for denied in apis.denied())
         assert "compliance_claim_failed" in agent.log()
         assert json.dumps(apis.managed.get("clusterclaims", "", CLAIM)) == "null"
