@@ -14,6 +14,7 @@ from pydantic import (
 
 from dsf_compile.inputs.agent_image import default_image, with_default_image
 from dsf_compile.inputs.inventory import LabelSelector
+from dsf_compile.inputs.optimization import COMPLIANCE_CLAIM
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.fields import (
@@ -175,7 +176,7 @@ class ComplianceClaimSettings(Frozen):
         description="Keep the ClusterClaim on every cluster; also on when a PlacementOptimization sets requireCompliance.",
     )
     claimName: DnsSubdomain = Field(
-        default="policy-watcher-claim",
+        default=COMPLIANCE_CLAIM,
         description="The ClusterClaim the agent writes (empty, noncompliant or compliant).",
     )
     pollSeconds: PositiveInt = Field(

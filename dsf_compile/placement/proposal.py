@@ -19,7 +19,6 @@ from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.optimization import (
-    COMPLIANCE_CLAIM,
     DEMAND_AMOUNT,
     DEMAND_APP,
     DEMAND_KIND,
@@ -331,8 +330,10 @@ def propose(
     except OptimizationError as err:
         hint = _score_hint(scores, spec.preference.addOnPlacementScore, set(clusters), at)
         raise InputError([located.problem(("spec",), f"{err}{hint}")]) from None
+    # The Placements select the claim the agents keep (dsf.yaml may rename it).
+    claim = inputs.settings.agent.complianceClaim.claimName if spec.requireCompliance else None
     objects = _plan_objects(
-        optimization, plan.configurations, plan.placements, policies, references
+        optimization, plan.configurations, plan.placements, policies, references, claim
     )
     text = "".join(("---\n" if i else "") + dump_yaml(obj) for i, obj in enumerate(objects))
     header = (
@@ -432,6 +433,7 @@ def _plan_objects(
     placements: Mapping[str, str],
     policies: dict[str, Policy],
     workloads: dict[str, ManifestWorkReplicaSet],
+    claim: str | None,
 ) -> list[dict[str, Any]]:
     labels = {GENERATED_BY_LABEL: "optimize"}
     objects: list[dict[str, Any]] = []
@@ -439,7 +441,7 @@ def _plan_objects(
         policy = policies[policy_name]
         placement_name = names.plan_object_name(optimization.metadata.name, cluster)
         objects.append(
-            _placement(placement_name, policy.metadata.namespace, cluster, labels, compliant=False)
+            _placement(placement_name, policy.metadata.namespace, cluster, labels, claim=None)
         )
         objects.append(
             {
@@ -472,21 +474,19 @@ def _plan_objects(
                 workload.metadata.namespace,
                 cluster,
                 labels,
-                compliant=optimization.spec.requireCompliance,
+                claim=claim,
             )
         )
     return objects
 
 
 def _placement(
-    name: str, namespace: str, cluster: str, labels: dict[str, str], *, compliant: bool
+    name: str, namespace: str, cluster: str, labels: dict[str, str], *, claim: str | None
 ) -> dict[str, Any]:
     selector: dict[str, Any] = {"labelSelector": {"matchLabels": {"name": cluster}}}
-    if compliant:
+    if claim is not None:
         selector["claimSelector"] = {
-            "matchExpressions": [
-                {"key": COMPLIANCE_CLAIM, "operator": "In", "values": ["compliant"]}
-            ]
+            "matchExpressions": [{"key": claim, "operator": "In", "values": ["compliant"]}]
         }
     return {
         "apiVersion": PLACEMENT_API_VERSION,
