@@ -299,3 +299,58 @@ def test_bad_settings_exit_with_a_message(tmp_path: Path) -> None:
         pass
     assert "$MIN_LENGTH: not a valid int" in output[1]
     assert "Traceback" not in output[1]
+
+
+UPSTREAM_ENV = "DSF_UPSTREAM_AI_WORKLOAD_SCORER"
+
+
+def _comparison_payloads() -> dict[str, list[dict[str, Any]]]:
+    """Two nodes with gaps and odd profiles, the same again (stored models), a changed
+    regime, short series and no data: in this order, the models carry over."""
+    gappy = [T0 + 60 * i for i in range(50) if i not in (7, 8, 30)]
+    later = [T0 + 120 + 60 * i for i in range(40)]
+    two = [
+        power("node-a", "app01-abc", _series(47, 3, 300), profile="3g.47gb+me", gpu="1"),
+        power("node-a", "app02-x", _series(47, 4, 150), profile="2g.23gb", gpu="2"),
+        power("node-b", "app01-zz", _series(40, 5, 250), profile="1g.11gb"),
+        power("node-b", "app02-y", _series(40, 6, 90), gpu="3"),
+        power("node-b", "other-pod", _series(40, 7, 30), profile="MIG 7g", gpu="4"),
+    ]
+    for series, times in zip(two, [gappy, gappy, later, later, later], strict=True):
+        series["values"] = [[t, v] for t, (_, v) in zip(times, series["values"], strict=False)]
+    regime = [
+        {
+            **s,
+            "values": [
+                [t, str(float(v) + (300 if i >= len(s["values"]) - 11 else 0))]
+                for i, (t, v) in enumerate(s["values"])
+            ],
+        }
+        for s in two
+    ]
+    short = [
+        power("node-a", "app01-1", [100, 120, 130], profile="3g.47gb"),
+        power("node-c", "app02-1", [400, 410], profile="2g.24gb"),
+    ]
+    return {"two nodes": two, "again": two, "regime": regime, "short": short, "none": []}
+
+
+@pytest.mark.skipif(
+    not os.environ.get(UPSTREAM_ENV),
+    reason=f"${UPSTREAM_ENV}: the URL of upstream's own service (it needs darts), run with "
+    "THRESHOLD=650 ALPHA=0.01 and an empty MODEL_DIR",
+)
+def test_same_answers_as_upstreams_service(client: httpx.Client, scorer: str) -> None:
+    upstream = os.environ[UPSTREAM_ENV].rstrip("/")
+    for url in (upstream, scorer):
+        assert client.post(url + "/power/reset").status_code == 200
+    for path in ("/power/config", "/performance/config"):
+        assert client.get(scorer + path).json() == client.get(upstream + path).json()
+    performance = [
+        client.post(url + "/performance/scoring", json={"data": []}) for url in (upstream, scorer)
+    ]
+    assert performance[0].json() == performance[1].json()
+    for name, data in _comparison_payloads().items():
+        theirs, ours = score(client, upstream, data), score(client, scorer, data)
+        assert theirs.keys() == ours.keys()
+        assert all(abs(theirs[k] - ours[k]) < 0.01 for k in theirs), (name, theirs, ours)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agent.compliance import COMPLIANT, EMPTY, NONCOMPLIANT, Debounce, policy_state
 from tests.agent.conftest import AgentProcess, agent_env
@@ -305,3 +306,21 @@ def test_a_claim_the_rbac_refuses_is_counted_and_scoring_goes_on(
         assert any("clusterclaims" in denied for denied in apis.denied())
         assert "compliance_claim_failed" in agent.log()
         assert json.dumps(apis.managed.get("clusterclaims", "", CLAIM)) == "null"
+
+
+def test_optimize_selects_the_claim_dsf_yaml_names(tmp_path: Path) -> None:
+    from tests.placement.test_optimize_cli import AT, PLAN
+
+    settings = "  complianceClaim:\n    claimName: mig-ready\n"
+    root = fleet(tmp_path, require=True, settings=settings)
+    done = run_command(root, "optimize", "--scores", str(root / "snapshots"), "--at", AT)
+    assert done.returncode == 0, done.stderr
+    selectors = [
+        document["spec"]["predicates"][0]["requiredClusterSelector"].get("claimSelector")
+        for document in yaml.safe_load_all((root / PLAN).read_text(encoding="utf-8"))
+        if document["kind"] == "Placement"
+    ]
+    wanted = {"matchExpressions": [{"key": "mig-ready", "operator": "In", "values": ["compliant"]}]}
+    assert wanted in selectors
+    template, _ = render(root)
+    assert "--compliance-claim=mig-ready" in agent_args(template)
