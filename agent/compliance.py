@@ -28,11 +28,20 @@ from agent.config import api_error_reason, load_config_json
 from agent.kube import RawResponse, RequestTimeout, interrupt
 from agent.logs import fields
 from agent.metrics import AgentMetrics
+from dsf_contract.compliance import (
+    CLAIM_GROUP,
+    CLAIM_KIND,
+    CLAIM_PLURAL,
+    CLAIM_VERSION,
+    POLICY_GROUP,
+    POLICY_PLURAL,
+    POLICY_VERSION,
+)
 
 log = logging.getLogger("dsf.agent.compliance")
 
-POLICY = ("policy.open-cluster-management.io", "v1", "policies")
-CLAIM = ("cluster.open-cluster-management.io", "v1alpha1", "clusterclaims")
+POLICY = (POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL)
+CLAIM = (CLAIM_GROUP, CLAIM_VERSION, CLAIM_PLURAL)
 EMPTY, NONCOMPLIANT, COMPLIANT = "empty", "noncompliant", "compliant"
 STATES = (EMPTY, NONCOMPLIANT, COMPLIANT)
 #: Policies read from one list answer at most (a namespace holds a handful).
@@ -188,7 +197,7 @@ class ComplianceClaim:
                 raise
             body = {
                 "apiVersion": f"{CLAIM[0]}/{CLAIM[1]}",
-                "kind": "ClusterClaim",
+                "kind": CLAIM_KIND,
                 "metadata": {"name": self._name},
                 "spec": {"value": value},
             }

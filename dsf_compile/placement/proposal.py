@@ -31,7 +31,6 @@ from dsf_compile.inputs.optimization import (
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     POLICY_API_VERSION,
-    POLICY_GROUP,
     AddOnPlacementScore,
     ManifestWorkReplicaSet,
     Policy,
@@ -50,6 +49,7 @@ from dsf_compile.placement.optimize import (
     solve,
 )
 from dsf_compile.yaml_text import dump_yaml
+from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 

@@ -35,6 +35,7 @@ from dsf_compile.render.template_variables import (
 )
 from dsf_compile.resolve.summaries import Plan
 from dsf_contract import agent_cli
+from dsf_contract.compliance import CLAIM_GROUP, CLAIM_PLURAL, POLICY_GROUP, POLICY_PLURAL
 from dsf_contract.summary import CONFIG_MAP_NAME
 
 #: Manifests with this annotation stay on the managed cluster when the addon is removed.
@@ -153,7 +154,6 @@ def compliance_rbac(settings: Settings, claim: ComplianceClaimSettings) -> list[
     subjects = [
         {"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": settings.agentNamespace}
     ]
-    claims = "clusterclaims"
     return [
         {
             "apiVersion": RBAC_API_VERSION,
@@ -161,8 +161,8 @@ def compliance_rbac(settings: Settings, claim: ComplianceClaimSettings) -> list[
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "rules": [
                 {
-                    "apiGroups": ["policy.open-cluster-management.io"],
-                    "resources": ["policies"],
+                    "apiGroups": [POLICY_GROUP],
+                    "resources": [POLICY_PLURAL],
                     "verbs": ["list", "watch"],
                 }
             ],
@@ -180,14 +180,14 @@ def compliance_rbac(settings: Settings, claim: ComplianceClaimSettings) -> list[
             "metadata": {"name": name, "labels": labels},
             "rules": [
                 {
-                    "apiGroups": ["cluster.open-cluster-management.io"],
-                    "resources": [claims],
+                    "apiGroups": [CLAIM_GROUP],
+                    "resources": [CLAIM_PLURAL],
                     "resourceNames": [claim.claimName],
                     "verbs": ["get", "update", "patch"],
                 },
                 {
-                    "apiGroups": ["cluster.open-cluster-management.io"],
-                    "resources": [claims],
+                    "apiGroups": [CLAIM_GROUP],
+                    "resources": [CLAIM_PLURAL],
                     "verbs": ["create"],
                 },
             ],
