@@ -232,23 +232,35 @@ def _sum(values: list[float]) -> float:
     return math.fsum(v for v in values if not math.isnan(v)) if values else 0.0
 
 
-def node_grid(node: _Node, max_points: int) -> list[int]:
-    """The 60 s grid from the node's first to its last sample."""
-    times = node.times()
-    if not times:
-        return []
-    first, last = min(times), max(times)
-    count = (last - first) // GRID_MS + 1
-    if count > max_points:
-        raise BadRequestError(f"a node's series span more than {max_points} points of 60 s")
-    return [first + i * GRID_MS for i in range(count)]
+def node_grids(nodes: dict[str, _Node], max_points: int) -> dict[str, list[int]]:
+    """Each node's 60 s grid from its first to its last sample; at most ``max_points`` in all
+    (a few samples a week apart must not cost a week of minutes per series)."""
+    spans = {}
+    for name, node in nodes.items():
+        times = node.times()
+        spans[name] = (min(times), (max(times) - min(times)) // GRID_MS + 1) if times else (0, 0)
+    if sum(count for _, count in spans.values()) > max_points:
+        raise BadRequestError(f"the nodes' series span more than {max_points} points of 60 s")
+    return {
+        name: [first + i * GRID_MS for i in range(count)] for name, (first, count) in spans.items()
+    }
+
+
+def _by_time(columns: list[_Column]) -> dict[int, list[float]]:
+    # one pass over the samples, not one per grid point and column
+    found: dict[int, list[float]] = {}
+    for column in columns:
+        for time, value in column.values.items():
+            found.setdefault(time, []).append(value)
+    return found
 
 
 def total_power(node: _Node, grid: list[int]) -> np.ndarray:
     """The node's total on the grid: the sum at a sampled time, else the previous total."""
+    sampled = _by_time(node.columns)
     totals: list[float] = []
     for time in grid:
-        present = [c.values[time] for c in node.columns if time in c.values]
+        present = sampled.get(time)
         totals.append(_sum(present) if present else (totals[-1] if totals else math.nan))
     return np.asarray(totals, dtype=float)
 
@@ -258,7 +270,8 @@ def candidate_power(node: _Node, grid: list[int], candidate: tuple[str, str]) ->
     columns = [c for c in node.columns if c.candidate == candidate]
     if not columns:
         return None
-    return [_sum([c.values[t] for c in columns if t in c.values]) for t in grid]
+    sampled = _by_time(columns)
+    return [_sum(sampled.get(time, [])) for time in grid]
 
 
 def sigmoid_score(estimate: float, settings: PowerSettings) -> float:
@@ -284,9 +297,7 @@ class PowerScorer:
         """One result per candidate, in the application file's order."""
         with self.lock:
             nodes = group_by_node(data, self.apps, self.settings)
-            grids = {
-                name: node_grid(node, self.settings.max_points) for name, node in nodes.items()
-            }
+            grids = node_grids(nodes, self.settings.max_points)
             base = math.fsum(
                 self.node_base(name, total_power(nodes[name], grid)) for name, grid in grids.items()
             )
@@ -322,15 +333,16 @@ class PowerScorer:
         settings = self.settings
         if len(totals) < settings.min_length:
             return float(np.mean(totals))
-        stored = self.store.load(name)
-        model = stored
-        if stored is None or self._drifted(stored, totals):
+        model = self.store.load(name)
+        if model is None or self._drifted(model, totals):
             # Fewer points than lags: nothing to fit; the stored model stays, else the mean.
-            model = autoregression.fit(totals) or stored
-            if model is None:
-                return float(np.mean(totals))
-            if model is not stored and not self.store.save(name, model):
-                print(f"model store full: the model of {name!r} is not kept", file=sys.stderr)
+            fitted = autoregression.fit(totals)
+            if fitted is not None:
+                model = fitted
+                if not self.store.save(name, model):
+                    print(f"model store full: the model of {name!r} is not kept", file=sys.stderr)
+        if model is None:
+            return float(np.mean(totals))
         return float(np.mean(autoregression.forecast(model, totals, settings.horizon)))
 
     def _drifted(self, model: autoregression.LinearAR, totals: np.ndarray) -> bool:
@@ -389,7 +401,9 @@ def parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:
     )
     result.add_argument("--prometheus-host", default=PROMETHEUS_HOST, help="source host in /config")
     result.add_argument("--max-series", type=int, default=10_000, help="most series per request")
-    result.add_argument("--max-points", type=int, default=10_080, help="most 60 s points per node")
+    result.add_argument(
+        "--max-points", type=int, default=100_000, help="most 60 s points per request, all nodes"
+    )
     result.add_argument("--max-models", type=int, default=1000, help="most stored models")
     return result
 

@@ -266,7 +266,9 @@ def test_bounds_and_bad_values(client: httpx.Client, tmp_path: Path) -> None:
         many = [power("n", f"app01-{i}", [1]) for i in range(3)]
         wide = [power("n", "app01-0", [1, 2], step=60 * 200)]
         nan_time = {"data": [{"metric": {"exported_pod": "p"}, "values": [[float("nan"), "1"]]}]}
-        for body in ({"data": many}, {"data": wide}):
+        # 60 + 60 points: within the bound per node, past it over the request
+        nodes = [power(node, "app01-0", [1] * 60) for node in ("a", "b")]
+        for body in ({"data": many}, {"data": wide}, {"data": nodes}):
             answer = client.post(url, json=body)
             assert answer.status_code == 400, answer.text
         answer = client.post(
