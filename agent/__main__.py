@@ -9,10 +9,12 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import httpx
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
+from agent.compliance import ClaimApi, ComplianceClaim
 from agent.config import ConfigMapSource, FileSource
 from agent.cycle import CycleContext
 from agent.errors import AgentError, Reason
@@ -45,14 +47,15 @@ async def run_agent(
     registry: CollectorRegistry | None = None,
     core: ManagedClusterApi | None = None,
     hub: HubApi | None = None,
+    claims: ClaimApi | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     on_listening: Callable[[int], None] | None = None,
     reload: asyncio.Event | None = None,
 ) -> None:
     """Run until ``stop`` is set; each time ``reload`` is set, re-read the configuration.
 
-    ``core``/``hub`` (``CoreV1Api``/``CustomObjectsApi``) are built from the environment
-    unless given; tests inject them. ``on_listening`` receives the endpoints' port.
+    ``core``/``hub``/``claims`` (``CoreV1Api``/``CustomObjectsApi``) are built from the
+    environment unless given; tests inject them. ``on_listening`` receives the endpoints' port.
     """
     registry = registry if registry is not None else CollectorRegistry()
     if core is None and (settings.config_file is None or settings.secrets_dir is None):
@@ -83,6 +86,7 @@ async def run_agent(
             on_error=count_api_error,
         )
     metrics.config_ok.set(0)
+    compliance = _compliance_claim(settings, metrics, claims)
     publisher = (
         HubPublisher(
             hub,
@@ -118,6 +122,8 @@ async def run_agent(
                 hub=publisher is not None,
             ),
         )
+        if compliance is not None:
+            compliance.start()
         follower = asyncio.create_task(agent.follow(source.events()), name="config")
         stopper = asyncio.create_task(stop.wait(), name="stop")
         reloader = asyncio.create_task(_reload_on(reload, source), name="reload")
@@ -133,7 +139,28 @@ async def run_agent(
             server.close()
             if isinstance(source, ConfigMapSource):
                 source.stop()
+            if compliance is not None:
+                compliance.stop()
     log.info("agent_stopped")
+
+
+def _compliance_claim(
+    settings: RuntimeSettings, metrics: AgentMetrics, api: ClaimApi | None
+) -> ComplianceClaim | None:
+    """The compliance claim's loop when ``--compliance-claim`` is set (not started yet)."""
+    if settings.compliance_claim is None:
+        return None
+    if api is None:
+        api = cast(ClaimApi, custom_objects_api(managed_cluster_client()))
+    return ComplianceClaim(
+        api,
+        settings.cluster_name,  # OCM's policy framework puts the cluster's Policies there
+        settings.compliance_claim,
+        metrics,
+        poll=settings.compliance_poll_seconds,
+        stable=settings.compliance_stable_seconds,
+        timeout=settings.request_timeout,
+    )
 
 
 async def _reload_on(requests: asyncio.Event | None, source: FileSource | ConfigMapSource) -> None:

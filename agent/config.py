@@ -22,7 +22,7 @@ import orjson
 from pydantic import ValidationError
 
 from agent.errors import ConfigError, Reason
-from agent.kube import ManagedClusterApi, RawResponse
+from agent.kube import ManagedClusterApi, RawResponse, interrupt
 from agent.logs import fields
 from dsf_contract.bounded_json import load_json
 from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
@@ -346,14 +346,7 @@ class ConfigMapSource:
     def stop(self) -> None:
         """Ask the watch thread to end (it also unblocks a watch in progress)."""
         self._stop.set()
-        response = self._response
-        if response is not None:
-            # close() alone does not wake a thread blocked reading the socket; shutting
-            # the socket down does (urllib3 >= 2.3; older ones raise, and close is left).
-            with contextlib.suppress(Exception):
-                response.shutdown()
-            with contextlib.suppress(Exception):
-                response.close()
+        interrupt(self._response)
 
     def reload(self) -> None:
         """List the ConfigMap again now and yield it even if unchanged (SIGHUP).

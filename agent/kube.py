@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,6 +40,18 @@ class RawResponse(Protocol):
     def release_conn(self) -> None:
         """Give the connection back to the pool."""
         ...
+
+
+def interrupt(response: RawResponse | None) -> None:
+    """End a read blocked on ``response`` in another thread (a watch), and close it."""
+    if response is None:
+        return
+    # close() alone does not wake a thread blocked reading the socket; shutting the socket
+    # down does (urllib3 >= 2.3; older ones raise, and close is left).
+    with contextlib.suppress(Exception):
+        response.shutdown()
+    with contextlib.suppress(Exception):
+        response.close()
 
 
 #: ``_request_timeout`` of the client: one total, or (connect, read)

@@ -159,6 +159,22 @@ class AgentMetrics:
             (names.SCORER_LABEL, "result"),
             registry=registry,
         )
+        self.compliance_state = Gauge(
+            "dynamic_scoring_compliance_state",
+            "1 for the state of the cluster's Policies last seen (empty, noncompliant, "
+            "compliant), 0 for the others; only when the compliance claim is on.",
+            ("state",),
+            registry=registry,
+        )
+
+    def compliance_failed(self, reason: str) -> None:
+        """Count a failed look at the Policies or write of the claim (no scorer: score_name "")."""
+        self.failures.labels("", "compliance", reason).inc()
+
+    def compliance_seen(self, state: str, states: Iterable[str]) -> None:
+        """Show ``state`` as the one last seen."""
+        for each in states:
+            self.compliance_state.labels(each).set(1 if each == state else 0)
 
     def child(self, metric: _M, score_name: str, *labels: str) -> _M:
         """``metric`` labelled for ``score_name`` (first label) and ``labels``, tracked for removal."""

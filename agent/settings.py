@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -14,7 +14,7 @@ from agent.score import DEFAULT_MAX_RESULTS
 from dsf_contract import agent_cli as cli
 from dsf_contract.agent_cli import AGGREGATIONS, PROGRAM, AgentOption, Aggregation
 from dsf_contract.connect_to import ResolveError, parse_connect_to
-from dsf_contract.fields import is_dns_label
+from dsf_contract.fields import DNS_SUBDOMAIN_RE, is_dns_label
 from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
 
 
@@ -47,6 +47,10 @@ class RuntimeSettings:
     hub_conflict_retries: int = 5
     #: ``(host, port)`` as the summaries name it → the address to connect to (``--resolve``).
     connect_to: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    #: the ClusterClaim kept from the Policies' compliance (agent.md); None: off
+    compliance_claim: str | None = None
+    compliance_poll_seconds: float = 30.0
+    compliance_stable_seconds: float = 120.0
 
     def aggregation_for(self, score_name: str) -> Aggregation:
         """How duplicate dimensions of ``score_name`` are folded (upstream: ``last``)."""
@@ -84,14 +88,19 @@ def _positive_float(value: str) -> float:
     return number
 
 
-def _spread(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not 0 <= number <= 3600:
-        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, got {value!r}")
-    return number
+def _seconds_up_to(most: int) -> Callable[[str], float]:
+    """A parser of a number of seconds from 0 to ``most``."""
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+        if not 0 <= number <= most:
+            raise argparse.ArgumentTypeError(f"must be 0 to {most} seconds, got {value!r}")
+        return number
+
+    return parse
 
 
 def _positive_int(value: str) -> int:
@@ -204,7 +213,7 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         "seconds over which the first AddOnPlacementScore write of each scorer after start "
         "is spread (at most half its interval; 0: none), so that agents restarting together do "
         "not all reach the hub in the same second (default 10)",
-        type=_spread,
+        type=_seconds_up_to(3600),
         default="10",
     )
     parser.add_argument(
@@ -220,6 +229,23 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         "memory (bytes) to budget Prometheus answers against (default: the container's "
         "cgroup limit, else unbounded)",
         type=_positive_int,
+    )
+    add(
+        cli.COMPLIANCE_CLAIM,
+        "keep this ClusterClaim at empty, noncompliant or compliant from the Policies of the "
+        "namespace named after the cluster (upstream's policy watcher; default: off)",
+    )
+    add(
+        cli.COMPLIANCE_POLL_SECONDS,
+        "seconds between two looks at the Policies at most (default 30)",
+        type=_positive_float,
+        default="30",
+    )
+    add(
+        cli.COMPLIANCE_STABLE_SECONDS,
+        "seconds the Policies stay compliant before the claim says so (default 120)",
+        type=_seconds_up_to(86400),
+        default="120",
     )
     return parser
 
@@ -237,6 +263,9 @@ def parse_settings(
         )
     if not is_dns_label(args.namespace):
         parser.error(f"--namespace {args.namespace!r} must be a DNS label")
+    claim = args.compliance_claim
+    if claim is not None and (len(claim) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(claim)):
+        parser.error(f"--compliance-claim {args.compliance_claim!r} must be a DNS subdomain")
     host, port = args.metrics_bind
     try:
         connect_to = parse_connect_to(args.resolve)
@@ -260,4 +289,7 @@ def parse_settings(
         hub_spread=args.hub_spread,
         connect_to=connect_to,
         memory_limit=args.memory_limit,
+        compliance_claim=args.compliance_claim,
+        compliance_poll_seconds=args.compliance_poll_seconds,
+        compliance_stable_seconds=args.compliance_stable_seconds,
     )

@@ -45,6 +45,11 @@ MAX_RESULTS = AgentOption("--max-results", "DSF_MAX_RESULTS")
 HUB_SPREAD = AgentOption("--hub-spread", "DSF_HUB_SPREAD")
 RESOLVE = AgentOption("--resolve", "DSF_RESOLVE")
 MEMORY_LIMIT = AgentOption("--memory-limit", "DSF_MEMORY_LIMIT")
+COMPLIANCE_CLAIM = AgentOption("--compliance-claim", "DSF_COMPLIANCE_CLAIM")
+COMPLIANCE_POLL_SECONDS = AgentOption("--compliance-poll-seconds", "DSF_COMPLIANCE_POLL_SECONDS")
+COMPLIANCE_STABLE_SECONDS = AgentOption(
+    "--compliance-stable-seconds", "DSF_COMPLIANCE_STABLE_SECONDS"
+)
 
 #: Every option, in the order ``dsf-agent --help`` lists them.
 OPTIONS = (
@@ -64,6 +69,9 @@ OPTIONS = (
     HUB_SPREAD,
     RESOLVE,
     MEMORY_LIMIT,
+    COMPLIANCE_CLAIM,
+    COMPLIANCE_POLL_SECONDS,
+    COMPLIANCE_STABLE_SECONDS,
 )
 
 #: The port of ``/metrics``, ``/healthz`` and ``/readyz``.

@@ -25,6 +25,8 @@ from typing import Any
 Json = Any
 # A scoring function gets the validated ``data`` list and returns the ``results`` list.
 ScoreFunction = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+# An action ignores the request body (which may be absent) and returns the JSON answer.
+Action = Callable[[], "Json"]
 
 # Large enough for the agent's biggest payloads (20 MB: 2,000 series x 1,000 points).
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -63,6 +65,8 @@ class ScoringApp:
 
     documents: dict[str, Json] = field(default_factory=dict)
     scorers: dict[str, ScoreFunction] = field(default_factory=dict)
+    # Bearer-protected POST paths that take no body (upstream's curl examples send none).
+    actions: dict[str, Action] = field(default_factory=dict)
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # Anything else a fake needs (raw replies for any method and path).
@@ -160,18 +164,38 @@ def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequ
                     if method == "POST"
                     else self._not_allowed("POST")
                 )
+            if path in app.actions:
+                return (
+                    self._act(app.actions[path]) if method == "POST" else self._not_allowed("POST")
+                )
             return _error(HTTPStatus.NOT_FOUND, f"no such path: {path}")
 
         def _not_allowed(self, allowed: str) -> Reply:
             return _error(HTTPStatus.METHOD_NOT_ALLOWED, f"use {allowed}", (("Allow", allowed),))
 
-        def _score(self, function: ScoreFunction) -> Reply:
+        def _unauthorized(self) -> Reply | None:
             if app.token is not None and not self._authorized(app.token):
                 return _error(
                     HTTPStatus.UNAUTHORIZED,
                     "missing or wrong bearer token",
                     (("WWW-Authenticate", "Bearer"),),
                 )
+            return None
+
+        def _act(self, action: Action) -> Reply:
+            refused = self._unauthorized()
+            if refused is not None:
+                return refused
+            length_text = self.headers.get("Content-Length", "0").strip()
+            if length_text.isdigit() and int(length_text) <= app.max_body_bytes:
+                self.rfile.read(int(length_text))  # read and dropped: the connection stays usable
+                self._body_read = True
+            return Reply(200, _json_bytes(action()))
+
+        def _score(self, function: ScoreFunction) -> Reply:
+            refused = self._unauthorized()
+            if refused is not None:
+                return refused
             length_text = self.headers.get("Content-Length")
             if length_text is None:
                 return _error(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
@@ -322,7 +346,7 @@ def serve(app: ScoringApp, args: argparse.Namespace) -> int:
     print(listen_address(server), flush=True)
     auth = "bearer token required" if app.token else "no auth"
     print(
-        f"serving {', '.join(sorted([*app.documents, *app.scorers]))} ({auth}); Ctrl-C stops",
+        f"serving {', '.join(sorted([*app.documents, *app.scorers, *app.actions]))} ({auth}); Ctrl-C stops",
         file=sys.stderr,
     )
     try:

@@ -16,6 +16,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.fields import (
     Annotations,
     DnsLabel,
@@ -35,7 +36,6 @@ from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_KIND, SCORE_VERSION
 
 #: The versions at which OCM serves the Placement API and the policy framework's.
 PLACEMENT_API_VERSION = f"{OCM_CLUSTER_GROUP}/v1beta1"
-POLICY_GROUP = "policy.open-cluster-management.io"
 POLICY_API_VERSION = f"{POLICY_GROUP}/v1"
 #: The label OCM puts on a PlacementDecision to name its Placement.
 PLACEMENT_LABEL = f"{OCM_CLUSTER_GROUP}/placement"

@@ -14,6 +14,7 @@ from pydantic import (
 
 from dsf_compile.inputs.agent_image import default_image, with_default_image
 from dsf_compile.inputs.inventory import LabelSelector
+from dsf_compile.inputs.optimization import COMPLIANCE_CLAIM
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.fields import (
@@ -167,6 +168,28 @@ class AgentOverride(Frozen):
 EXAMPLE_REPOSITORY_URL = "https://github.com/example/dsf-fleet.git"
 
 
+class ComplianceClaimSettings(Frozen):
+    """The agent's compliance claim (upstream's policy watcher), agent.md "Compliance claim"."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Keep the ClusterClaim on every cluster; also on when a PlacementOptimization sets requireCompliance.",
+    )
+    claimName: DnsSubdomain = Field(
+        default=COMPLIANCE_CLAIM,
+        description="The ClusterClaim the agent writes (empty, noncompliant or compliant).",
+    )
+    pollSeconds: PositiveInt = Field(
+        default=30, le=3600, description="Seconds between two looks at the Policies at most."
+    )
+    stableSeconds: int = Field(
+        default=120,
+        ge=0,
+        le=86400,
+        description="Seconds the Policies must stay compliant before the claim says compliant.",
+    )
+
+
 class AgentSettings(Frozen):
     image: AgentStr = Field(
         default=default_image(EXAMPLE_REPOSITORY_URL),
@@ -193,6 +216,7 @@ class AgentSettings(Frozen):
         description="PEM CA certificates the agent trusts for HTTPS to Prometheus and the scorers (the whole trust store: include public CAs you need).",
     )
     overrides: Items[AgentOverride] = ()
+    complianceClaim: ComplianceClaimSettings = ComplianceClaimSettings()
 
 
 def _repository_url(value: str) -> str:

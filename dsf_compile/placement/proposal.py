@@ -19,7 +19,6 @@ from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.optimization import (
-    COMPLIANCE_CLAIM,
     DEMAND_AMOUNT,
     DEMAND_APP,
     DEMAND_KIND,
@@ -32,7 +31,6 @@ from dsf_compile.inputs.optimization import (
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     POLICY_API_VERSION,
-    POLICY_GROUP,
     AddOnPlacementScore,
     ManifestWorkReplicaSet,
     Policy,
@@ -52,6 +50,7 @@ from dsf_compile.placement.optimize import (
     solve,
 )
 from dsf_compile.yaml_text import dump_yaml
+from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
@@ -276,8 +275,10 @@ def propose(
     policies, clusters = _supply(inputs, optimization)
     references, workloads = _demand(inputs, optimization)
     plan = _solve(located, workloads, clusters, scores, at, deadline, time_limit)
+    # The Placements select the claim the agents keep (dsf.yaml may rename it).
+    claim = inputs.settings.agent.complianceClaim.claimName if spec.requireCompliance else None
     objects = _plan_objects(
-        optimization, plan.configurations, plan.placements, policies, references
+        optimization, plan.configurations, plan.placements, policies, references, claim
     )
     text = "".join(("---\n" if i else "") + dump_yaml(obj) for i, obj in enumerate(objects))
     return Proposal(
@@ -468,6 +469,7 @@ def _plan_objects(
     placements: Mapping[str, str],
     policies: dict[str, Policy],
     workloads: dict[str, ManifestWorkReplicaSet],
+    claim: str | None,
 ) -> list[dict[str, Any]]:
     labels = {GENERATED_BY_LABEL: "optimize"}
     objects: list[dict[str, Any]] = []
@@ -475,7 +477,7 @@ def _plan_objects(
         policy = policies[policy_name]
         placement_name = names.plan_object_name(optimization.metadata.name, cluster)
         objects.append(
-            _placement(placement_name, policy.metadata.namespace, cluster, labels, compliant=False)
+            _placement(placement_name, policy.metadata.namespace, cluster, labels, claim=None)
         )
         objects.append(
             {
@@ -508,21 +510,19 @@ def _plan_objects(
                 workload.metadata.namespace,
                 cluster,
                 labels,
-                compliant=optimization.spec.requireCompliance,
+                claim=claim,
             )
         )
     return objects
 
 
 def _placement(
-    name: str, namespace: str, cluster: str, labels: dict[str, str], *, compliant: bool
+    name: str, namespace: str, cluster: str, labels: dict[str, str], *, claim: str | None
 ) -> dict[str, Any]:
     selector: dict[str, Any] = {"labelSelector": {"matchLabels": {"name": cluster}}}
-    if compliant:
+    if claim is not None:
         selector["claimSelector"] = {
-            "matchExpressions": [
-                {"key": COMPLIANCE_CLAIM, "operator": "In", "values": ["compliant"]}
-            ]
+            "matchExpressions": [{"key": claim, "operator": "In", "values": ["compliant"]}]
         }
     return {
         "apiVersion": PLACEMENT_API_VERSION,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsf_compile.errors import InputError
-from dsf_compile.inputs.settings import Settings
+from dsf_compile.inputs.settings import ComplianceClaimSettings, Settings
 from dsf_compile.render.addon_hub import (
     ADDON_API_VERSION,
     addon_manager_binding,
@@ -46,7 +46,17 @@ from dsf_compile.resolve.summaries import ClusterPlan, Plan
 from dsf_compile.yaml_text import dump_yaml
 
 
-def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
+def compliance_claim(plan: Plan) -> ComplianceClaimSettings | None:
+    """The compliance claim's settings when it is on: asked for in ``dsf.yaml``, or needed
+    by a PlacementOptimization whose Placements select the claim (``requireCompliance``)."""
+    claim = plan.inputs.settings.agent.complianceClaim
+    required = any(o.model.spec.requireCompliance for o in plan.inputs.optimizations)
+    return claim if claim.enabled or required else None
+
+
+def addon_template(
+    settings: Settings, secrets: tuple[str, ...], claim: ComplianceClaimSettings | None = None
+) -> dict[str, Any]:
     """The AddOnTemplate: what the addon installs, and its hub registration."""
     return {
         "apiVersion": ADDON_API_VERSION,
@@ -54,7 +64,7 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
         "metadata": gitops_metadata(settings.addonName, WAVE_HUB),
         "spec": {
             "addonName": settings.addonName,
-            "agentSpec": {"workload": {"manifests": agent_manifests(settings, secrets)}},
+            "agentSpec": {"workload": {"manifests": agent_manifests(settings, secrets, claim)}},
             "registration": [
                 {
                     "type": "KubeClient",
@@ -77,7 +87,7 @@ def addon_template(settings: Settings, secrets: tuple[str, ...]) -> dict[str, An
 def render_addon(plan: Plan) -> dict[str, str]:
     """Path → YAML text of every addon object, hub and per cluster; InputError on problems."""
     settings = plan.inputs.settings
-    template = addon_template(settings, secret_names(plan))
+    template = addon_template(settings, secret_names(plan), compliance_claim(plan))
     problems = check_template_variables(template, settings)
     files = {
         "hub/addon/addontemplate.yaml": dump_yaml(template),

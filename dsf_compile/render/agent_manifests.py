@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsf_compile.inputs.settings import ResourceList, Resources, Settings
+from dsf_compile.inputs.settings import ComplianceClaimSettings, ResourceList, Resources, Settings
 from dsf_compile.render.addon_hub import ADDON_GROUP, RBAC_API_VERSION, RBAC_GROUP
 from dsf_compile.render.agent_names import (
     AGENT_CONTAINER,
@@ -35,6 +35,7 @@ from dsf_compile.render.template_variables import (
 )
 from dsf_compile.resolve.summaries import Plan
 from dsf_contract import agent_cli
+from dsf_contract.compliance import CLAIM_GROUP, CLAIM_PLURAL, POLICY_GROUP, POLICY_PLURAL
 from dsf_contract.summary import CONFIG_MAP_NAME
 
 #: Manifests with this annotation stay on the managed cluster when the addon is removed.
@@ -133,7 +134,77 @@ def uses_ca_bundle(settings: Settings) -> bool:
     return settings.agent.caBundle is not None or any(o.caBundle for o in settings.agent.overrides)
 
 
-def _agent_deployment(settings: Settings) -> dict[str, Any]:
+def _compliance_args(claim: ComplianceClaimSettings | None) -> list[str]:
+    if claim is None:
+        return []
+    return [
+        agent_cli.COMPLIANCE_CLAIM.arg(claim.claimName),
+        agent_cli.COMPLIANCE_POLL_SECONDS.arg(claim.pollSeconds),
+        agent_cli.COMPLIANCE_STABLE_SECONDS.arg(claim.stableSeconds),
+    ]
+
+
+def compliance_rbac(settings: Settings, claim: ComplianceClaimSettings) -> list[dict[str, Any]]:
+    """What the compliance claim needs (agent.md): list and watch the Policies of the
+    cluster's namespace; get, update and patch the claim by name, and create it (a create
+    cannot be narrowed by name, RBAC knows no name before the object exists)."""
+    namespace = variable("CLUSTER_NAME")  # where OCM's policy framework puts the Policies
+    name = f"{AGENT_NAME}-compliance"
+    labels = dict(AGENT_LABELS)
+    subjects = [
+        {"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": settings.agentNamespace}
+    ]
+    return [
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "rules": [
+                {
+                    "apiGroups": [POLICY_GROUP],
+                    "resources": [POLICY_PLURAL],
+                    "verbs": ["list", "watch"],
+                }
+            ],
+        },
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name},
+            "subjects": subjects,
+        },
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels},
+            "rules": [
+                {
+                    "apiGroups": [CLAIM_GROUP],
+                    "resources": [CLAIM_PLURAL],
+                    "resourceNames": [claim.claimName],
+                    "verbs": ["get", "update", "patch"],
+                },
+                {
+                    "apiGroups": [CLAIM_GROUP],
+                    "resources": [CLAIM_PLURAL],
+                    "verbs": ["create"],
+                },
+            ],
+        },
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+            "subjects": subjects,
+        },
+    ]
+
+
+def _agent_deployment(
+    settings: Settings, claim: ComplianceClaimSettings | None = None
+) -> dict[str, Any]:
     agent = settings.agent
     probe = {
         "httpGet": {"path": "/healthz", "port": METRICS_PORT_NAME},
@@ -149,6 +220,7 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
             agent_cli.HUB_KUBECONFIG.arg(variable("HUB_KUBECONFIG")),
             agent_cli.METRICS_BIND.arg(agent_cli.DEFAULT_METRICS_BIND),
             agent_cli.LOG_LEVEL.arg(agent.logLevel),
+            *_compliance_args(claim),
         ],
         # The agent reads its ConfigMap and Secrets in its own namespace, which is
         # agentNamespace (or whatever OCM installed it into): told by the downward API,
@@ -217,8 +289,13 @@ def _agent_deployment(settings: Settings) -> dict[str, Any]:
     }
 
 
-def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The objects the addon installs on every managed cluster (``agentSpec.workload.manifests``)."""
+def agent_manifests(
+    settings: Settings,
+    secrets: tuple[str, ...],
+    claim: ComplianceClaimSettings | None = None,
+) -> list[dict[str, Any]]:
+    """The objects the addon installs on every managed cluster (``agentSpec.workload.manifests``);
+    with ``claim``, the compliance claim's args and RBAC too."""
     namespace = settings.agentNamespace
     labels = dict(AGENT_LABELS)
     manifests: list[dict[str, Any]] = [
@@ -246,7 +323,8 @@ def agent_manifests(settings: Settings, secrets: tuple[str, ...]) -> list[dict[s
             },
             "subjects": [{"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": namespace}],
         },
-        _agent_deployment(settings),
+        *(compliance_rbac(settings, claim) if claim is not None else []),
+        _agent_deployment(settings, claim),
         {
             "apiVersion": "v1",
             "kind": "Service",

@@ -211,6 +211,10 @@ class KubeState:
     events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
 
 
+#: Resources the fake serves without a namespace.
+CLUSTER_SCOPED = frozenset({"clusterclaims"})
+
+
 class FakeKube:
     """An emulated Kubernetes API for the resources the agent uses.
 
@@ -323,7 +327,11 @@ class FakeKube:
     def _store(self, key: tuple[str, str, str], obj: dict[str, Any]) -> dict[str, Any]:
         self.state.version += 1
         meta = obj.setdefault("metadata", {})
-        meta["name"], meta["namespace"] = key[2], key[1]
+        meta["name"] = key[2]
+        if key[1]:
+            meta["namespace"] = key[1]
+        else:  # cluster-scoped
+            meta.pop("namespace", None)
         meta["resourceVersion"] = str(self.state.version)
         meta.setdefault("uid", f"uid-{key[2]}")
         self.state.objects[key] = obj
@@ -376,6 +384,9 @@ class FakeKube:
             rest = parts[3:]
         else:
             return _status(404, "NotFound", "unknown path")
+        if rest and rest[0] in CLUSTER_SCOPED:
+            with self.cond:
+                return self._cluster_scoped(request, rest)
         if len(rest) == 1 and request.method == "GET":  # a list across namespaces
             with self.cond:
                 return self._list_all(request, rest[0])
@@ -398,6 +409,20 @@ class FakeKube:
                 return Reply.json(found)
             if name is not None and request.method == "PUT":
                 return self._replace(request, kind, namespace, name, subresource)
+        return _status(405, "MethodNotAllowed", "not supported by the fake")
+
+    def _cluster_scoped(self, request: Request, rest: list[str]) -> Reply:
+        """A cluster-scoped resource (``/apis/G/V/KIND[/NAME]``): get, create, replace."""
+        kind, name = rest[0], rest[1] if len(rest) > 1 else None
+        if name is None and request.method == "POST":
+            return self._create(request, kind, "")
+        if name is not None and request.method == "GET":
+            found = self.state.objects.get((kind, "", name))
+            return (
+                Reply.json(found) if found else _status(404, "NotFound", f"{kind} {name} not found")
+            )
+        if name is not None and request.method == "PUT":
+            return self._replace(request, kind, "", name, rest[2] if len(rest) > 2 else None)
         return _status(405, "MethodNotAllowed", "not supported by the fake")
 
     def _selected(self, request: Request, obj: dict[str, Any]) -> bool:
@@ -456,9 +481,12 @@ class FakeKube:
 
     @staticmethod
     def _kind_of(obj: dict[str, Any]) -> str:
-        return {"ConfigMap": "configmaps", "Secret": "secrets"}.get(
-            obj.get("kind", ""), "addonplacementscores"
-        )
+        return {
+            "ConfigMap": "configmaps",
+            "Secret": "secrets",
+            "Policy": "policies",
+            "ClusterClaim": "clusterclaims",
+        }.get(obj.get("kind", ""), "addonplacementscores")
 
     def _create(self, request: Request, kind: str, namespace: str) -> Reply:
         obj = request.json()
