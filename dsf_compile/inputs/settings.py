@@ -15,6 +15,7 @@ from pydantic import (
 from dsf_compile.inputs.agent_image import default_image, with_default_image
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
+from dsf_compile.render.shards import MAX_SHARDS
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.fields import (
     DnsLabel,
@@ -377,6 +378,17 @@ class HubSettings(Frozen):
     )
 
 
+def _power_of_two(value: int) -> int:
+    # doubling the count splits each shard in two: a cluster moves only to its own half
+    if value & (value - 1):
+        raise ValueError(f"must be a power of two (1, 2, 4, … {MAX_SHARDS}), not {value}")
+    return value
+
+
+#: A pinned number of shards (``render.shards``).
+ShardCount = Annotated[int, Field(ge=1, le=MAX_SHARDS), AfterValidator(_power_of_two)]
+
+
 class RenderSettings(Frozen):
     keepInactive: bool = False
     # 32 MiB: about 450 clusters of 100 scorers; why, in docs/gitops.md ("Sharding")
@@ -384,6 +396,12 @@ class RenderSettings(Frozen):
         default=32 * 1024 * 1024,
         description="Past this many bytes of per-cluster objects, render splits the clusters "
         "into shards/, each applied by an Application (or Flux Kustomization) of its own.",
+    )
+    shards: ShardCount | None = Field(
+        default=None,
+        description="The number of shards, pinned (a power of two; 1: no shards/). Unset, "
+        "the byte budget chooses it, and render refuses to change it once clusters are "
+        "rendered (docs/gitops.md, 'Changing the number of shards').",
     )
 
 

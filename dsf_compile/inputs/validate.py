@@ -10,7 +10,7 @@ import datetime
 import difflib
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,15 @@ class Inputs:
     placement_objects: tuple[Located[PlacementObject], ...] = ()
     #: ``PlacementOptimization``s, read by ``optimize`` and never rendered.
     optimizations: tuple[Located[PlacementOptimization], ...] = ()
+    #: ``dsf.yaml`` as read (None without one): where render locates a problem of a setting.
+    settings_document: Document | None = None
+
+    def settings_problem(self, pointer: Pointer, message: str, severity: str = "error") -> Problem:
+        """A problem of the setting at ``pointer``, located in ``dsf.yaml`` when there is one."""
+        if self.settings_document is None:
+            return Problem("dsf.yaml", 0, 0, format_pointer(pointer), message, severity)
+        found = self.settings_document.problem(pointer, message)
+        return found if severity == "error" else replace(found, severity=severity)
 
     @property
     def placements(self) -> tuple[Located[Placement], ...]:
@@ -623,6 +632,7 @@ def validate_documents(
         tuple(problems),
         placement_objects,
         optimizations,
+        settings_document,
     )
 
 
