@@ -1682,12 +1682,33 @@ CASES = [
         "addon-install-placement-name-over-a-label-value",
         {
             SETTINGS: _base(SETTINGS)
-            + f"addonName: {'a' * 60}\naddon:\n  installStrategy: Placements\n"
+            + f"addonName: {'a' * 54}\naddon:\n  installStrategy: Placements\n"
+            + "render:\n  shards: 128\n"
         },
         SETTINGS,
         7,
         "addonName",
-        "the agent's install Placement would be named 'a+-install'",
+        # the shards' names are the longest: fixing them fixes the install Placement's
+        "a shard's Argo CD Application and Flux Kustomization would be named "
+        "'a+-shard-000', 64 characters: .*; at most 53 characters here",
+    ),
+    # issue 25 row 9: a valid addonName whose derived names Flux and Argo CD cannot apply
+    Case(
+        "addon-name-makes-shard-application-names-over-a-label-value",
+        {SETTINGS: _base(SETTINGS) + f"addonName: {'b' * 55}\n"},
+        SETTINGS,
+        7,
+        "addonName",
+        "'b+-shard-00', 64 characters: Argo CD labels every object it applies "
+        "app.kubernetes.io/instance=<name>.*; at most 54 characters here",
+    ),
+    Case(
+        "addon-name-of-a-whole-dns-label",
+        {SETTINGS: _base(SETTINGS) + f"addonName: {'c' * 63}\n"},
+        SETTINGS,
+        7,
+        "addonName",
+        "'c+-shard-00', 72 characters",
     ),
 ]
 

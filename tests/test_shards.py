@@ -332,3 +332,30 @@ def test_a_bad_budget_is_a_located_error(tmp_path: Path) -> None:
     done = dsf(tmp_path, "validate", expect=1)
     assert done.stderr.startswith("dsf.yaml:2:3: error: render.shardBytes: must be > 0\n")
     assert "Traceback" not in done.stderr
+
+
+def test_the_longest_addon_name_validate_accepts_fits_every_name_it_derives(tmp_path: Path) -> None:
+    """Issue 25 row 9: what validate accepts, Argo CD, Flux and OCM can apply."""
+    generate_fleet(tmp_path, 6, SCORERS)
+    addon = "a" * 54
+    (tmp_path / "dsf.yaml").write_text(
+        f"addonName: {addon}\nrender:\n  shards: 2\n", encoding="utf-8"
+    )
+    dsf(tmp_path, "validate")
+    dsf(tmp_path, "render")
+    rendered = tmp_path / "rendered"
+    names = [
+        o["metadata"]["name"]
+        for tool in ("argocd", "flux")
+        for o in kustomize(rendered / "bootstrap" / tool)
+    ]
+    elements = kustomize(rendered / "bootstrap" / "argocd")[0]["spec"]["generators"][0]
+    names += [e["name"] for e in elements["list"]["elements"]]
+    assert f"{addon}-shard-01" in names and f"{addon}-crds" in names
+    assert max(len(n) for n in names) == 63
+    # one character more is refused, at the field, before anything is written
+    (tmp_path / "dsf.yaml").write_text(
+        f"addonName: {addon}a\nrender:\n  shards: 2\n", encoding="utf-8"
+    )
+    done = dsf(tmp_path, "validate", expect=1)
+    assert done.stderr.startswith("dsf.yaml:1:1: error: addonName: a shard's Argo CD Application")

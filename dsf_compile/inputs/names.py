@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsf_compile.render.shards import shard_digits as digits_of
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
@@ -174,15 +175,85 @@ def _too_long_for_decisions(name: str) -> str:
     )
 
 
-def check_settings_names(settings: Settings, document: Document | None) -> list[Problem]:
-    """The names ``dsf.yaml`` settings derive: the install Placement's (``<addonName>-install``)."""
-    if settings.addon.installStrategy != "Placements" or document is None:
+def flux_crds_name(addon_name: str) -> str:
+    """The Flux Kustomization that applies the CRDs before the rest."""
+    return f"{addon_name}-crds"
+
+
+def shard_application_name(addon_name: str, shard: str) -> str:
+    """The Argo CD Application and Flux Kustomization of shard ``shard`` (``07``)."""
+    return f"{addon_name}-shard-{shard}"
+
+
+def addon_feature_label(addon_name: str) -> str:
+    """The label OCM's registration agent sets on every ManagedCluster running the addon."""
+    return f"feature.open-cluster-management.io/addon-{addon_name}"
+
+
+#: A label value, and the name part of a label key (after the ``prefix/``).
+MAX_LABEL = 63
+
+
+def _derived_from_addon(settings: Settings, shard_digits: int) -> list[tuple[str, str, str]]:
+    """``(name, what it is, why it must fit a label)`` of every name ``addonName`` derives."""
+    addon = settings.addonName
+    shard = shard_application_name(addon, "0" * shard_digits)
+    found = [
+        (
+            flux_crds_name(addon),
+            "the Flux Kustomization that applies the CRDs",
+            "Flux labels every object it applies kustomize.toolkit.fluxcd.io/name=<name>",
+        ),
+        (
+            shard,
+            "a shard's Argo CD Application and Flux Kustomization",
+            "Argo CD labels every object it applies app.kubernetes.io/instance=<name> "
+            "(Flux kustomize.toolkit.fluxcd.io/name=<name>)",
+        ),
+        (
+            addon_feature_label(addon).partition("/")[2],
+            "the name part of the label key OCM sets on each cluster running the addon "
+            f"({addon_feature_label(addon)})",
+            "the name part of a label key holds at most 63 characters",
+        ),
+    ]
+    if settings.addon.installStrategy == "Placements":
+        found.append(
+            (
+                install_placement_name(addon),
+                "the agent's install Placement",
+                f"OCM labels its PlacementDecisions {OCM_CLUSTER_GROUP}/placement=<name>",
+            )
+        )
+    return found
+
+
+def check_settings_names(
+    settings: Settings, document: Document | None, *, shard_digits: int | None = None
+) -> list[Problem]:
+    """The names ``addonName`` derives, each within the label it ends up in (63 characters).
+
+    ``shard_digits``: the width of the shard numbers; by default that of a pinned
+    ``render.shards``, or 2 (any fleet may grow into shards; ``render`` checks a wider
+    number when the byte budget asks for more than 100 shards).
+    """
+    if document is None:
         return []  # the default addon name is short
-    name = install_placement_name(settings.addonName)
-    if len(name) <= MAX_PLACEMENT_NAME:
+    if shard_digits is None:
+        pinned = settings.render.shards
+        shard_digits = digits_of(pinned) if pinned else 2
+    too_long = [
+        (len(name), name, what, why)
+        for name, what, why in _derived_from_addon(settings, shard_digits)
+        if len(name) > MAX_LABEL
+    ]
+    if not too_long:
         return []
+    size, name, what, why = max(too_long)  # the strictest: fixing it fixes every other
+    room = MAX_LABEL - (size - len(settings.addonName))
     message = (
-        f"the agent's install Placement would be named {name!r}: {_too_long_for_decisions(name)}"
+        f"{what} would be named {name!r}, {size} characters: {why}, and a label holds at "
+        f"most {MAX_LABEL}; at most {room} characters here"
     )
     return [document.problem(("addonName",), message)]
 

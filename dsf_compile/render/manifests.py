@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from dsf_compile.errors import InputError
-from dsf_compile.inputs.names import scorer_path
+from dsf_compile.inputs.names import check_settings_names, scorer_path
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
@@ -41,7 +41,13 @@ from dsf_compile.render.gitops import (
 )
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.placements import render_placements
-from dsf_compile.render.shards import MAX_SHARDS, cluster_bytes, shard_count, split_clusters
+from dsf_compile.render.shards import (
+    MAX_SHARDS,
+    cluster_bytes,
+    shard_count,
+    shard_digits,
+    split_clusters,
+)
 from dsf_compile.resolve.summaries import Plan
 from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP, API_VERSION
@@ -70,14 +76,15 @@ def render_manifests(plan: Plan) -> dict[str, str]:
 
 def _shard_count(plan: Plan, files: dict[str, str]) -> int:
     """``render.shards`` when pinned, else what the byte budget asks for (at most MAX_SHARDS)."""
-    settings = plan.inputs.settings.render
+    inputs = plan.inputs
+    settings = inputs.settings.render
     if settings.shards is not None:
         return settings.shards
     count = shard_count(cluster_bytes(files), settings.shardBytes)
     if count > MAX_SHARDS:
         raise InputError(
             [
-                plan.inputs.settings_problem(
+                inputs.settings_problem(
                     ("render", "shardBytes"),
                     f"the per-cluster objects ({cluster_bytes(files):,} bytes) would need "
                     f"{count:,} shards of this budget, more than the {MAX_SHARDS:,} render "
@@ -85,6 +92,13 @@ def _shard_count(plan: Plan, files: dict[str, str]) -> int:
                 )
             ]
         )
+    digits = shard_digits(count)
+    if digits > 2:  # validate checked the shards' names with two digits
+        problems = check_settings_names(
+            inputs.settings, inputs.settings_document, shard_digits=digits
+        )
+        if problems:
+            raise InputError(problems)
     return count
 
 

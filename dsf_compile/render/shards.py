@@ -44,8 +44,6 @@ SHARDS_FOLDER = "shards"
 MAX_SHARDS = 1024
 #: Where the procedure for a change of the count is; the messages point there.
 RESHARD_PROCEDURE = "docs/gitops.md#changing-the-number-of-shards"
-#: The widest shard number (``shards/1023``): what a name derived from it may need.
-MAX_SHARD_DIGITS = len(str(MAX_SHARDS - 1))
 
 
 @dataclass(frozen=True)
@@ -77,9 +75,13 @@ def shard_of(cluster: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
+def shard_digits(count: int) -> int:
+    """How wide the shard numbers of ``count`` shards are: at least 2 (``shards/07``)."""
+    return max(2, len(str(count - 1)))
+
+
 def shard_folder(index: int, count: int) -> str:
-    width = max(2, len(str(count - 1)))
-    return f"{SHARDS_FOLDER}/{index:0{width}d}"
+    return f"{SHARDS_FOLDER}/{index:0{shard_digits(count)}d}"
 
 
 def cluster_bytes(files: Mapping[str, str]) -> int:
