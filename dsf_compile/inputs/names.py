@@ -9,10 +9,12 @@ once, and :func:`check_derived_names` checks, before anything is written, that
 
 - no two objects derive the same file (one would silently overwrite the other), and no
   object derives the ``kustomization.yaml`` of its folder;
-- a file name fits the 255 bytes a file system allows for one path component;
+- a file name fits the 255 bytes a file system allows for one path component, with the
+  bytes a writer adds for its temporary copy (``WRITER_AFFIX_BYTES``);
 - a Placement's name fits a label value (63 characters): OCM labels the Placement's
   PlacementDecisions ``cluster.open-cluster-management.io/placement=<name>``, so a longer
-  one never gets a decision.
+  one never gets a decision; a Policy's namespace and name fit the governance
+  framework's 62 characters.
 
 Every problem is located at the field the name comes from, and a collision names both
 objects. Pure.
@@ -35,6 +37,18 @@ if TYPE_CHECKING:
 
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.
 MAX_FILE_NAME_BYTES = 255
+#: The most bytes a writer adds to a file's name for the temporary names it writes beside
+#: it: ``render``'s staged and kept copies (``.NAME.<12 hex>.dsf-tmp``, ``….dsf-old``,
+#: ``render/tree_update.py``) and ``files.atomic_write``'s (``.NAME.<12 hex>.tmp``). A
+#: writer that adds more must raise this: every derived file name is checked against
+#: ``MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES``, and a test renders the longest name
+#: allowed through the real writer.
+WRITER_AFFIX_BYTES = 22
+#: The longest file name the compiler derives from a name in Git.
+MAX_DERIVED_FILE_NAME_BYTES = MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES
+#: A Policy's namespace and name together (the governance framework's webhook refuses
+#: more: it names each replicated Policy ``<namespace>.<name>``, a label value of 63).
+MAX_POLICY_NAME = 62
 #: A label value; OCM puts a Placement's name in one on each of its PlacementDecisions.
 MAX_PLACEMENT_NAME = 63
 #: Where ``render`` writes the objects of ``placements/``, and ``optimize`` its plans.
@@ -102,14 +116,15 @@ class _Files:
                     "(render writes that file itself): choose another name",
                 )
             )
-        elif size > MAX_FILE_NAME_BYTES:
+        elif size > MAX_DERIVED_FILE_NAME_BYTES:
             value = _value_at(located, pointer)
-            room = MAX_FILE_NAME_BYTES - (size - len(value.encode()))
+            room = MAX_DERIVED_FILE_NAME_BYTES - (size - len(value.encode()))
             self.problems.append(
                 located.problem(
                     pointer,
                     f"is {len(value)} characters: {what} would be written to {shown}, a file "
-                    f"name of {size} bytes where file systems allow {MAX_FILE_NAME_BYTES}; "
+                    f"name of {size} bytes, and its temporary copy adds up to "
+                    f"{WRITER_AFFIX_BYTES} where file systems allow {MAX_FILE_NAME_BYTES}; "
                     f"at most {room} characters here",
                 )
             )
@@ -259,12 +274,23 @@ def check_settings_names(
 
 
 def _placement_names(placement_objects: Iterable[Located[Any]]) -> list[Problem]:
-    return [
-        located.problem(_NAME, _too_long_for_decisions(located.model.metadata.name))
-        for located in placement_objects
-        if located.model.kind == "Placement"
-        and len(located.model.metadata.name) > MAX_PLACEMENT_NAME
-    ]
+    problems = []
+    for located in placement_objects:
+        meta, kind = located.model.metadata, located.model.kind
+        if kind == "Placement" and len(meta.name) > MAX_PLACEMENT_NAME:
+            problems.append(located.problem(_NAME, _too_long_for_decisions(meta.name)))
+        elif kind == "Policy" and len(meta.name) + len(meta.namespace) > MAX_POLICY_NAME:
+            room = MAX_POLICY_NAME - len(meta.namespace)
+            problems.append(
+                located.problem(
+                    _NAME,
+                    f"Policy name is {len(meta.name)} characters: the governance framework "
+                    f"refuses a Policy whose namespace and name exceed {MAX_POLICY_NAME} "
+                    f"together (it copies it as {meta.namespace}.<name> into each cluster's "
+                    f"namespace, a label value); at most {room} characters here",
+                )
+            )
+    return problems
 
 
 def _generated_names(
