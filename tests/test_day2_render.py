@@ -208,6 +208,16 @@ def validate(root: Path) -> list[str]:
             ("-----BEGIN CERTIFICATE-----\n", "-----BEGIN CERTIFICATE\n"),
             "dsf.yaml:8:3: error: agent.caBundle: expected PEM certificates",
         ),
+        # issue 25 row 5: one base64 line lost, in the fleet's bundle and in an override's
+        (
+            ("    FjEUMBIGA1UEAwwLZHNmIHRlc3QgQ0EwIBcNMjYxMTIyMjM0MjI5WhgPMjEyNjEw\n", ""),
+            "dsf.yaml:8:3: error: agent.caBundle: the certificate is not an X.509 certificate "
+            "OpenSSL can read (the agent would exit at start)",
+        ),
+        (
+            ("        MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAJ1g4rzj3i3BiNPx\n", ""),
+            "dsf.yaml:23:7: error: agent.overrides[0].caBundle: the certificate is not an X.509",
+        ),
         (
             ("    dsf-pull: {remoteKey: dsf/registry-pull}\n", ""),
             "dsf.yaml:41:3: error: externalSecrets.secrets: no remote key for Secret 'dsf-pull' "

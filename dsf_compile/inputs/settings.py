@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import ssl
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -106,7 +107,32 @@ def _pem_bundle(value: str) -> str:
         )
     if "PRIVATE KEY" in value:
         raise ValueError("a CA bundle holds certificates only, never a private key")
+    _load_certificates(value)
     return value.strip() + "\n"
+
+
+def _load_certificates(value: str) -> None:
+    # What the agent does with the bundle (OpenSSL's PEM reader, through SSL_CERT_FILE):
+    # a certificate it cannot read (a lost base64 line, a truncated block) would stop
+    # every agent at start, so each block is read here the same way first.
+    blocks = _PEM_BLOCK.findall(value)
+    for index, block in enumerate(blocks, 1):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            context.load_verify_locations(cadata=block)
+        except ssl.SSLError:
+            which = (
+                f"certificate {index} of {len(blocks)}" if len(blocks) > 1 else "the certificate"
+            )
+            raise ValueError(
+                f"{which} is not an X.509 certificate OpenSSL can read (the agent would exit "
+                "at start): a lost or changed base64 line? Paste it again from its source"
+            ) from None
+    if len(blocks) != value.count("-----BEGIN"):
+        raise ValueError("holds a PEM block that is not a whole certificate")
+
+
+_PEM_BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
 
 
 #: One or more PEM certificates: the CAs the agent trusts for HTTPS (instead of its own).
