@@ -24,7 +24,7 @@ from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings
-from dsf_compile.inputs.settings_checks import check_external_secrets
+from dsf_compile.inputs.settings_checks import check_agent_resources, check_external_secrets
 from dsf_compile.untrusted import has_secret_query
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.connect_to import parse_resolve_entry
@@ -618,6 +618,15 @@ def validate_documents(
     if collected.inventory_complete and not unreadable:
         lookup = ClusterLookup(collected.clusters)
         problems += _check_overrides_clusters(settings, settings_document, lookup)
+    # per cluster only over a whole inventory; the fleet's own resources in any case
+    every = collected.inventory_complete and not unreadable
+    problems += check_agent_resources(
+        settings,
+        settings_document,
+        ((c.model.metadata.name, c.model.metadata.labels) for c in collected.clusters)
+        if every
+        else (),
+    )
     if any(p.severity == "error" for p in problems):
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))
