@@ -1734,6 +1734,39 @@ CASES = [
         "a shard's Argo CD Application and Flux Kustomization would be named "
         "'a+-shard-000', 64 characters: .*; at most 53 characters here",
     ),
+    # settings the API server or the kubelet would refuse on every cluster
+    Case(
+        "agent-toleration-exists-with-a-value",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: '*'\n      tolerations:\n"
+            + "        - {key: a, operator: Exists, value: x}\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].tolerations[0]",
+        "a toleration with operator: Exists has no value",
+    ),
+    Case(
+        "agent-toleration-seconds-without-no-execute",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: '*'\n      tolerations:\n"
+            + "        - {key: a, tolerationSeconds: 30}\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].tolerations[0]",
+        "tolerationSeconds needs effect: NoExecute",
+    ),
+    Case(
+        "agent-image-not-a-reference",
+        {SETTINGS: _base(SETTINGS) + "agent:\n  image: ghcr.io/Acme/agent:0.1\n"},
+        SETTINGS,
+        8,
+        "agent.image",
+        "'ghcr.io/Acme/agent:0.1' is not an image reference the kubelet can pull",
+    ),
     # issue 25 row 9: a valid addonName whose derived names Flux and Argo CD cannot apply
     Case(
         "addon-name-makes-shard-application-names-over-a-label-value",

@@ -13,7 +13,11 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.inputs.agent_image import default_image, with_default_image
+from dsf_compile.inputs.agent_image import (
+    check_image_reference,
+    default_image,
+    with_default_image,
+)
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 from dsf_compile.render.shards import MAX_SHARDS
@@ -49,6 +53,8 @@ def _no_template_variable(value: str) -> str:
 
 #: A string of the agent settings: no ``{{…}}`` (see :func:`_no_template_variable`).
 AgentStr = Annotated[str, AfterValidator(_no_template_variable)]
+#: An image the kubelet can pull by that name (``{{…}}`` named as such first).
+AgentImage = Annotated[AgentStr, Field(min_length=1), AfterValidator(check_image_reference)]
 #: Label keys and values of the agent settings: a ``{{…}}`` is named as such, then the
 #: Kubernetes label rules apply.
 AgentLabelKey = Annotated[AgentStr, AfterValidator(check_label_key)]
@@ -148,6 +154,19 @@ class PodToleration(Frozen):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     tolerationSeconds: Int64 | None = None
 
+    @model_validator(mode="after")
+    def _as_the_api_server_checks(self) -> PodToleration:
+        # the API server's rules for a pod's tolerations: it refuses the agent's
+        # Deployment on every cluster this override reaches otherwise
+        exists = self.operator == "Exists"
+        if not self.key and not exists:
+            raise ValueError("a toleration without a key needs operator: Exists")
+        if exists and self.value:
+            raise ValueError("a toleration with operator: Exists has no value")
+        if self.tolerationSeconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds needs effect: NoExecute")
+        return self
+
 
 class ResourceList(Frozen):
     cpu: ResourceQuantity | None = None
@@ -170,7 +189,7 @@ class AgentOverride(Frozen):
 
     clusterName: str | None = Field(default=None, min_length=1)
     clusterSelector: LabelSelector | None = None
-    image: AgentStr | None = Field(default=None, min_length=1)
+    image: AgentImage | None = None
     nodeSelector: dict[AgentLabelKey, AgentLabelValue] | None = None
     tolerations: Items[PodToleration] | None = None
     resources: Resources | None = None
@@ -195,7 +214,7 @@ EXAMPLE_REPOSITORY_URL = "https://github.com/example/dsf-fleet.git"
 
 
 class AgentSettings(Frozen):
-    image: AgentStr = Field(
+    image: AgentImage = Field(
         default=default_image(EXAMPLE_REPOSITORY_URL),
         min_length=1,
         description="Default: what the release workflow of repository.url's GitHub repository OWNER/NAME publishes, ghcr.io/owner/name-agent:VERSION (docs/install.md).",
