@@ -186,9 +186,7 @@ BINDING_211 = BINDING_218[:-7]
 BINDING = """\
 apiVersion: policy.open-cluster-management.io/v1
 kind: PlacementBinding
-metadata:
-  name: %s
-  namespace: default
+metadata: {name: %s, namespace: default}
 placementRef:
   name: placement-a
   kind: Placement
@@ -1675,7 +1673,7 @@ CASES = [
         "binding-name-fits-its-file-but-not-the-staged-copy",
         {"placements/binding.yaml": BINDING % BINDING_218},
         "placements/binding.yaml",
-        4,
+        3,
         "metadata.name",
         "is 218 characters: PlacementBinding default/b+.* a file name of 240 bytes, and its "
         "temporary copy adds up to 22 where file systems allow 255; at most 211 characters",
