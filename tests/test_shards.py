@@ -285,7 +285,9 @@ def test_a_growing_fleet_never_moves_clusters_out_of_an_applied_shard(tmp_path: 
     # keeping the layout: the new clusters join clusters/, nobody leaves the Application
     settings = f"render:\n  shardBytes: {budget}\n  shards: 1\n"
     (tmp_path / "dsf.yaml").write_text(settings, encoding="utf-8")
-    dsf(tmp_path, "render")
+    kept = dsf(tmp_path, "render")
+    assert "warning: render.shards: the 1 shard pinned here average" in kept.stderr
+    assert "plan a move to render.shards: 2" in kept.stderr
     grown = _objects_by_application(rendered)
     assert {key: grown[key] for key in applied} == applied
     # moving on purpose: loud in render --check, diff and render, and every object once

@@ -26,8 +26,8 @@ from pathlib import Path
 from dsf_compile.errors import DsfError
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.render.record import read_owned
+from dsf_compile.render.shards import CLUSTERS_FOLDER, SHARDS_FOLDER, Reshard, reshard
 from dsf_compile.render.shards import RESHARD_PROCEDURE as PROCEDURE
-from dsf_compile.render.shards import Reshard, reshard
 from dsf_compile.render.tree import Tree
 from dsf_contract.problem import Problem
 
@@ -56,13 +56,37 @@ def check_reshard(
     applied: set[str], files: dict[str, str], inputs: Inputs
 ) -> tuple[list[Problem], list[Problem]]:
     """``(errors, warnings)`` of going from the ``applied`` tree to the rendered ``files``."""
+    warnings = _over_budget(files, inputs)
     change = reshard(applied, files)
     if change is None:
-        return [], []
+        return [], warnings
     pinned = inputs.settings.render.shards
     if pinned is None and change.moved:
         return [inputs.settings_problem(_POINTER, _refusal(change))], []
-    return [], [inputs.settings_problem(_POINTER, _notice(change), "warning")]
+    return [], [*warnings, inputs.settings_problem(_POINTER, _notice(change), "warning")]
+
+
+def _over_budget(files: dict[str, str], inputs: Inputs) -> list[Problem]:
+    """A pinned count whose average shard is past the budget: time to plan a move."""
+    settings = inputs.settings.render
+    if settings.shards is None:
+        return []
+    total = sum(
+        len(text.encode("utf-8"))
+        for path, text in files.items()
+        if path.startswith((f"{CLUSTERS_FOLDER}/", f"{SHARDS_FOLDER}/"))
+        and not path.endswith("/kustomization.yaml")
+    )
+    if total <= settings.shards * settings.shardBytes:
+        return []
+    average = total / settings.shards / 2**20
+    message = (
+        f"the {settings.shards} shard{'s' if settings.shards > 1 else ''} pinned here average "
+        f"{average:.1f} MiB of per-cluster objects, past render.shardBytes "
+        f"({settings.shardBytes / 2**20:.1f} MiB); an Application past Argo CD's 200 MiB "
+        f"stops syncing: plan a move to render.shards: {settings.shards * 2} ({PROCEDURE})"
+    )
+    return [inputs.settings_problem(_POINTER, message, "warning")]
 
 
 def _refusal(change: Reshard) -> str:
@@ -76,13 +100,20 @@ def _refusal(change: Reshard) -> str:
     )
 
 
+_NOTICE = "the number of shards changes"
+
+
 def _notice(change: Reshard) -> str:
     return (
-        f"the number of shards changes, {change.describe()}; apply rendered/bootstrap/ "
+        f"{_NOTICE}, {change.describe()}; apply rendered/bootstrap/ "
         f"again, with pruning off until every shard has synced ({PROCEDURE})"
     )
 
 
 def is_reshard_notice(problem: Problem) -> bool:
     """Whether ``problem`` is the warning of a re-shard (true of one render only)."""
-    return problem.severity == "warning" and problem.field == "render.shards"
+    return (
+        problem.severity == "warning"
+        and problem.field == "render.shards"
+        and problem.message.startswith(_NOTICE)
+    )
