@@ -1765,6 +1765,34 @@ CASES = [
         "agent.image",
         "'ghcr.io/Acme/agent:0.1' is not an image reference the kubelet can pull",
     ),
+    Case(
+        "agent-proxy-with-a-scheme-the-agent-refuses",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: '*'\n      proxy:\n"
+            + "        httpsProxy: socks5://proxy.example:1080\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].proxy.httpsProxy",
+        "must be an http:// or https:// proxy URL",
+    ),
+    Case(
+        "repository-branch-git-refuses",
+        _edit(SETTINGS, "  branch: main\n", "  branch: main branch\n"),
+        SETTINGS,
+        5,
+        "repository.branch",
+        "'main branch' is not a name git allows for a branch",
+    ),
+    Case(
+        "repository-path-outside-the-repository",
+        _edit(SETTINGS, "  path: rendered\n", "  path: ../rendered\n"),
+        SETTINGS,
+        6,
+        "repository.path",
+        "must be a folder inside the repository",
+    ),
     # issue 25 row 9: a valid addonName whose derived names Flux and Argo CD cannot apply
     Case(
         "addon-name-makes-shard-application-names-over-a-label-value",

@@ -178,9 +178,29 @@ class Resources(Frozen):
     limits: ResourceList | None = None
 
 
+def _proxy_url(value: str) -> str:
+    # the agent's HTTP client reads HTTP(S)_PROXY when it starts: another scheme (or
+    # socks5, whose support the image does not carry) stops it there; a bare host:port
+    # is read as http://host:port, as it does
+    try:
+        parts = urlsplit(value if "://" in value else f"http://{value}")
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError as err:
+        raise ValueError(f"is not a proxy URL ({err})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// proxy URL (or host:port)")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError("must be a proxy URL without white space")
+    return value
+
+
+#: ``HTTP_PROXY``/``HTTPS_PROXY`` of the agent.
+ProxyUrl = Annotated[AgentStr, AfterValidator(_proxy_url)]
+
+
 class ProxySettings(Frozen):
-    httpProxy: AgentStr | None = None
-    httpsProxy: AgentStr | None = None
+    httpProxy: ProxyUrl | None = None
+    httpsProxy: ProxyUrl | None = None
     noProxy: AgentStr | None = None
 
 
@@ -377,10 +397,36 @@ class AddonSettings(Frozen):
     placement: PlacementInstall = PlacementInstall()
 
 
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock(?:/|$)|/\.")
+
+
+def _branch(value: str) -> str:
+    # git's rules for a branch name (git check-ref-format --branch): Flux and Argo CD
+    # fetch refs/heads/<branch>, and no such ref exists for a name git refuses
+    if value == "@" or _BAD_REF.search(value):
+        raise ValueError(
+            f"{value!r} is not a name git allows for a branch (no spaces, '..', '~^:?*[\\', "
+            "'@{', leading '-' or '.', trailing '/', '.' or '.lock')"
+        )
+    return value
+
+
+def _repository_folder(value: str) -> str:
+    # Argo CD refuses a path outside the repository; Flux's ./<path> would leave it too
+    parts = value.strip("/").removeprefix("./").split("/")
+    if ".." in parts or "\\" in value or any(not c.isprintable() for c in value):
+        raise ValueError(
+            "must be a folder inside the repository (no '..', '\\' or control characters)"
+        )
+    return value
+
+
 class RepositorySettings(Frozen):
     url: RepositoryUrl = EXAMPLE_REPOSITORY_URL
-    branch: str = Field(default="main", min_length=1)
-    path: str = Field(default="rendered", min_length=1)
+    branch: Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_branch)] = "main"
+    path: Annotated[
+        str, Field(min_length=1, max_length=4096), AfterValidator(_repository_folder)
+    ] = "rendered"
 
 
 class SyncSettings(Frozen):
