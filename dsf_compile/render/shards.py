@@ -8,13 +8,13 @@ threshold is a byte budget: ``render.shardBytes`` (default 32 MiB, about 450 clu
 100 scorers), the size of all per-cluster files together.
 
 At or under the budget nothing changes: ``clusters/<c>/`` as always. Over it, the number of
-shards is the smallest power of two that brings the average shard under the budget, and a
-cluster's shard is its name's SHA-256 modulo that number. So:
+shards is the smallest power of two that brings the average shard under the budget (or
+the power of two ``render.shards`` pins), and a cluster's shard is its name's SHA-256
+modulo that number. So:
 
 - adding or removing a cluster rewrites its own folder and its shard's kustomization,
-  nothing else — until the fleet's bytes cross a power of two of the budget (twice the
-  fleet), when the count doubles (or halves) and each shard splits in two (or two merge):
-  a cluster then moves only between a shard and its own half;
+  nothing else; when the count doubles (or halves) each shard splits in two (or two
+  merge): a cluster then moves only between a shard and its own half;
 - the average shard stays between half the budget and the budget, and a hash spreads
   whole clusters evenly enough that no shard is far above it (``bench/shard_bench.py``
   measures the largest ``kubectl kustomize`` output at 10,000 clusters × 100 scorers).
