@@ -187,6 +187,7 @@ class RenderResult:
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
     from dsf_compile.render.manifests import render_manifests
+    from dsf_compile.render.reshard import applied_paths, check_reshard
     from dsf_compile.render.tree import RENDERED
     from dsf_compile.render.write import compare_tree, write_tree
 
@@ -196,8 +197,12 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     except InputError as error:
         raise InputError([*error.problems, *plan.warnings]) from None
     folder = root / RENDERED
+    # before anything is written: a change of the shard count must not prune a cluster
+    errors, notices = check_reshard(applied_paths(folder), files, plan.inputs)
+    if errors:
+        raise InputError([*errors, *plan.warnings])
     changes = compare_tree(folder, files) if check else write_tree(folder, files)
-    return RenderResult(len(files), len(plan.clusters), changes, plan.warnings)
+    return RenderResult(len(files), len(plan.clusters), changes, (*plan.warnings, *notices))
 
 
 @dataclass(frozen=True)

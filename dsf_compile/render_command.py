@@ -12,7 +12,7 @@ answer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,8 +57,12 @@ def render(root: Path) -> Rendered:
     changes = result.changes
     said = fastpath.Remembered(result.files, result.clusters, result.warnings)
     if digest is not None:
+        from dsf_compile.render.reshard import is_reshard_notice
+
+        # a re-shard is news of this render only: a no-op render after it moves nothing
+        lasting = tuple(w for w in result.warnings if not is_reshard_notice(w))
         written = {**changes.added, **{p: new for p, (_, new) in changes.changed.items()}}
-        fastpath.remember(root, digest, said, written, changes.settled)
+        fastpath.remember(root, digest, replace(said, warnings=lasting), written, changes.settled)
     return Rendered(said, changes.summary(), tuple(changes.leftovers))
 
 

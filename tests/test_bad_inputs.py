@@ -26,6 +26,7 @@ import yaml
 
 from dsf_compile.cli import run
 from dsf_compile.inputs.load import MAX_FILE_BYTES
+from dsf_compile.inputs.names import MAX_DERIVED_FILE_NAME_BYTES
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.sync.lock import Lockfile, encode_lockfile, make_entry, write_lockfile
 from dsf_contract.scoring_api import ScorerConfig
@@ -175,6 +176,26 @@ spec:
 
 LONG_SCORER = ".".join(["s" * 63, "t" * 63, "u" * 63, "v" * 59])  # 251: 256 bytes with .yaml
 LONG_POLICY = ".".join(["p" * 63, "q" * 63, "r" * 63, "s" * 61])  # 253: 265 bytes as policy-….yaml
+#: Issue 25's regression: 252 bytes as policy-….yaml, 274 as the file render stages.
+POLICY_240 = ".".join(["p" * 63, "q" * 63, "r" * 63, "s" * 48])
+#: 240 bytes as placementbinding-….yaml: under 255, but not its staged copy (+22).
+BINDING_218 = ".".join(["b" * 63, "c" * 63, "d" * 63, "e" * 26])
+#: The longest binding name whose staged copy still fits: 211 characters.
+BINDING_211 = BINDING_218[:-7]
+
+BINDING = """\
+apiVersion: policy.open-cluster-management.io/v1
+kind: PlacementBinding
+metadata: {name: %s, namespace: default}
+placementRef:
+  name: placement-a
+  kind: Placement
+  apiGroup: cluster.open-cluster-management.io
+subjects:
+  - name: policy-a
+    kind: Policy
+    apiGroup: policy.open-cluster-management.io
+"""
 
 
 def _optimization(namespace: str, name: str) -> str:
@@ -1605,8 +1626,8 @@ CASES = [
         SCORER,
         5,
         "metadata.name",
-        "is 251 characters: DynamicScorer .* a file name of 256 bytes where file systems "
-        "allow 255; at most 250 characters here",
+        "is 251 characters: DynamicScorer .* a file name of 256 bytes, and its temporary "
+        "copy adds up to 22 where file systems allow 255; at most 228 characters here",
     ),
     Case(
         "optimization-plan-files-collide",
@@ -1636,7 +1657,26 @@ CASES = [
         "placements/policy.yaml",
         4,
         "metadata.name",
-        "rendered/hub/placements/default/policy-p+.* a file name of 265 bytes",
+        "Policy name is 253 characters: the governance framework refuses a Policy whose "
+        "namespace and name exceed 62 together .*; at most 55 characters here",
+    ),
+    # issue 25's regression: render exited 2 on the name of the file it stages
+    Case(
+        "policy-name-of-240-characters",
+        {"placements/policy.yaml": POLICY % POLICY_240},
+        "placements/policy.yaml",
+        4,
+        "metadata.name",
+        "Policy name is 240 characters",
+    ),
+    Case(
+        "binding-name-fits-its-file-but-not-the-staged-copy",
+        {"placements/binding.yaml": BINDING % BINDING_218},
+        "placements/binding.yaml",
+        3,
+        "metadata.name",
+        "is 218 characters: PlacementBinding default/b+.* a file name of 240 bytes, and its "
+        "temporary copy adds up to 22 where file systems allow 255; at most 211 characters",
     ),
     Case(
         "workload-placement-ref-not-dns",
@@ -1682,12 +1722,94 @@ CASES = [
         "addon-install-placement-name-over-a-label-value",
         {
             SETTINGS: _base(SETTINGS)
-            + f"addonName: {'a' * 60}\naddon:\n  installStrategy: Placements\n"
+            + f"addonName: {'a' * 54}\naddon:\n  installStrategy: Placements\n"
+            + "render:\n  shards: 128\n"
         },
         SETTINGS,
         7,
         "addonName",
-        "the agent's install Placement would be named 'a+-install'",
+        # the shards' names are the longest: fixing them fixes the install Placement's
+        "a shard's Argo CD Application and Flux Kustomization would be named "
+        "'a+-shard-000', 64 characters: .*; at most 53 characters here",
+    ),
+    # settings the API server or the kubelet would refuse on every cluster
+    Case(
+        "agent-toleration-exists-with-a-value",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: '*'\n      tolerations:\n"
+            + "        - {key: a, operator: Exists, value: x}\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].tolerations[0]",
+        "a toleration with operator: Exists has no value",
+    ),
+    Case(
+        "agent-toleration-seconds-without-no-execute",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: '*'\n      tolerations:\n"
+            + "        - {key: a, tolerationSeconds: 30}\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].tolerations[0]",
+        "tolerationSeconds needs effect: NoExecute",
+    ),
+    Case(
+        "agent-image-not-a-reference",
+        {SETTINGS: _base(SETTINGS) + "agent:\n  image: ghcr.io/Acme/agent:0.1\n"},
+        SETTINGS,
+        8,
+        "agent.image",
+        "'ghcr.io/Acme/agent:0.1' is not an image reference the kubelet can pull",
+    ),
+    Case(
+        "agent-proxy-with-a-scheme-the-agent-refuses",
+        {
+            SETTINGS: _base(SETTINGS)
+            + "agent:\n  overrides:\n    - clusterName: '*'\n      proxy:\n"
+            + "        httpsProxy: socks5://proxy.example:1080\n"
+        },
+        SETTINGS,
+        11,
+        "agent.overrides[0].proxy.httpsProxy",
+        "must be an http:// or https:// proxy URL",
+    ),
+    Case(
+        "repository-branch-git-refuses",
+        _edit(SETTINGS, "  branch: main\n", "  branch: main branch\n"),
+        SETTINGS,
+        5,
+        "repository.branch",
+        "'main branch' is not a name git allows for a branch",
+    ),
+    Case(
+        "repository-path-outside-the-repository",
+        _edit(SETTINGS, "  path: rendered\n", "  path: ../rendered\n"),
+        SETTINGS,
+        6,
+        "repository.path",
+        "must be a folder inside the repository",
+    ),
+    # issue 25 row 9: a valid addonName whose derived names Flux and Argo CD cannot apply
+    Case(
+        "addon-name-makes-shard-application-names-over-a-label-value",
+        {SETTINGS: _base(SETTINGS) + f"addonName: {'b' * 55}\n"},
+        SETTINGS,
+        7,
+        "addonName",
+        "'b+-shard-00', 64 characters: Argo CD labels every object it applies "
+        "app.kubernetes.io/instance=<name>.*; at most 54 characters here",
+    ),
+    Case(
+        "addon-name-of-a-whole-dns-label",
+        {SETTINGS: _base(SETTINGS) + f"addonName: {'c' * 63}\n"},
+        SETTINGS,
+        7,
+        "addonName",
+        "'c+-shard-00', 72 characters",
     ),
 ]
 
@@ -1735,6 +1857,25 @@ def test_the_base_is_valid(rendered_base: Path) -> None:
     code, _, err = _run(rendered_base, "validate")
     assert code == 0, err
     assert _digest(rendered_base / "rendered")
+
+
+def test_the_longest_derived_file_name_validate_accepts_is_written(rendered_base: Path) -> None:
+    """Issue 25's regression, from the other side: what validate lets through, the real
+    writer stages and renames (its temporary names included) without ENAMETOOLONG."""
+    _write(rendered_base, "placements/binding.yaml", BINDING % BINDING_211)
+    code, _, err = _run(rendered_base, "validate")
+    assert code == 0, err
+    code, _, err = _run(rendered_base, "render")
+    assert code == 0, err
+    written = rendered_base / "rendered" / "hub" / "placements" / "default"
+    name = f"placementbinding-{BINDING_211}.yaml"
+    assert len(name.encode()) == MAX_DERIVED_FILE_NAME_BYTES
+    assert (written / name).is_file()
+    # and render replaces it in place (a staged copy and a kept old copy beside it)
+    changed = (BINDING % BINDING_211).replace("name: policy-a", "name: policy-b")
+    _write(rendered_base, "placements/binding.yaml", changed)
+    code, _, err = _run(rendered_base, "render")
+    assert code == 0, err
 
 
 def test_the_corpus_is_large_and_distinct() -> None:

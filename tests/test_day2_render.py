@@ -208,6 +208,16 @@ def validate(root: Path) -> list[str]:
             ("-----BEGIN CERTIFICATE-----\n", "-----BEGIN CERTIFICATE\n"),
             "dsf.yaml:8:3: error: agent.caBundle: expected PEM certificates",
         ),
+        # issue 25 row 5: one base64 line lost, in the fleet's bundle and in an override's
+        (
+            ("    FjEUMBIGA1UEAwwLZHNmIHRlc3QgQ0EwIBcNMjYxMTIyMjM0MjI5WhgPMjEyNjEw\n", ""),
+            "dsf.yaml:8:3: error: agent.caBundle: the certificate is not an X.509 certificate "
+            "OpenSSL can read (the agent would exit at start)",
+        ),
+        (
+            ("        MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAJ1g4rzj3i3BiNPx\n", ""),
+            "dsf.yaml:23:7: error: agent.overrides[0].caBundle: the certificate is not an X.509",
+        ),
         (
             ("    dsf-pull: {remoteKey: dsf/registry-pull}\n", ""),
             "dsf.yaml:41:3: error: externalSecrets.secrets: no remote key for Secret 'dsf-pull' "
@@ -326,3 +336,45 @@ def test_a_binding_placements_already_declares_is_rendered_once(tmp_path: Path) 
         and "name: global\n" in text
     ]
     assert len(bindings) == 1 and not bindings[0].startswith("hub/addon/")
+
+
+# ------------------------------------------- resources as Kubernetes compares them
+
+RESOURCES = """\
+agent:
+  image: ghcr.io/acme/fleet-agent:0.1.0
+  resources:
+    requests: {cpu: "0.5", memory: 1Gi}
+    limits: {cpu: 500m, memory: 1024Mi}
+  overrides:
+    - clusterName: edge01
+      resources:
+        limits: {memory: 1000Mi}
+    - clusterName: "worker*"
+      resources:
+        requests: {cpu: 100m}
+"""
+
+
+def test_requests_above_limits_are_refused_per_cluster_after_overrides(tmp_path: Path) -> None:
+    """Issue 25 row 13: Kubernetes would refuse the Deployment; validate says so first."""
+    # 0.5 = 500m and 1Gi = 1024Mi: equal is allowed (compared as quantities, not text)
+    root = day2_fleet(tmp_path / "ok", RESOURCES.replace("1000Mi", "2Gi"))
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["--root", str(root), "validate", "--strict"], out, err) == 0, err.getvalue()
+    # edge01's override lowers the limit under the fleet's request (1Gi > 1000Mi)
+    lines = validate(day2_fleet(tmp_path / "override", RESOURCES))
+    assert lines[0] == (
+        "dsf.yaml:9:18: error: agent.overrides[0].resources.limits.memory: the agent would "
+        "request 1Gi of memory over its limit of 1000Mi on edge01 (after the overrides that "
+        "select it): Kubernetes refuses a container whose request is above its limit, so "
+        "the agent would not be deployed there"
+    )
+    # the fleet's own: once, at its field, whatever the clusters
+    fleet = RESOURCES.replace('cpu: "0.5"', "cpu: 600m").replace("1000Mi", "2Gi")
+    lines = validate(day2_fleet(tmp_path / "fleet", fleet))
+    assert [line for line in lines if ": error: " in line] == [
+        "dsf.yaml:4:16: error: agent.resources.requests.cpu: the agent would request 600m of "
+        "cpu over its limit of 500m: Kubernetes refuses a container whose request is above "
+        "its limit, so the agent would not be deployed there"
+    ]

@@ -134,7 +134,12 @@ def test_resolve_entries(key: str, value: str, expected: Any) -> None:
 
 
 def test_tolerations_take_label_style_keys_and_int64_seconds() -> None:
-    toleration = {"key": "node.kubernetes.io/unreachable", "operator": "Exists"}
+    # tolerationSeconds only with effect NoExecute: the API server refuses it otherwise
+    toleration = {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+    }
     override = {"clusterName": "*", "tolerations": [{**toleration, "tolerationSeconds": 2**63 - 1}]}
     settings = _settings({"agent": {"overrides": [override]}})
     assert settings.agent.overrides[0].tolerations is not None

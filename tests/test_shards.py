@@ -223,16 +223,109 @@ def test_at_the_budget_or_by_default_the_fleet_is_not_sharded(tmp_path: Path) ->
     )
     dsf(tmp_path, "render")
     assert tree(tmp_path) == unsharded
-    # one byte fewer: two shards, and back to the same bytes when the budget is lifted
+    # one byte fewer asks for two shards: refused while clusters are rendered unsharded
     (tmp_path / "dsf.yaml").write_text(
         f"render:\n  shardBytes: {cluster_bytes(tmp_path) - 1}\n", encoding="utf-8"
     )
-    dsf(tmp_path, "render")
+    refused = dsf(tmp_path, "render", expect=1)
+    assert "1 → 2 shards: 60 clusters move" in refused.stderr
+    assert tree(tmp_path) == unsharded
+    # pinned, the layout moves (loudly), and back to the same bytes when unpinned
+    (tmp_path / "dsf.yaml").write_text(
+        f"render:\n  shardBytes: {cluster_bytes(tmp_path) - 1}\n  shards: 2\n", encoding="utf-8"
+    )
+    moved = dsf(tmp_path, "render")
+    assert "dsf.yaml:3:3: warning: render.shards: the number of shards changes" in moved.stderr
     assert shard_folders(tmp_path) == ["shards/00", "shards/01"]
+    (tmp_path / "dsf.yaml").write_text("render:\n  shards: 1\n", encoding="utf-8")
+    dsf(tmp_path, "render")
     (tmp_path / "dsf.yaml").unlink()
     dsf(tmp_path, "render")
     assert tree(tmp_path) == unsharded
     assert not (tmp_path / "rendered" / "shards").exists()
+
+
+def _objects_by_application(rendered: Path) -> dict[tuple[str, str, str, str], str]:
+    """Every object Argo CD or Flux applies from ``rendered/``, and which path applies it."""
+    paths = [rendered]
+    if (rendered / "shards").is_dir():
+        paths += sorted(p for p in (rendered / "shards").iterdir() if p.is_dir())
+    owner: dict[tuple[str, str, str, str], str] = {}
+    for path in paths:
+        for obj in kustomize(path):
+            assert identity(obj) not in owner, identity(obj)
+            owner[identity(obj)] = str(path.relative_to(rendered))
+    return owner
+
+
+def _grow(root: Path, clusters: int) -> None:
+    for index in range(clusters):
+        add_cluster(root, f"grown-{index:03d}")
+
+
+def test_a_growing_fleet_never_moves_clusters_out_of_an_applied_shard(tmp_path: Path) -> None:
+    """Issue 25 row 4: crossing the budget must not prune the clusters applied already."""
+    generate_fleet(tmp_path, CLUSTERS, SCORERS)
+    (tmp_path / "dsf.yaml").write_text("render:\n  shardBytes: 10000000\n", encoding="utf-8")
+    dsf(tmp_path, "render")
+    budget = cluster_bytes(tmp_path) * 3 // 2  # 60 clusters fit, 91 do not
+    (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget}\n", encoding="utf-8")
+    dsf(tmp_path, "render")
+    rendered = tmp_path / "rendered"
+    applied = _objects_by_application(rendered)
+    before = tree(tmp_path)
+    _grow(tmp_path, 31)
+    for command in (["render"], ["render", "--check"], ["diff"], ["diff", "--format", "markdown"]):
+        refused = dsf(tmp_path, *command, expect=1)
+        assert "error: render.shards:" in refused.stderr
+        assert "1 → 2 shards: 60 clusters move" in refused.stderr
+        assert "render.shards: 1" in refused.stderr and "render.shards: 2" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert tree(tmp_path) == before  # nothing was written
+    # keeping the layout: the new clusters join clusters/, nobody leaves the Application
+    settings = f"render:\n  shardBytes: {budget}\n  shards: 1\n"
+    (tmp_path / "dsf.yaml").write_text(settings, encoding="utf-8")
+    kept = dsf(tmp_path, "render")
+    assert "warning: render.shards: the 1 shard pinned here average" in kept.stderr
+    assert "plan a move to render.shards: 2" in kept.stderr
+    grown = _objects_by_application(rendered)
+    assert {key: grown[key] for key in applied} == applied
+    # moving on purpose: loud in render --check, diff and render, and every object once
+    (tmp_path / "dsf.yaml").write_text(settings.replace("shards: 1", "shards: 2"), encoding="utf-8")
+    check = dsf(tmp_path, "render", "--check", expect=1)
+    assert check.stdout.startswith("shard count changes: 1 → 2 shards: 91 clusters move")
+    markdown = dsf(tmp_path, "diff", "--format", "markdown", expect=1)
+    assert "**The number of shards changes**, 1 → 2 shards" in markdown.stdout
+    assert "91 clusters move" in markdown.stdout
+    moved = dsf(tmp_path, "render")
+    assert "warning: render.shards: the number of shards changes, 1 → 2" in moved.stderr
+    sharded = _objects_by_application(rendered)
+    assert sharded.keys() == grown.keys()
+    assert {o["kind"] for o in kustomize(rendered / "bootstrap" / "argocd")} == {"ApplicationSet"}
+    # the warning was news of that render only
+    assert "render.shards" not in dsf(tmp_path, "render").stderr
+    # pinned at 2, twice the fleet stays in two shards; unpinned, 2 → 4 is refused
+    for index in range(100):
+        add_cluster(tmp_path, f"more-{index:03d}")
+    dsf(tmp_path, "render")
+    assert shard_folders(tmp_path) == ["shards/00", "shards/01"]
+    (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget}\n", encoding="utf-8")
+    refused = dsf(tmp_path, "render", expect=1)
+    assert "2 → 4 shards" in refused.stderr
+
+
+def test_a_pinned_count_is_a_power_of_two_within_bounds(tmp_path: Path) -> None:
+    generate_fleet(tmp_path, 6, SCORERS)
+    for value, message in (("3", "must be a power of two"), ("2048", "must be <= 1024")):
+        (tmp_path / "dsf.yaml").write_text(f"render:\n  shards: {value}\n", encoding="utf-8")
+        done = dsf(tmp_path, "validate", expect=1)
+        assert done.stderr.startswith("dsf.yaml:2:3: error: render.shards:"), done.stderr
+        assert message in done.stderr
+    # a budget that would make millions of folders is refused, located, before any write
+    (tmp_path / "dsf.yaml").write_text("render:\n  shardBytes: 1\n", encoding="utf-8")
+    done = dsf(tmp_path, "render", expect=1)
+    assert done.stderr.startswith("dsf.yaml:2:3: error: render.shardBytes:"), done.stderr
+    assert not (tmp_path / "rendered").exists()
 
 
 def test_a_bad_budget_is_a_located_error(tmp_path: Path) -> None:
@@ -241,3 +334,30 @@ def test_a_bad_budget_is_a_located_error(tmp_path: Path) -> None:
     done = dsf(tmp_path, "validate", expect=1)
     assert done.stderr.startswith("dsf.yaml:2:3: error: render.shardBytes: must be > 0\n")
     assert "Traceback" not in done.stderr
+
+
+def test_the_longest_addon_name_validate_accepts_fits_every_name_it_derives(tmp_path: Path) -> None:
+    """Issue 25 row 9: what validate accepts, Argo CD, Flux and OCM can apply."""
+    generate_fleet(tmp_path, 6, SCORERS)
+    addon = "a" * 54
+    (tmp_path / "dsf.yaml").write_text(
+        f"addonName: {addon}\nrender:\n  shards: 2\n", encoding="utf-8"
+    )
+    dsf(tmp_path, "validate")
+    dsf(tmp_path, "render")
+    rendered = tmp_path / "rendered"
+    names = [
+        o["metadata"]["name"]
+        for tool in ("argocd", "flux")
+        for o in kustomize(rendered / "bootstrap" / tool)
+    ]
+    elements = kustomize(rendered / "bootstrap" / "argocd")[0]["spec"]["generators"][0]
+    names += [e["name"] for e in elements["list"]["elements"]]
+    assert f"{addon}-shard-01" in names and f"{addon}-crds" in names
+    assert max(len(n) for n in names) == 63
+    # one character more is refused, at the field, before anything is written
+    (tmp_path / "dsf.yaml").write_text(
+        f"addonName: {addon}a\nrender:\n  shards: 2\n", encoding="utf-8"
+    )
+    done = dsf(tmp_path, "validate", expect=1)
+    assert done.stderr.startswith("dsf.yaml:1:1: error: addonName: a shard's Argo CD Application")

@@ -27,6 +27,43 @@ EXAMPLE_OWNER = "example"
 LOCAL_IMAGE = f"localhost/dsf-agent:{__version__}"
 # one path component of an OCI image name (distribution's reference grammar)
 _COMPONENT_RE = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*")
+_COMPONENT = _COMPONENT_RE.pattern
+_DOMAIN = (
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+    r"|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
+)
+#: A whole image reference as the kubelet parses it: ``[domain/]path[:tag][@digest]``.
+_REFERENCE_RE = re.compile(
+    rf"(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,})?"
+)
+#: distribution's limit on the name part (domain and path).
+MAX_IMAGE_NAME = 255
+#: The name, a tag of 128 and a long digest: no reference is longer.
+MAX_IMAGE_REFERENCE = 512
+
+
+def check_image_reference(value: str) -> str:
+    """``value`` when the kubelet can parse it as an image reference, else ValueError.
+
+    An image that is not a reference passes the API server and fails on every node
+    (``InvalidImageName``): lower-case path, an optional registry host, tag and digest.
+    """
+    if len(value) > MAX_IMAGE_REFERENCE:  # before the pattern: it backtracks on long text
+        raise ValueError(f"is over {MAX_IMAGE_REFERENCE} characters: not an image reference")
+    found = _REFERENCE_RE.fullmatch(value)
+    if found is None:
+        raise ValueError(
+            f"{value!r} is not an image reference the kubelet can pull "
+            "([registry/]path[:tag][@sha256:…], the path in lower case, no spaces)"
+        )
+    name, _, tag = value.split("@", 1)[0].rpartition(":")
+    if not name or "/" in tag:  # no tag (the colon, if any, was a registry port's)
+        name = value.split("@", 1)[0]
+    if len(name) > MAX_IMAGE_NAME:
+        raise ValueError(f"the image name is over {MAX_IMAGE_NAME} characters")
+    return value
 
 
 def github_repository(url: str) -> tuple[str, str] | None:

@@ -9,10 +9,12 @@ once, and :func:`check_derived_names` checks, before anything is written, that
 
 - no two objects derive the same file (one would silently overwrite the other), and no
   object derives the ``kustomization.yaml`` of its folder;
-- a file name fits the 255 bytes a file system allows for one path component;
+- a file name fits the 255 bytes a file system allows for one path component, with the
+  bytes a writer adds for its temporary copy (``WRITER_AFFIX_BYTES``);
 - a Placement's name fits a label value (63 characters): OCM labels the Placement's
   PlacementDecisions ``cluster.open-cluster-management.io/placement=<name>``, so a longer
-  one never gets a decision.
+  one never gets a decision; a Policy's namespace and name fit the governance
+  framework's 62 characters.
 
 Every problem is located at the field the name comes from, and a collision names both
 objects. Pure.
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsf_compile.render.shards import shard_digits as digits_of
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
@@ -34,6 +37,18 @@ if TYPE_CHECKING:
 
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.
 MAX_FILE_NAME_BYTES = 255
+#: The most bytes a writer adds to a file's name for the temporary names it writes beside
+#: it: ``render``'s staged and kept copies (``.NAME.<12 hex>.dsf-tmp``, ``….dsf-old``,
+#: ``render/tree_update.py``) and ``files.atomic_write``'s (``.NAME.<12 hex>.tmp``). A
+#: writer that adds more must raise this: every derived file name is checked against
+#: ``MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES``, and a test renders the longest name
+#: allowed through the real writer.
+WRITER_AFFIX_BYTES = 22
+#: The longest file name the compiler derives from a name in Git.
+MAX_DERIVED_FILE_NAME_BYTES = MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES
+#: A Policy's namespace and name together (the governance framework's webhook refuses
+#: more: it names each replicated Policy ``<namespace>.<name>``, a label value of 63).
+MAX_POLICY_NAME = 62
 #: A label value; OCM puts a Placement's name in one on each of its PlacementDecisions.
 MAX_PLACEMENT_NAME = 63
 #: Where ``render`` writes the objects of ``placements/``, and ``optimize`` its plans.
@@ -101,14 +116,15 @@ class _Files:
                     "(render writes that file itself): choose another name",
                 )
             )
-        elif size > MAX_FILE_NAME_BYTES:
+        elif size > MAX_DERIVED_FILE_NAME_BYTES:
             value = _value_at(located, pointer)
-            room = MAX_FILE_NAME_BYTES - (size - len(value.encode()))
+            room = MAX_DERIVED_FILE_NAME_BYTES - (size - len(value.encode()))
             self.problems.append(
                 located.problem(
                     pointer,
                     f"is {len(value)} characters: {what} would be written to {shown}, a file "
-                    f"name of {size} bytes where file systems allow {MAX_FILE_NAME_BYTES}; "
+                    f"name of {size} bytes, and its temporary copy adds up to "
+                    f"{WRITER_AFFIX_BYTES} where file systems allow {MAX_FILE_NAME_BYTES}; "
                     f"at most {room} characters here",
                 )
             )
@@ -174,26 +190,107 @@ def _too_long_for_decisions(name: str) -> str:
     )
 
 
-def check_settings_names(settings: Settings, document: Document | None) -> list[Problem]:
-    """The names ``dsf.yaml`` settings derive: the install Placement's (``<addonName>-install``)."""
-    if settings.addon.installStrategy != "Placements" or document is None:
+def flux_crds_name(addon_name: str) -> str:
+    """The Flux Kustomization that applies the CRDs before the rest."""
+    return f"{addon_name}-crds"
+
+
+def shard_application_name(addon_name: str, shard: str) -> str:
+    """The Argo CD Application and Flux Kustomization of shard ``shard`` (``07``)."""
+    return f"{addon_name}-shard-{shard}"
+
+
+def addon_feature_label(addon_name: str) -> str:
+    """The label OCM's registration agent sets on every ManagedCluster running the addon."""
+    return f"feature.open-cluster-management.io/addon-{addon_name}"
+
+
+#: A label value, and the name part of a label key (after the ``prefix/``).
+MAX_LABEL = 63
+
+
+def _derived_from_addon(settings: Settings, shard_digits: int) -> list[tuple[str, str, str]]:
+    """``(name, what it is, why it must fit a label)`` of every name ``addonName`` derives."""
+    addon = settings.addonName
+    shard = shard_application_name(addon, "0" * shard_digits)
+    found = [
+        (
+            flux_crds_name(addon),
+            "the Flux Kustomization that applies the CRDs",
+            "Flux labels every object it applies kustomize.toolkit.fluxcd.io/name=<name>",
+        ),
+        (
+            shard,
+            "a shard's Argo CD Application and Flux Kustomization",
+            "Argo CD labels every object it applies app.kubernetes.io/instance=<name> "
+            "(Flux kustomize.toolkit.fluxcd.io/name=<name>)",
+        ),
+        (
+            addon_feature_label(addon).partition("/")[2],
+            "the name part of the label key OCM sets on each cluster running the addon "
+            f"({addon_feature_label(addon)})",
+            "the name part of a label key holds at most 63 characters",
+        ),
+    ]
+    if settings.addon.installStrategy == "Placements":
+        found.append(
+            (
+                install_placement_name(addon),
+                "the agent's install Placement",
+                f"OCM labels its PlacementDecisions {OCM_CLUSTER_GROUP}/placement=<name>",
+            )
+        )
+    return found
+
+
+def check_settings_names(
+    settings: Settings, document: Document | None, *, shard_digits: int | None = None
+) -> list[Problem]:
+    """The names ``addonName`` derives, each within the label it ends up in (63 characters).
+
+    ``shard_digits``: the width of the shard numbers; by default that of a pinned
+    ``render.shards``, or 2 (any fleet may grow into shards; ``render`` checks a wider
+    number when the byte budget asks for more than 100 shards).
+    """
+    if document is None:
         return []  # the default addon name is short
-    name = install_placement_name(settings.addonName)
-    if len(name) <= MAX_PLACEMENT_NAME:
+    if shard_digits is None:
+        pinned = settings.render.shards
+        shard_digits = digits_of(pinned) if pinned else 2
+    too_long = [
+        (len(name), name, what, why)
+        for name, what, why in _derived_from_addon(settings, shard_digits)
+        if len(name) > MAX_LABEL
+    ]
+    if not too_long:
         return []
+    size, name, what, why = max(too_long)  # the strictest: fixing it fixes every other
+    room = MAX_LABEL - (size - len(settings.addonName))
     message = (
-        f"the agent's install Placement would be named {name!r}: {_too_long_for_decisions(name)}"
+        f"{what} would be named {name!r}, {size} characters: {why}, and a label holds at "
+        f"most {MAX_LABEL}; at most {room} characters here"
     )
     return [document.problem(("addonName",), message)]
 
 
 def _placement_names(placement_objects: Iterable[Located[Any]]) -> list[Problem]:
-    return [
-        located.problem(_NAME, _too_long_for_decisions(located.model.metadata.name))
-        for located in placement_objects
-        if located.model.kind == "Placement"
-        and len(located.model.metadata.name) > MAX_PLACEMENT_NAME
-    ]
+    problems = []
+    for located in placement_objects:
+        meta, kind = located.model.metadata, located.model.kind
+        if kind == "Placement" and len(meta.name) > MAX_PLACEMENT_NAME:
+            problems.append(located.problem(_NAME, _too_long_for_decisions(meta.name)))
+        elif kind == "Policy" and len(meta.name) + len(meta.namespace) > MAX_POLICY_NAME:
+            room = MAX_POLICY_NAME - len(meta.namespace)
+            problems.append(
+                located.problem(
+                    _NAME,
+                    f"Policy name is {len(meta.name)} characters: the governance framework "
+                    f"refuses a Policy whose namespace and name exceed {MAX_POLICY_NAME} "
+                    f"together (it copies it as {meta.namespace}.<name> into each cluster's "
+                    f"namespace, a label value); at most {room} characters here",
+                )
+            )
+    return problems
 
 
 def _generated_names(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import ssl
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -12,10 +13,15 @@ from pydantic import (
     model_validator,
 )
 
-from dsf_compile.inputs.agent_image import default_image, with_default_image
+from dsf_compile.inputs.agent_image import (
+    check_image_reference,
+    default_image,
+    with_default_image,
+)
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.optimization import COMPLIANCE_CLAIM
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
+from dsf_compile.render.shards import MAX_SHARDS
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.fields import (
     DnsLabel,
@@ -48,6 +54,8 @@ def _no_template_variable(value: str) -> str:
 
 #: A string of the agent settings: no ``{{…}}`` (see :func:`_no_template_variable`).
 AgentStr = Annotated[str, AfterValidator(_no_template_variable)]
+#: An image the kubelet can pull by that name (``{{…}}`` named as such first).
+AgentImage = Annotated[AgentStr, Field(min_length=1), AfterValidator(check_image_reference)]
 #: Label keys and values of the agent settings: a ``{{…}}`` is named as such, then the
 #: Kubernetes label rules apply.
 AgentLabelKey = Annotated[AgentStr, AfterValidator(check_label_key)]
@@ -106,7 +114,32 @@ def _pem_bundle(value: str) -> str:
         )
     if "PRIVATE KEY" in value:
         raise ValueError("a CA bundle holds certificates only, never a private key")
+    _load_certificates(value)
     return value.strip() + "\n"
+
+
+def _load_certificates(value: str) -> None:
+    # What the agent does with the bundle (OpenSSL's PEM reader, through SSL_CERT_FILE):
+    # a certificate it cannot read (a lost base64 line, a truncated block) would stop
+    # every agent at start, so each block is read here the same way first.
+    blocks = _PEM_BLOCK.findall(value)
+    for index, block in enumerate(blocks, 1):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            context.load_verify_locations(cadata=block)
+        except ssl.SSLError:
+            which = (
+                f"certificate {index} of {len(blocks)}" if len(blocks) > 1 else "the certificate"
+            )
+            raise ValueError(
+                f"{which} is not an X.509 certificate OpenSSL can read (the agent would exit "
+                "at start): a lost or changed base64 line? Paste it again from its source"
+            ) from None
+    if len(blocks) != value.count("-----BEGIN"):
+        raise ValueError("holds a PEM block that is not a whole certificate")
+
+
+_PEM_BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
 
 
 #: One or more PEM certificates: the CAs the agent trusts for HTTPS (instead of its own).
@@ -122,6 +155,19 @@ class PodToleration(Frozen):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     tolerationSeconds: Int64 | None = None
 
+    @model_validator(mode="after")
+    def _as_the_api_server_checks(self) -> PodToleration:
+        # the API server's rules for a pod's tolerations: it refuses the agent's
+        # Deployment on every cluster this override reaches otherwise
+        exists = self.operator == "Exists"
+        if not self.key and not exists:
+            raise ValueError("a toleration without a key needs operator: Exists")
+        if exists and self.value:
+            raise ValueError("a toleration with operator: Exists has no value")
+        if self.tolerationSeconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds needs effect: NoExecute")
+        return self
+
 
 class ResourceList(Frozen):
     cpu: ResourceQuantity | None = None
@@ -133,9 +179,29 @@ class Resources(Frozen):
     limits: ResourceList | None = None
 
 
+def _proxy_url(value: str) -> str:
+    # the agent's HTTP client reads HTTP(S)_PROXY when it starts: another scheme (or
+    # socks5, whose support the image does not carry) stops it there; a bare host:port
+    # is read as http://host:port, as it does
+    try:
+        parts = urlsplit(value if "://" in value else f"http://{value}")
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError as err:
+        raise ValueError(f"is not a proxy URL ({err})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// proxy URL (or host:port)")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError("must be a proxy URL without white space")
+    return value
+
+
+#: ``HTTP_PROXY``/``HTTPS_PROXY`` of the agent.
+ProxyUrl = Annotated[AgentStr, AfterValidator(_proxy_url)]
+
+
 class ProxySettings(Frozen):
-    httpProxy: AgentStr | None = None
-    httpsProxy: AgentStr | None = None
+    httpProxy: ProxyUrl | None = None
+    httpsProxy: ProxyUrl | None = None
     noProxy: AgentStr | None = None
 
 
@@ -144,7 +210,7 @@ class AgentOverride(Frozen):
 
     clusterName: str | None = Field(default=None, min_length=1)
     clusterSelector: LabelSelector | None = None
-    image: AgentStr | None = Field(default=None, min_length=1)
+    image: AgentImage | None = None
     nodeSelector: dict[AgentLabelKey, AgentLabelValue] | None = None
     tolerations: Items[PodToleration] | None = None
     resources: Resources | None = None
@@ -191,7 +257,7 @@ class ComplianceClaimSettings(Frozen):
 
 
 class AgentSettings(Frozen):
-    image: AgentStr = Field(
+    image: AgentImage = Field(
         default=default_image(EXAMPLE_REPOSITORY_URL),
         min_length=1,
         description="Default: what the release workflow of repository.url's GitHub repository OWNER/NAME publishes, ghcr.io/owner/name-agent:VERSION (docs/install.md).",
@@ -355,10 +421,36 @@ class AddonSettings(Frozen):
     placement: PlacementInstall = PlacementInstall()
 
 
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock(?:/|$)|/\.")
+
+
+def _branch(value: str) -> str:
+    # git's rules for a branch name (git check-ref-format --branch): Flux and Argo CD
+    # fetch refs/heads/<branch>, and no such ref exists for a name git refuses
+    if value == "@" or _BAD_REF.search(value):
+        raise ValueError(
+            f"{value!r} is not a name git allows for a branch (no spaces, '..', '~^:?*[\\', "
+            "'@{', leading '-' or '.', trailing '/', '.' or '.lock')"
+        )
+    return value
+
+
+def _repository_folder(value: str) -> str:
+    # Argo CD refuses a path outside the repository; Flux's ./<path> would leave it too
+    parts = value.strip("/").removeprefix("./").split("/")
+    if ".." in parts or "\\" in value or any(not c.isprintable() for c in value):
+        raise ValueError(
+            "must be a folder inside the repository (no '..', '\\' or control characters)"
+        )
+    return value
+
+
 class RepositorySettings(Frozen):
     url: RepositoryUrl = EXAMPLE_REPOSITORY_URL
-    branch: str = Field(default="main", min_length=1)
-    path: str = Field(default="rendered", min_length=1)
+    branch: Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_branch)] = "main"
+    path: Annotated[
+        str, Field(min_length=1, max_length=4096), AfterValidator(_repository_folder)
+    ] = "rendered"
 
 
 class SyncSettings(Frozen):
@@ -401,6 +493,17 @@ class HubSettings(Frozen):
     )
 
 
+def _power_of_two(value: int) -> int:
+    # doubling the count splits each shard in two: a cluster moves only to its own half
+    if value & (value - 1):
+        raise ValueError(f"must be a power of two (1, 2, 4, … {MAX_SHARDS}), not {value}")
+    return value
+
+
+#: A pinned number of shards (``render.shards``).
+ShardCount = Annotated[int, Field(ge=1, le=MAX_SHARDS), AfterValidator(_power_of_two)]
+
+
 class RenderSettings(Frozen):
     keepInactive: bool = False
     # 32 MiB: about 450 clusters of 100 scorers; why, in docs/gitops.md ("Sharding")
@@ -408,6 +511,12 @@ class RenderSettings(Frozen):
         default=32 * 1024 * 1024,
         description="Past this many bytes of per-cluster objects, render splits the clusters "
         "into shards/, each applied by an Application (or Flux Kustomization) of its own.",
+    )
+    shards: ShardCount | None = Field(
+        default=None,
+        description="The number of shards, pinned (a power of two; 1: no shards/). Unset, "
+        "the byte budget chooses it, and render refuses to change it once clusters are "
+        "rendered (docs/gitops.md, 'Changing the number of shards').",
     )
 
 

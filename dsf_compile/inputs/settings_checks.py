@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from dsf_compile.inputs.quantity import parse_quantity
 from dsf_compile.inputs.scorer import Auth, DynamicScorer
-from dsf_compile.inputs.settings import Settings
+from dsf_compile.inputs.selectors import selects_cluster
+from dsf_compile.inputs.settings import ResourceList, Resources, Settings
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.problem import Problem
 
@@ -53,3 +55,83 @@ def check_external_secrets(
             )
         )
     return problems
+
+
+# ------------------------------------------------------------ agent resources
+
+#: Where a resource amount was set last: ``("agent", "resources", …)`` or an override's.
+_Source = tuple[str | int, ...]
+_PARTS = ("requests", "limits")
+
+
+def _apply_resources(
+    effective: dict[tuple[str, str], tuple[str, _Source]],
+    resources: Resources | None,
+    base: _Source,
+) -> None:
+    """Merge ``resources`` key by key over ``effective`` (part, resource) → (amount, where)."""
+    if resources is None:
+        return
+    for part in _PARTS:
+        values: ResourceList | None = getattr(resources, part)
+        for name, amount in (values.model_dump(exclude_none=True) if values else {}).items():
+            effective[(part, name)] = (amount, (*base, "resources", part, name))
+
+
+def _over_limit(
+    effective: dict[tuple[str, str], tuple[str, _Source]],
+) -> list[tuple[_Source, str, str, str]]:
+    """``(where, resource, request, limit)`` of every request above its limit."""
+    found = []
+    for (part, name), (request, request_at) in sorted(effective.items()):
+        if part != "requests" or ("limits", name) not in effective:
+            continue
+        limit, limit_at = effective[("limits", name)]
+        if parse_quantity(request).value > parse_quantity(limit).value:
+            # located where the later of the two was set: that setting made them conflict
+            where = max(request_at, limit_at, key=lambda at: (at[:2] == ("agent", "overrides"), at))
+            found.append((where, name, request, limit))
+    return found
+
+
+def check_agent_resources(
+    settings: Settings,
+    document: Document | None,
+    clusters: Iterable[tuple[str, Mapping[str, str]]],
+) -> list[Problem]:
+    """Requests above limits, as Kubernetes compares them: the fleet's, and each cluster's
+    after the overrides that select it merge in (Kubernetes refuses such a Deployment)."""
+    fleet: dict[tuple[str, str], tuple[str, _Source]] = {}
+    _apply_resources(fleet, settings.agent.resources, ("agent",))
+    fleet_wide = _over_limit(fleet)
+    found: dict[tuple[_Source, str, str, str], list[str]] = {key: [] for key in fleet_wide}
+    overrides = [
+        (index, o) for index, o in enumerate(settings.agent.overrides) if o.resources is not None
+    ]
+    for name, labels in clusters if overrides else ():
+        effective = dict(fleet)
+        for index, override in overrides:
+            if selects_cluster(override, name, labels):
+                _apply_resources(effective, override.resources, ("agent", "overrides", index))
+        for key in _over_limit(effective):
+            if key not in fleet_wide:  # the fleet's own conflict is reported once, as such
+                found.setdefault(key, []).append(name)
+    return [_resource_problem(document, key, names) for key, names in found.items()]
+
+
+def _resource_problem(
+    document: Document | None, key: tuple[_Source, str, str, str], clusters: list[str]
+) -> Problem:
+    where, name, request, limit = key
+    on = ""
+    if clusters:
+        more = f" and {len(clusters) - 3} more" if len(clusters) > 3 else ""
+        on = f" on {', '.join(clusters[:3])}{more} (after the overrides that select it)"
+    message = (
+        f"the agent would request {request} of {name} over its limit of {limit}{on}: "
+        "Kubernetes refuses a container whose request is above its limit, so the agent "
+        "would not be deployed there"
+    )
+    if document is None:
+        return Problem("dsf.yaml", 0, 0, format_pointer(where), message)
+    return document.problem(where, message)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings
-from dsf_compile.inputs.settings_checks import check_external_secrets
+from dsf_compile.inputs.settings_checks import check_agent_resources, check_external_secrets
 from dsf_compile.untrusted import has_secret_query
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.connect_to import parse_resolve_entry
@@ -54,6 +54,15 @@ class Inputs:
     placement_objects: tuple[Located[PlacementObject], ...] = ()
     #: ``PlacementOptimization``s, read by ``optimize`` and never rendered.
     optimizations: tuple[Located[PlacementOptimization], ...] = ()
+    #: ``dsf.yaml`` as read (None without one): where render locates a problem of a setting.
+    settings_document: Document | None = None
+
+    def settings_problem(self, pointer: Pointer, message: str, severity: str = "error") -> Problem:
+        """A problem of the setting at ``pointer``, located in ``dsf.yaml`` when there is one."""
+        if self.settings_document is None:
+            return Problem("dsf.yaml", 0, 0, format_pointer(pointer), message, severity)
+        found = self.settings_document.problem(pointer, message)
+        return found if severity == "error" else replace(found, severity=severity)
 
     @property
     def placements(self) -> tuple[Located[Placement], ...]:
@@ -554,6 +563,15 @@ def validate_documents(
     if collected.inventory_complete and not unreadable:
         lookup = ClusterLookup(collected.clusters)
         problems += _check_overrides_clusters(settings, settings_document, lookup)
+    # per cluster only over a whole inventory; the fleet's own resources in any case
+    every = collected.inventory_complete and not unreadable
+    problems += check_agent_resources(
+        settings,
+        settings_document,
+        ((c.model.metadata.name, c.model.metadata.labels) for c in collected.clusters)
+        if every
+        else (),
+    )
     if any(p.severity == "error" for p in problems):
         raise InputError(problems)
     scorers = tuple(sorted(collected.scorers, key=lambda s: s.model.metadata.name))
@@ -568,6 +586,7 @@ def validate_documents(
         tuple(problems),
         placement_objects,
         optimizations,
+        settings_document,
     )
 
 

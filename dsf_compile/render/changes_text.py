@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 
 from dsf_compile.render.changes import Changes
-from dsf_compile.render.shards import files_by_shard
+from dsf_compile.render.shards import RESHARD_PROCEDURE, files_by_shard, reshard
 from dsf_compile.render.tree import RENDERED
 from dsf_contract.escaping import code_fence, markdown, terminal
 
@@ -53,6 +53,9 @@ def format_changes(changes: Changes, style: str) -> str:
     if style == "markdown":
         return _format_markdown(changes)
     out = []
+    count = _count_changed(changes)
+    if count:
+        out.append(f"shard count changes: {count}\n")
     shards = _shards_changed(changes)
     if shards:
         out.append(f"shards changed: {shards}\n")
@@ -74,6 +77,18 @@ def format_changes(changes: Changes, style: str) -> str:
     return "".join(out)
 
 
+def _count_changed(changes: Changes) -> str:
+    """``1 → 2 shards: 31 clusters move (…)``: a change of the shard count, or ''."""
+    after = (changes.owned | changes.added.keys()) - changes.removed.keys()
+    change = reshard(changes.owned, after)
+    if change is None:
+        return ""
+    return (
+        f"{terminal(change.describe())}; every Application or Kustomization they leave "
+        f"prunes them: apply rendered/bootstrap/ as {RESHARD_PROCEDURE} says"
+    )
+
+
 def _shards_changed(changes: Changes) -> str:
     """``shards/03 (2 files), shards/05 (1 file)``: where a sharded fleet's change lands."""
     counts = files_by_shard([*changes.added, *changes.changed, *changes.removed])
@@ -87,6 +102,9 @@ def _format_markdown(changes: Changes) -> str:
         return "### dsf-compile diff\n\nNo change to `rendered/`.\n"
     shards = _shards_changed(changes)
     where = f" Shards changed: {shards}." if shards else ""
+    count = _count_changed(changes)
+    if count:
+        where += f"\n\n> [!WARNING]\n> **The number of shards changes**, {markdown(count)}."
     out = [
         f"### dsf-compile diff\n\n{changes.summary()}.{where}\n\n"
         "| change | file | object |\n| --- | --- | --- |\n"

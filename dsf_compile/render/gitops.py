@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from dsf_compile.inputs.names import flux_crds_name, shard_application_name
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.shards import SHARDS_FOLDER, UNSHARDED, Sharding
@@ -176,7 +177,7 @@ def argocd_application_set(settings: Settings, sharding: Sharding) -> dict[str, 
     elements = [{"name": name, "path": _repository_path(settings), "stage": "hub"}]
     elements += [
         {
-            "name": f"{name}-shard-{posixpath.basename(folder)}",
+            "name": shard_application_name(name, posixpath.basename(folder)),
             "path": _repository_path(settings, folder),
             "stage": "clusters",
         }
@@ -247,16 +248,16 @@ def flux_objects(settings: Settings, sharding: Sharding = UNSHARDED) -> dict[str
             "spec": {"interval": "1m", "url": repository.url, "ref": {"branch": repository.branch}},
         },
         # wait: the second Kustomization starts only once the CRDs are Established.
-        "kustomization-crds.yaml": kustomization(f"{name}-crds", CRDS_FOLDER, {"wait": True}),
+        "kustomization-crds.yaml": kustomization(flux_crds_name(name), CRDS_FOLDER, {"wait": True}),
         "kustomization-fleet.yaml": kustomization(
-            name, FLEET_FOLDER, {"dependsOn": [{"name": f"{name}-crds"}]}
+            name, FLEET_FOLDER, {"dependsOn": [{"name": flux_crds_name(name)}]}
         ),
     }
-    after = {"dependsOn": [{"name": f"{name}-crds"}, {"name": name}]}
+    after = {"dependsOn": [{"name": flux_crds_name(name)}, {"name": name}]}
     for folder in sharding.folders:
         shard = posixpath.basename(folder)
         objects[f"kustomization-shard-{shard}.yaml"] = kustomization(
-            f"{name}-shard-{shard}", folder, after
+            shard_application_name(name, shard), folder, after
         )
     return objects
 

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from dsf_compile.errors import InputError
-from dsf_compile.inputs.names import scorer_path
+from dsf_compile.inputs.names import check_settings_names, scorer_path
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
@@ -41,7 +41,13 @@ from dsf_compile.render.gitops import (
 )
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.placements import render_placements
-from dsf_compile.render.shards import split_clusters
+from dsf_compile.render.shards import (
+    MAX_SHARDS,
+    cluster_bytes,
+    shard_count,
+    shard_digits,
+    split_clusters,
+)
 from dsf_compile.resolve.summaries import Plan
 from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP, API_VERSION
@@ -62,10 +68,38 @@ def render_manifests(plan: Plan) -> dict[str, str]:
     files.update(render_cluster_works(plan))
     files.update(render_addon(plan))
     files.update(render_placements(plan.inputs))
-    files, sharding = split_clusters(files, plan.inputs.settings.render.shardBytes)
+    files, sharding = split_clusters(files, _shard_count(plan, files))
     files.update(render_kustomizations(files, sharding))
     files.update(render_bootstrap(plan.inputs.settings, sharding))
     return dict(sorted(files.items()))
+
+
+def _shard_count(plan: Plan, files: dict[str, str]) -> int:
+    """``render.shards`` when pinned, else what the byte budget asks for (at most MAX_SHARDS)."""
+    inputs = plan.inputs
+    settings = inputs.settings.render
+    if settings.shards is not None:
+        return settings.shards
+    count = shard_count(cluster_bytes(files), settings.shardBytes)
+    if count > MAX_SHARDS:
+        raise InputError(
+            [
+                inputs.settings_problem(
+                    ("render", "shardBytes"),
+                    f"the per-cluster objects ({cluster_bytes(files):,} bytes) would need "
+                    f"{count:,} shards of this budget, more than the {MAX_SHARDS:,} render "
+                    "makes: raise the budget",
+                )
+            ]
+        )
+    digits = shard_digits(count)
+    if digits > 2:  # validate checked the shards' names with two digits
+        problems = check_settings_names(
+            inputs.settings, inputs.settings_document, shard_digits=digits
+        )
+        if problems:
+            raise InputError(problems)
+    return count
 
 
 # ------------------------------------------------------------------------- hub

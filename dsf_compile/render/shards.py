@@ -8,13 +8,13 @@ threshold is a byte budget: ``render.shardBytes`` (default 32 MiB, about 450 clu
 100 scorers), the size of all per-cluster files together.
 
 At or under the budget nothing changes: ``clusters/<c>/`` as always. Over it, the number of
-shards is the smallest power of two that brings the average shard under the budget, and a
-cluster's shard is its name's SHA-256 modulo that number. So:
+shards is the smallest power of two that brings the average shard under the budget (or
+the power of two ``render.shards`` pins), and a cluster's shard is its name's SHA-256
+modulo that number. So:
 
 - adding or removing a cluster rewrites its own folder and its shard's kustomization,
-  nothing else — until the fleet's bytes cross a power of two of the budget (twice the
-  fleet), when the count doubles (or halves) and each shard splits in two (or two merge):
-  a cluster then moves only between a shard and its own half;
+  nothing else; when the count doubles (or halves) each shard splits in two (or two
+  merge): a cluster then moves only between a shard and its own half;
 - the average shard stays between half the budget and the budget, and a hash spreads
   whole clusters evenly enough that no shard is far above it (``bench/shard_bench.py``
   measures the largest ``kubectl kustomize`` output at 10,000 clusters × 100 scorers).
@@ -23,6 +23,11 @@ A shard is ``shards/<k>/`` (``k`` zero-padded to a fixed width) holding whole cl
 folders and a ``kustomization.yaml`` listing them; it is not in the root kustomization:
 the root keeps the CRDs and the hub objects, and each shard is an Application (or Flux
 Kustomization) of its own (:mod:`dsf_compile.render.gitops`).
+
+A change of the count moves clusters out of the Application that applies them, which
+then prunes their objects: ``render.shards`` pins the count, and :func:`reshard` is what
+``render``, ``render --check`` and ``diff`` compare with the committed tree before they
+let the count move (:mod:`dsf_compile.render.reshard`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ from dataclasses import dataclass
 
 CLUSTERS_FOLDER = "clusters"
 SHARDS_FOLDER = "shards"
+#: The most shards a fleet may have (``render.shards``, or what the byte budget asks for):
+#: 1,024 Applications already carry about 460,000 clusters of 100 scorers, and a tiny
+#: budget must not make render generate millions of folders.
+MAX_SHARDS = 1024
+#: Where the procedure for a change of the count is; the messages point there.
+RESHARD_PROCEDURE = "docs/gitops.md#changing-the-number-of-shards"
 
 
 @dataclass(frozen=True)
@@ -64,24 +75,30 @@ def shard_of(cluster: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
+def shard_digits(count: int) -> int:
+    """How wide the shard numbers of ``count`` shards are: at least 2 (``shards/07``)."""
+    return max(2, len(str(count - 1)))
+
+
 def shard_folder(index: int, count: int) -> str:
-    width = max(2, len(str(count - 1)))
-    return f"{SHARDS_FOLDER}/{index:0{width}d}"
+    return f"{SHARDS_FOLDER}/{index:0{shard_digits(count)}d}"
 
 
-def split_clusters(files: Mapping[str, str], budget: int) -> tuple[dict[str, str], Sharding]:
-    """``files`` with every ``clusters/<c>/…`` moved into its shard, when over ``budget``.
+def cluster_bytes(files: Mapping[str, str]) -> int:
+    """What the byte budget counts: every ``clusters/<c>/…`` file of an unsharded render."""
+    prefix = CLUSTERS_FOLDER + "/"
+    return sum(len(text.encode("utf-8")) for path, text in files.items() if path.startswith(prefix))
+
+
+def split_clusters(files: Mapping[str, str], count: int) -> tuple[dict[str, str], Sharding]:
+    """``files`` with every ``clusters/<c>/…`` moved into its shard among ``count``.
 
     ``files`` holds objects only (no kustomization yet). Unchanged, with no shards, when
-    the per-cluster files fit the budget.
+    ``count`` is 1.
     """
-    prefix = CLUSTERS_FOLDER + "/"
-    total = sum(
-        len(text.encode("utf-8")) for path, text in files.items() if path.startswith(prefix)
-    )
-    count = shard_count(total, budget)
     if count == 1:
         return dict(files), UNSHARDED
+    prefix = CLUSTERS_FOLDER + "/"
     out: dict[str, str] = {}
     shard_by_cluster: dict[str, str] = {}
     for path, text in files.items():
@@ -95,6 +112,71 @@ def split_clusters(files: Mapping[str, str], budget: int) -> tuple[dict[str, str
         out[f"{folder}/{cluster}/{rest}"] = text
     # every shard exists, even one the hash left empty: the wiring lists them all
     return out, Sharding(tuple(shard_folder(index, count) for index in range(count)))
+
+
+# ------------------------------------------------------------ a change of the count
+
+
+def cluster_folders(paths: Iterable[str]) -> dict[str, str]:
+    """Cluster → the folder that holds it (``clusters`` or ``shards/07``), from tree paths."""
+    found: dict[str, str] = {}
+    for path in paths:
+        parts = path.split("/")
+        if parts[0] == CLUSTERS_FOLDER and len(parts) >= 3:
+            found.setdefault(parts[1], CLUSTERS_FOLDER)
+        elif parts[0] == SHARDS_FOLDER and len(parts) >= 4:
+            found.setdefault(parts[2], f"{parts[0]}/{parts[1]}")
+    return found
+
+
+def count_of(paths: Iterable[str]) -> int:
+    """How many shards a tree with ``paths`` has: its shard kustomizations, or 1."""
+    shards = {
+        path.rpartition("/")[0]
+        for path in paths
+        if path.startswith(SHARDS_FOLDER + "/")
+        and path.count("/") == 2
+        and path.endswith("/kustomization.yaml")
+    }
+    return len(shards) or 1
+
+
+@dataclass(frozen=True)
+class Reshard:
+    """A change of the number of shards between two trees, and the clusters it moves.
+
+    ``moved``: cluster → (its folder before, its folder after), for every cluster in both
+    trees whose folder differs: its objects leave the Application that applies them.
+    """
+
+    before: int
+    after: int
+    moved: dict[str, tuple[str, str]]
+
+    def describe(self, limit: int = 3) -> str:
+        """``1 → 2 shards: 31 clusters move (worker01: clusters → shards/01, …)``."""
+        shown = ", ".join(
+            f"{cluster}: {old} → {new}" for cluster, (old, new) in list(self.moved.items())[:limit]
+        )
+        more = ", …" if len(self.moved) > limit else ""
+        many = "cluster moves" if len(self.moved) == 1 else "clusters move"
+        what = f": {len(self.moved)} {many} ({shown}{more})" if self.moved else ""
+        return f"{self.before} → {self.after} shard{'' if self.after == 1 else 's'}{what}"
+
+
+def reshard(before: Iterable[str], after: Iterable[str]) -> Reshard | None:
+    """The change of the shard count from the tree ``before`` to ``after``, or None."""
+    before, after = list(before), list(after)
+    old, new = count_of(before), count_of(after)
+    if old == new:
+        return None
+    was, now = cluster_folders(before), cluster_folders(after)
+    moved = {
+        cluster: (folder, now[cluster])
+        for cluster, folder in sorted(was.items())
+        if cluster in now and now[cluster] != folder
+    }
+    return Reshard(old, new, moved)
 
 
 def shard_of_path(path: str) -> str | None:
