@@ -35,7 +35,7 @@ EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
 SCORER_TOKEN_VARIABLE = "DSF_SCORER_TOKEN"
 NO_SCORES_WARNING = (
     "no scores given (--scores PATH or --hub-kubeconfig PATH): every AddOnPlacementScore "
-    "counts 0, so the decisions below are not the hub's"
+    "counts 0, so these decisions are not the hub's"
 )
 
 
