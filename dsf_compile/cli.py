@@ -8,6 +8,7 @@ Exit codes: 0 success; 1 invalid inputs, or ``rendered/`` differs (``render --ch
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -99,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str], out: TextIO, err: TextIO) -> int:
     """Run one command; return its exit code. Never raises for user mistakes."""
     try:
-        args = build_parser().parse_args(argv)
+        # --help, --version and usage messages go where this run prints, as everything else
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(argv)
         command = _BY_NAME[args.command]
         cli_parser.check_format(command, args.format)
         call = _Call(
