@@ -257,8 +257,8 @@ def _sync(call: _Call) -> int:
             allow_mass_failure=args.allow_mass_failure,
         )
     except UnreachableFleetError as error:
-        _print_error(error, err)
         call.report.failed(error.problems, "")
+        _print_error(error, err)
         return EXIT_INVALID
     call.problems(synced.warnings)
     state = "updated" if synced.lockfile_changed else "unchanged"
