@@ -206,8 +206,8 @@ def test_completion_scripts(tmp_path: Path) -> None:
         checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
     for shell in ("zsh", "fish"):
-        code, script, _ = cli("completion", shell)
-        assert code == 0 and "scorer-check" in script
+        code, text, _ = cli("completion", shell)
+        assert code == 0 and "scorer-check" in text
     assert cli("completion", "tcsh")[0] == 2
 
 
