@@ -108,10 +108,11 @@ def _add_command(subparsers: Any, command: Command) -> None:
 
 def check_format(command: Command, chosen: str | None) -> None:
     """A ``--format`` given before the command's name is checked against its choices."""
-    if chosen is not None and chosen not in command.formats:
-        raise UsageError(
-            f"{command.name}: --format {chosen}: choose from {', '.join(command.formats)}"
-        )
+    if chosen is None or chosen in command.formats:
+        return
+    if not command.formats:
+        raise UsageError(f"{command.name} takes no --format")
+    raise UsageError(f"{command.name}: --format {chosen}: choose from {', '.join(command.formats)}")
 
 
 # ------------------------------------------------------------------ argument types
