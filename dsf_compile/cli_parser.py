@@ -64,7 +64,8 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
         epilog=f"'{PROG} COMMAND --help' describes a command, with an example.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    _add_global_options(parser, sorted({f for c in commands for f in c.formats}), None)
+    every_format = dict.fromkeys(f for c in commands for f in c.formats)  # text first
+    _add_global_options(parser, list(every_format), None)
     subparsers = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
