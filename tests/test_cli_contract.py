@@ -321,3 +321,23 @@ def test_a_bare_placement_name_is_default_or_its_only_namespace(fleet: Path) -> 
     )
     assert code == 0, err
     assert "placement team-a/gpu-inference" in out
+
+
+def test_a_missing_scores_folder_is_not_said_to_write(fleet: Path) -> None:
+    code, out, err = cli("--root", str(fleet), "explain", "--scores", "nosuchdir/")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-1] == "dsf-compile: 1 error(s)"
+
+
+def test_dsf_mcp_finds_its_repository_upward_too(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from dsf_compile.mcp_server import main; raise SystemExit(main())"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=120,  # a hang guard, not a measure
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("dsf-mcp: error: not in a dsf repository: ")
