@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agent.score import DEFAULT_MAX_RESULTS
+from dsf_contract import __version__
 from dsf_contract import agent_cli as cli
 from dsf_contract.agent_cli import AGGREGATIONS, PROGRAM, AgentOption, Aggregation
 from dsf_contract.connect_to import ResolveError, parse_connect_to
@@ -132,6 +133,7 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         prog=PROGRAM,
         description="Run the dynamic scorers of one managed cluster and publish their scores.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
     add = partial(_option, parser, environ)
     add(
         cli.CLUSTER_NAME,

@@ -8,198 +8,36 @@ Exit codes: 0 success; 1 invalid inputs, or ``rendered/`` differs (``render --ch
 from __future__ import annotations
 
 import argparse
-import math
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from dsf_compile import cli_parser
 from dsf_compile.errors import DsfError, InputError, UnreachableFleetError, UsageError
+from dsf_compile.reporters import Reporter, reporter_for
+from dsf_compile.repository import find_repository
 from dsf_compile.untrusted import safe_message
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
     from dsf_compile.hub_state import HubState
+    from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.render.changes import Changes
     from dsf_compile.sync.lock import LockEntry
 
 EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        raise UsageError(message)
-
-
-MAX_TIMEOUT_SECONDS = 3600.0
 #: Where ``scorer-check`` finds the bearer token when ``--token`` is not given.
 SCORER_TOKEN_VARIABLE = "DSF_SCORER_TOKEN"
-
-
-def _seconds(text: str) -> float:
-    """A time limit: a finite number of seconds above 0 and at most an hour."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_SECONDS):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: must be more than 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds"
-        )
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="dsf-compile", description="Validate, sync and render a DSF fleet for OCM."
-    )
-    parser.add_argument("--root", default=".", help="repository root (default: current directory)")
-    parser.add_argument(
-        "--format",
-        dest="problem_format",
-        choices=("text", "github"),
-        default=None,
-        help="how problems are printed (default: text; github when GITHUB_ACTIONS=true)",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    validate = commands.add_parser("validate", help="load and check the inputs; no network")
-    validate.add_argument(
-        "--strict", action="store_true", help="warnings are errors (exit 1 when there are any)"
-    )
-
-    sync = commands.add_parser(
-        "sync", help="fetch each scorer's /config or /healthz into dsf.lock.json"
-    )
-    sync.add_argument("names", nargs="*", metavar="NAME", help="refresh only these scorers")
-    sync.add_argument("--strict", action="store_true", help="exit 1 when a scorer is Inactive")
-    sync.add_argument(
-        "--allow-mass-failure",
-        action="store_true",
-        help="record the scorers Inactive even when most Active ones cannot be reached "
-        "(sync.maxUnreachableFraction); once",
-    )
-    sync.add_argument(
-        "--resolve",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR[:PORT]",
-        help="connect to ADDR (and PORT) for HOST:PORT, like curl's --resolve/--connect-to; repeatable",
-    )
-    sync.add_argument(
-        "--clusters",
-        action="store_true",
-        help="instead of the scorers: list the hub's ManagedClusters into clusters/discovered.yaml",
-    )
-    sync.add_argument(
-        "--hub-kubeconfig",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="kubeconfig of the hub, for --clusters (read-only: one list call)",
-    )
-
-    render = commands.add_parser(
-        "render", help="write rendered/ from the inputs and the lockfile; no network"
-    )
-    render.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if rendered/ is stale"
-    )
-    _add_state_options(render, hub=False)
-
-    diff = commands.add_parser("diff", help="what render would change, object by object")
-    diff.add_argument("--format", dest="diff_format", choices=("text", "markdown"), default="text")
-    _add_state_options(diff, hub=False)
-
-    optimize = commands.add_parser(
-        "optimize",
-        help="choose configurations and placements together; writes placements/optimized/",
-    )
-    _add_state_options(optimize, hub=True)
-    optimize.add_argument(
-        "--time-limit",
-        type=_seconds,
-        default=None,
-        metavar="SECONDS",
-        help="stop the solver after this many seconds, an error (default: 60)",
-    )
-
-    explain = commands.add_parser(
-        "explain", help="which clusters each Placement picks, and why (OCM's scheduler, offline)"
-    )
-    explain.add_argument(
-        "placements", nargs="*", metavar="NAMESPACE/NAME", help="these Placements (default: all)"
-    )
-    explain.add_argument(
-        "--format",
-        dest="explain_format",
-        choices=("text", "markdown", "json"),
-        default="text",
-    )
-    explain.add_argument(
-        "--verify",
-        action="store_true",
-        help="replay on the hub's own state and compare with its PlacementDecisions "
-        "(needs --hub-kubeconfig; exit 1 on any difference)",
-    )
-    _add_state_options(explain, hub=True)
-
-    check = commands.add_parser("scorer-check", help="conformance test of a live Scoring API")
-    check.add_argument("url", help="the scorer's base URL or its /config URL")
-    check.add_argument(
-        "--token",
-        default=None,
-        help=f"bearer token for /scoring (default: ${SCORER_TOKEN_VARIABLE})",
-    )
-    check.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=10.0,
-        help="seconds each request may take in all, answer included (default 10)",
-    )
-
-    schemas = commands.add_parser(
-        "schemas", help="write the JSON Schemas of every format into schemas/"
-    )
-    schemas.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if schemas/ is stale"
-    )
-    return parser
-
-
-def _add_state_options(parser: argparse.ArgumentParser, *, hub: bool) -> None:
-    """``--scores``/``--decisions``/``--at`` (and ``--hub-kubeconfig``): the hub state to replay."""
-    parser.add_argument(
-        "--scores", metavar="PATH", help="AddOnPlacementScores: a YAML/JSON file or folder"
-    )
-    parser.add_argument(
-        "--decisions", metavar="PATH", help="PlacementDecisions: a YAML/JSON file or folder"
-    )
-    if hub:
-        parser.add_argument(
-            "--hub-kubeconfig",
-            metavar="PATH",
-            help="read scores, decisions and bindings from a hub (list only)",
-        )
-    parser.add_argument(
-        "--at",
-        type=_moment,
-        default=None,
-        metavar="RFC3339",
-        help="judge validUntil and toleration times at this moment (default: now)",
-    )
-
-
-def _moment(text: str) -> datetime:
-    from dsf_contract.fields import parse_time  # not on the no-op path: it imports pydantic
-
-    try:
-        return parse_time(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+NO_SCORES_WARNING = (
+    "no scores given (--scores PATH or --hub-kubeconfig PATH): every AddOnPlacementScore "
+    "counts 0, so these decisions are not the hub's"
+)
 
 
 def _refuse_unused_state_options(command: str, args: argparse.Namespace) -> None:
@@ -254,39 +92,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.exit(code)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """``dsf-compile``'s parser, from :data:`COMMANDS`."""
+    return cli_parser.build_parser(COMMANDS)
+
+
 def run(argv: list[str], out: TextIO, err: TextIO) -> int:
     """Run one command; return its exit code. Never raises for user mistakes."""
     try:
-        args = build_parser().parse_args(argv)
+        # --help, --version and usage messages go where this run prints, as everything else
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(argv)
+        command = _BY_NAME[args.command]
+        cli_parser.check_format(command, args.format)
+        call = _Call(
+            command, args, _root(command, args), out, err, _reporter(command, args, out, err)
+        )
     except UsageError as error:
         _print_error(error, err)
         return EXIT_FAILURE
-    except SystemExit as exit_:  # --help
+    except SystemExit as exit_:  # --help, --version
         return int(exit_.code or 0)
-    github = args.problem_format == "github" or (
-        args.problem_format is None and os.environ.get("GITHUB_ACTIONS") == "true"
-    )
+    code = _run_command(call)
+    call.report.close()
+    return code
+
+
+def _root(command: cli_parser.Command, args: argparse.Namespace) -> Path:
+    """``--root``, or the repository the current folder is in."""
+    if not command.repository:
+        return Path(".")
+    if args.root is None:
+        return find_repository(Path("."))
     root = Path(args.root)
+    if not root.is_dir():
+        raise UsageError(f"--root {args.root}: not a directory")
+    return root
+
+
+def _reporter(
+    command: cli_parser.Command, args: argparse.Namespace, out: TextIO, err: TextIO
+) -> Reporter:
+    chosen = args.format
+    if chosen is None:
+        github = os.environ.get("GITHUB_ACTIONS") == "true" and "github" in command.formats
+        chosen = "github" if github else command.formats[0] if command.formats else "text"
+    args.format = chosen  # what the handler prints its own output as
+    return reporter_for(chosen, command.name, out, err)
+
+
+def _run_command(call: _Call) -> int:
+    """The handler's exit code; a user's mistake or a refusing file system is reported, not raised."""
     try:
-        if not root.is_dir():
-            raise UsageError(f"--root {args.root}: not a directory")
-        return _dispatch(args, root, out, err, github)
+        return call.command.handler(call)
     except InputError as error:
-        print_problems(error.problems, err, github)
         count = sum(1 for p in error.problems if p.severity == "error")
-        print(f"dsf-compile: {count} error(s); nothing was written", file=err)
+        written = "; nothing was written" if call.writes else ""
+        call.report.failed(error.problems, f"{count} error(s){written}")
         return EXIT_INVALID
     except DsfError as error:
-        _print_error(error, err)
-        return EXIT_FAILURE
+        _print_error(error, call.err)
     except OSError as error:
         # The last line of defence: a file system refusing something is one line, not a traceback.
         where = f" ({error.filename})" if error.filename else ""
-        _print_error(f"{error.strerror or error}{where}", err)
-        return EXIT_FAILURE
+        _print_error(f"{error.strerror or error}{where}", call.err)
     except KeyboardInterrupt:
-        print("dsf-compile: interrupted", file=err)
-        return EXIT_FAILURE
+        print("dsf-compile: interrupted", file=call.err)
+    call.report.failed((), "")
+    return EXIT_FAILURE
 
 
 def _no_scores() -> HubState:
@@ -309,16 +182,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-def print_problems(problems: Sequence[Problem], stream: TextIO, github: bool) -> None:
-    """Print ``problems`` sorted, errors first (what stops the command before what does
-    not), one line each; credentials and control characters never reach the terminal."""
-    for problem in sorted(problems, key=lambda p: (_SEVERITY_ORDER.get(p.severity, 1), p)):
-        print(safe_message(problem.format_github() if github else problem.format()), file=stream)
-
-
 def _print_error(error: BaseException | str, stream: TextIO) -> None:
     # an error may carry several lines (a hub's malformed objects, one each): each is escaped
     lines = getattr(error, "lines", None) or (str(error),)
@@ -328,26 +191,30 @@ def _print_error(error: BaseException | str, stream: TextIO) -> None:
 
 @dataclass(frozen=True)
 class _Call:
-    """One command's parsed arguments and where it prints."""
+    """One command's parsed arguments, its repository, and where and how it prints."""
 
+    command: cli_parser.Command
     args: argparse.Namespace
     root: Path
     out: TextIO
     err: TextIO
-    github: bool
+    report: Reporter
+
+    @property
+    def writes(self) -> bool:
+        """Whether this run may write (so that a failure says nothing was written)."""
+        return self.command.writes and not getattr(self.args, "check", False)
+
+    @property
+    def structured(self) -> bool:
+        """Whether the result goes into the reporter's document, not the command's own text."""
+        return self.report.structured
 
     def problems(self, problems: Sequence[Problem]) -> None:
-        print_problems(problems, self.err, self.github)
+        self.report.problems(problems)
 
     def say(self, line: str) -> None:
-        print(f"dsf-compile: {line}", file=self.err)
-
-
-def _dispatch(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, github: bool) -> int:
-    handler = _COMMANDS.get(args.command)
-    if handler is None:  # pragma: no cover - argparse refuses first
-        raise UsageError(f"unknown command {args.command}")
-    return handler(_Call(args, root, out, err, github))
+        self.report.say(line)
 
 
 def _validate(call: _Call) -> int:
@@ -363,6 +230,7 @@ def _validate(call: _Call) -> int:
             ]
         )
     call.problems(inputs.warnings)
+    call.report.result(scorers=len(inputs.scorers), clusters=len(inputs.clusters))
     call.say(f"{len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid")
     return EXIT_OK
 
@@ -374,7 +242,7 @@ def _sync(call: _Call) -> int:
     from dsf_compile.pipeline import sync_fleet
     from dsf_compile.sync.fetch import format_progress
 
-    show = err.isatty() if hasattr(err, "isatty") else False
+    show = not call.structured and (err.isatty() if hasattr(err, "isatty") else False)
 
     def progress(name: str, entry: LockEntry, done: int, total: int) -> None:
         if show:
@@ -389,11 +257,12 @@ def _sync(call: _Call) -> int:
             allow_mass_failure=args.allow_mass_failure,
         )
     except UnreachableFleetError as error:
-        call.problems(error.problems)
+        call.report.failed(error.problems, "")
         _print_error(error, err)
         return EXIT_INVALID
     call.problems(synced.warnings)
     state = "updated" if synced.lockfile_changed else "unchanged"
+    call.report.result(active=synced.active, inactive=list(synced.inactive), lockfile=state)
     call.say(f"{synced.active} Active, {len(synced.inactive)} Inactive; dsf.lock.json {state}")
     return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
 
@@ -435,9 +304,10 @@ def _render(call: _Call) -> int:
 
     rendered = render(call.root)
     for leftover in rendered.leftovers:
-        call.say(f"warning: cannot remove the temporary file {leftover}")
+        call.report.warn(f"cannot remove the temporary file {leftover}")
     said = rendered.said
     call.problems(said.warnings)
+    call.report.result(files=said.files, clusters=said.clusters, changes=rendered.summary)
     call.say(f"rendered {said.files} file(s) for {said.clusters} cluster(s): {rendered.summary}")
     return EXIT_OK
 
@@ -449,29 +319,51 @@ def _check(call: _Call) -> int:
     _refuse_unused_state_options(args.command, args)
     from dsf_compile.render_command import check
 
-    style = args.diff_format if args.command == "diff" else "text"
     hub_state = _hub_state(args, call.root)
     checked = check(call.root, use_cache=hub_state is None)
     call.problems(checked.warnings)
     changes = checked.changes
-    if changes is None:
-        call.out.write(format_unchanged(style))
-        call.say("rendered/ is up to date")
-        return EXIT_OK
-    from dsf_compile.render.changes_text import format_changes
-
-    call.out.write(format_changes(changes, style))
-    if hub_state is not None:
+    moved: list[DecisionChange] | None = None
+    if changes is not None and hub_state is not None:
         from dsf_compile.pipeline import decision_changes
-        from dsf_compile.placement.explain import format_decision_changes
 
         moved = decision_changes(call.root, hub_state, args.at or _now())
-        call.out.write(format_decision_changes(moved, style))
-    if changes.empty:
+    _show_changes(call, changes, moved)
+    if changes is None or changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
     call.say(f"rendered/ is stale: {changes.summary()}; run 'dsf-compile render'")
     return EXIT_INVALID
+
+
+def _show_changes(call: _Call, changes: Changes | None, moved: list[DecisionChange] | None) -> None:
+    """The changes (and moved decisions) as records, or as text or Markdown on stdout."""
+    from dsf_compile.render.changes_text import change_records, format_changes
+
+    if call.structured:
+        stale = changes is not None and not changes.empty
+        records = change_records(changes) if changes is not None else []
+        call.report.result(stale=stale, changes=records)
+        if moved is not None:
+            call.report.result(decisions=[_decision_record(m) for m in moved])
+        return
+    style = "markdown" if call.args.format == "markdown" else "text"
+    if changes is None:
+        call.out.write(format_unchanged(style))
+        return
+    call.out.write(format_changes(changes, style))
+    if moved is not None:
+        from dsf_compile.placement.explain import format_decision_changes
+
+        call.out.write(format_decision_changes(moved, style))
+
+
+def _decision_record(change: DecisionChange) -> dict[str, object]:
+    return {
+        "placement": change.placement,
+        "before": list(change.before),
+        "after": list(change.after),
+    }
 
 
 def _optimize(call: _Call) -> int:
@@ -498,13 +390,14 @@ def _explain(call: _Call) -> int:
     from dsf_compile.placement import explain
 
     at = args.at or _now()
-    hub_state = _hub_state(args, call.root) or _no_scores()
-    results = explain_fleet(call.root, args.placements, hub_state, at)
-    formatter = {
-        "text": explain.format_text,
-        "markdown": explain.format_markdown,
-        "json": explain.format_json,
-    }[args.explain_format]
+    hub_state = _hub_state(args, call.root)
+    results = explain_fleet(call.root, args.placements, hub_state or _no_scores(), at)
+    if hub_state is None:  # said before the table, which would look like real decisions
+        call.report.warn(NO_SCORES_WARNING)
+    if call.structured:
+        call.report.result(**explain.explain_document(results, at))
+        return EXIT_OK
+    formatter = explain.format_markdown if args.format == "markdown" else explain.format_text
     call.out.write(formatter(results, at))
     return EXIT_OK
 
@@ -523,7 +416,7 @@ def _verify(call: _Call) -> int:
         call.root, args.hub_kubeconfig, args.placements, args.at or _now()
     )
     for line in skipped:
-        call.say(f"warning: {line}")
+        call.report.warn(line)
     call.out.write(format_drifts(drifts))
     if drifts:
         call.say(f"{len(drifts)} of {compared} Placements differ from the hub's decisions")
@@ -554,18 +447,227 @@ def _schemas(call: _Call) -> int:
     return EXIT_INVALID if (check and stale) else EXIT_OK
 
 
-#: Each command's handler: it calls the pipeline (imported when the command runs, so a
-#: command loads only what it needs), prints, and returns the exit code.
-_COMMANDS: dict[str, Callable[[_Call], int]] = {
-    "validate": _validate,
-    "sync": _sync,
-    "render": _render,
-    "diff": _check,
-    "optimize": _optimize,
-    "explain": _explain,
-    "scorer-check": _scorer_check,
-    "schemas": _schemas,
-}
+def _completion(call: _Call) -> int:
+    """A static completion script for the shell, generated from the parser by shtab."""
+    import shtab
+
+    call.out.write(shtab.complete(build_parser(), shell=call.args.shell))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------ each command's arguments
+
+
+def _validate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strict", action="store_true", help="warnings are errors (exit 1 when there are any)"
+    )
+
+
+def _sync_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("names", nargs="*", metavar="NAME", help="refresh only these scorers")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a scorer is Inactive")
+    parser.add_argument(
+        "--allow-mass-failure",
+        action="store_true",
+        help="record the scorers Inactive even when most Active ones cannot be reached "
+        "(sync.maxUnreachableFraction); once",
+    )
+    parser.add_argument(
+        "--resolve",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR[:PORT]",
+        help="connect to ADDR (and PORT) for HOST:PORT, like curl's --resolve/--connect-to; repeatable",
+    )
+    parser.add_argument(
+        "--clusters",
+        action="store_true",
+        help="instead of the scorers: list the hub's ManagedClusters into clusters/discovered.yaml",
+    )
+    parser.add_argument(
+        "--hub-kubeconfig",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="kubeconfig of the hub, for --clusters (read-only: one list call)",
+    )
+
+
+def _render_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if rendered/ is stale"
+    )
+    cli_parser.add_state_options(parser, hub=False)
+
+
+def _replay_arguments(parser: argparse.ArgumentParser) -> None:
+    cli_parser.add_state_options(parser, hub=False)
+
+
+def _optimize_arguments(parser: argparse.ArgumentParser) -> None:
+    cli_parser.add_state_options(parser, hub=True)
+    parser.add_argument(
+        "--time-limit",
+        type=cli_parser.seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop the solver after this many seconds, an error (default: 60)",
+    )
+
+
+def _explain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "placements",
+        nargs="*",
+        metavar="NAMESPACE/NAME",
+        help="these Placements (default: all); NAME alone is default/NAME, or the one "
+        "namespace holding it",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="replay on the hub's own state and compare with its PlacementDecisions "
+        "(needs --hub-kubeconfig; exit 1 on any difference)",
+    )
+    cli_parser.add_state_options(parser, hub=True)
+
+
+def _scorer_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="the scorer's base URL or its /config URL")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"bearer token for /scoring (default: ${SCORER_TOKEN_VARIABLE})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=cli_parser.seconds,
+        default=10.0,
+        help="seconds each request may take in all, answer included (default 10)",
+    )
+
+
+def _schemas_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if schemas/ is stale"
+    )
+
+
+def _completion_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+
+
+# ------------------------------------------------------------------- the commands
+
+_Command = cli_parser.Command
+#: Every command, in the order ``--help`` lists them. A command is one entry: its
+#: handler calls the pipeline (imported when the command runs, so a command loads only
+#: what it needs), reports, and returns the exit code.
+COMMANDS: tuple[cli_parser.Command, ...] = (
+    _Command(
+        "validate",
+        "load and check the inputs; no network",
+        "Load dsf.yaml, scorers/, clusters/ and placements/, check each document against "
+        "its schema and every rule between them, and print every problem as "
+        "PATH:LINE:COL. Exit 1 when there are errors. Never touches the network.",
+        "dsf-compile validate --strict\ndsf-compile validate --format json | jq '.problems[]'",
+        _validate,
+        _validate_arguments,
+        formats=("text", "github", "json"),
+    ),
+    _Command(
+        "sync",
+        "fetch each scorer's /config or /healthz into dsf.lock.json",
+        "Ask each scorer (configSyncMode Full: its /config; None: its /healthz) and "
+        "record what it said, Active or Inactive, in dsf.lock.json. The only command "
+        "that reaches the scorers; with --clusters, lists the hub's ManagedClusters instead.",
+        "dsf-compile sync\ndsf-compile sync sample-scorer --strict",
+        _sync,
+        _sync_arguments,
+        formats=("text", "github", "json"),
+        writes=True,
+    ),
+    _Command(
+        "render",
+        "write rendered/ from the inputs and the lockfile; no network",
+        "Resolve every scorer against the lockfile and write every manifest the hub "
+        "needs into rendered/, only the files that change. With --check, write nothing "
+        "and exit 1 when rendered/ is stale.",
+        "dsf-compile render\ndsf-compile render --check --format json",
+        _render,
+        _render_arguments,
+        formats=("text", "github", "json"),
+        writes=True,
+    ),
+    _Command(
+        "diff",
+        "what render would change, object by object",
+        "Show what 'render' would change in rendered/, as a unified diff, a Markdown "
+        "pull-request comment or JSON records; with --scores, also the Placements whose "
+        "decisions would move. Exit 1 when rendered/ is stale.",
+        "dsf-compile diff --format markdown --scores snapshots/",
+        _check,
+        _replay_arguments,
+        formats=("text", "markdown", "github", "json"),
+    ),
+    _Command(
+        "optimize",
+        "choose configurations and placements together; writes placements/optimized/",
+        "Solve each PlacementOptimization (a MILP, with HiGHS) against the scores and "
+        "write the proposal into placements/optimized/ for review.",
+        "dsf-compile optimize --scores snapshots/ --time-limit 30",
+        _optimize,
+        _optimize_arguments,
+        writes=True,
+    ),
+    _Command(
+        "explain",
+        "which clusters each Placement picks, and why (OCM's scheduler, offline)",
+        "Replay OCM's scheduler on the Placements of placements/ against a snapshot of "
+        "AddOnPlacementScores (--scores) or a hub (--hub-kubeconfig): every filter, "
+        "every prioritizer's score, the decisions. Without scores every AddOn score is 0.",
+        "dsf-compile explain gpu-inference --scores snapshots/\n"
+        "dsf-compile explain --verify --hub-kubeconfig hub.kubeconfig",
+        _explain,
+        _explain_arguments,
+        formats=("text", "markdown", "github", "json"),
+    ),
+    _Command(
+        "scorer-check",
+        "conformance test of a live Scoring API",
+        "Call a running Scoring API the way the agent does (/healthz, /config, /scoring) "
+        "and check every answer against the contract. Exit 1 when one fails.",
+        "dsf-compile scorer-check http://localhost:8000/config",
+        _scorer_check,
+        _scorer_check_arguments,
+        formats=(),
+        repository=False,
+    ),
+    _Command(
+        "schemas",
+        "write the JSON Schemas of every format into schemas/",
+        "Generate the JSON Schemas of every input file, the lockfile and the wire "
+        "formats from the models into schemas/; with --check, exit 1 if they are stale.",
+        "dsf-compile schemas --check",
+        _schemas,
+        _schemas_arguments,
+        writes=True,
+    ),
+    _Command(
+        "completion",
+        "print a shell completion script",
+        "Print a completion script for bash, zsh or fish, generated from these commands "
+        "and options.",
+        "dsf-compile completion bash > ~/.local/share/bash-completion/completions/dsf-compile\n"
+        "dsf-compile completion fish > ~/.config/fish/completions/dsf-compile.fish",
+        _completion,
+        _completion_arguments,
+        formats=(),
+        repository=False,
+    ),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
 
 
 if __name__ == "__main__":

@@ -80,6 +80,8 @@ class _Endpoints:
     healthz: str
     config: str
     origin: str
+    #: The /config URL was made from a base URL (the scorer may serve it elsewhere).
+    guessed: bool = False
 
 
 @dataclass
@@ -142,7 +144,7 @@ async def _run_checks(
 
 async def _check_all(client: httpx.AsyncClient, endpoints: _Endpoints, report: _Report) -> None:
     await _check_healthz(client, endpoints.healthz, report)
-    config = await _check_config(client, endpoints.config, report)
+    config = await _check_config(client, endpoints, report)
     scoring_url = _check_scoring_endpoint(config, endpoints.origin, report)
     names = ("scoring", "scoring-empty", "response-schema", "finite-scores", "auth", "latency")
     if scoring_url is None or config is None:
@@ -186,9 +188,9 @@ def _endpoints(url: str) -> _Endpoints:
     path = parts.path.rstrip("/")
     if path.endswith("/config"):
         config = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-    else:
-        config = f"{origin}{path}/config"
-    return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin)
+        return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin)
+    config = f"{origin}{path}/config"
+    return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin, guessed=True)
 
 
 async def _request(
@@ -273,15 +275,21 @@ async def _check_healthz(client: httpx.AsyncClient, url: str, report: _Report) -
 
 
 async def _check_config(
-    client: httpx.AsyncClient, url: str, report: _Report
+    client: httpx.AsyncClient, endpoints: _Endpoints, report: _Report
 ) -> ScorerConfig | None:
+    url = endpoints.config
     try:
         answer = await _request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
     except _RequestFailedError as error:
         report.add("config", "FAIL", str(error), error.seconds)
         return None
     if answer.status != 200:
-        report.add("config", "FAIL", f"GET {url} -> {_status_reason(answer)}", answer.seconds)
+        hint = (
+            "; if the scorer serves its /config elsewhere (say /api/config), pass that URL"
+            if endpoints.guessed and answer.status == 404
+            else ""
+        )
+        report.add("config", "FAIL", f"GET {url} -> {_status_reason(answer)}{hint}", answer.seconds)
         return None
     try:
         document = load_json(answer.body)  # bounded: a deeply nested answer is refused

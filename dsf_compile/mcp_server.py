@@ -32,7 +32,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import ConfigDict, Field
 
-from dsf_compile.errors import DsfError, InputError
+from dsf_compile.errors import DsfError, InputError, UsageError
 from dsf_compile.hub_state import HubState, read_hub, read_scores
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.mcp_models import (
@@ -44,7 +44,9 @@ from dsf_compile.mcp_models import (
     ScoresAvailable,
     ValidationReport,
 )
+from dsf_compile.repository import find_repository
 from dsf_compile.untrusted import safe_message
+from dsf_contract import __version__
 from dsf_contract.fields import parse_time
 from dsf_contract.scores import CONDITION_TYPE
 
@@ -388,7 +390,13 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dsf-mcp``."""
     parser = argparse.ArgumentParser(prog="dsf-mcp", description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=".", help="repository root (default: current directory)")
+    parser.add_argument("--version", action="version", version=f"dsf-mcp {__version__}")
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="the repository (default: the nearest folder, from here upward, holding "
+        "dsf.yaml or scorers/ and clusters/)",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--scores",
@@ -415,7 +423,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a Host header clients use to reach the server, besides its own address; repeatable",
     )
     args = parser.parse_args(argv)
-    root = Path(args.root)
+    try:
+        root = find_repository(Path(".")) if args.root is None else Path(args.root)
+    except UsageError as error:
+        print(f"dsf-mcp: error: {error}", file=sys.stderr)
+        return 2
     if not root.is_dir():
         print(f"dsf-mcp: error: --root {args.root}: not a directory", file=sys.stderr)
         return 2

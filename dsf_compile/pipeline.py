@@ -29,8 +29,10 @@ from dsf_compile.resolve.summaries import (
     Plan,
     Resolutions,
     check_spec_only_scorers,
+    check_synced_scorers,
     resolve_fleet,
 )
+from dsf_compile.suggest import did_you_mean
 from dsf_compile.sync.lock import (
     LOCKFILE,
     LockEntry,
@@ -126,11 +128,14 @@ def validate_fleet(root: Path) -> Inputs:
     lockfile, when it is readable, tells)."""
     inputs = load_inputs(root)
     lock: Lockfile | None = None
+    lock_readable = True  # a broken lockfile is render's and sync's to report
     if os.path.lexists(root / LOCKFILE):
         lock, lock_problems = read_lockfile(root)
-        lock = None if lock_problems else lock
+        lock, lock_readable = (None, False) if lock_problems else (lock, True)
     resolutions = Resolutions(lock)  # each scorer resolved once, whichever check asks first
     problems = check_spec_only_scorers(inputs, resolutions)
+    if lock_readable and not problems:
+        problems = check_synced_scorers(inputs, lock, resolutions)
     errors, warnings = _placement_problems(inputs, lock, resolutions)
     if problems or errors:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
@@ -302,15 +307,38 @@ def explain_fleet(
     from dsf_compile.placement.scheduler import schedule
 
     inputs = load_inputs(root)
-    wanted = set(names)
+    wanted = set(placement_names(names, [_object_name(p.model) for p in inputs.placements]))
     placements = [p for p in inputs.placements if not wanted or _object_name(p.model) in wanted]
-    missing = sorted(wanted - {_object_name(p.model) for p in placements})
-    if missing:
-        raise UsageError(f"no Placement {', '.join(missing)} in placements/ (NAMESPACE/NAME)")
     clusters = inventory_clusters(inputs)
     bindings = [b.model for b in inputs.bindings] + list(state.bindings)
     scores = _indexed(state)
     return [schedule(p.model, clusters, bindings, scores, state.decisions, at) for p in placements]
+
+
+def placement_names(asked: Sequence[str], known: Sequence[str]) -> list[str]:
+    """``NAMESPACE/NAME`` of each Placement asked for: ``NAME`` alone is ``default/NAME``,
+    or the one namespace holding it; a name that matches none is a :class:`UsageError`
+    with a did-you-mean, one held by several namespaces too, naming them."""
+    found, problems = [], []
+    for name in asked:
+        if "/" in name:
+            candidates = [name] if name in known else []
+        elif f"default/{name}" in known:
+            candidates = [f"default/{name}"]
+        else:
+            candidates = [k for k in known if k.partition("/")[2] == name]
+        if len(candidates) == 1:
+            found.append(candidates[0])
+        elif candidates:
+            problems.append(f"{name} is in several namespaces: give one of {', '.join(candidates)}")
+        else:
+            hint = did_you_mean(
+                name, known if "/" in name else {k.partition("/")[2] for k in known}
+            )
+            problems.append(f"no Placement {name} in placements/ (NAMESPACE/NAME){hint}")
+    if problems:
+        raise UsageError("; ".join(problems))
+    return found
 
 
 def _indexed(state: HubState) -> ScoreIndex:

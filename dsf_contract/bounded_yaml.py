@@ -215,6 +215,22 @@ def _nesting_bound(text: str) -> int:
     return text.count("[") + text.count("{") + 2 * longest + 2
 
 
+def _mark_of(err: yaml.MarkedYAMLError) -> tuple[int, int]:
+    mark = err.problem_mark or err.context_mark
+    return (mark.line + 1, mark.column + 1) if mark else (1, 1)
+
+
+def _library_nesting_limit(err: yaml.YAMLError) -> tuple[int, int] | None:
+    """Where the YAML library refused to nest further, if that is why it stopped.
+
+    libyaml 0.2.5 (PyYAML >= 6.0.2's wheels) refuses 1,000 levels with its own error,
+    scanning ahead of the events we count; a limit that high is past MAX_DEPTH, so the
+    problem is ours to name, at the place the library stopped."""
+    if isinstance(err, yaml.MarkedYAMLError) and "nesting depth" in str(err.problem):
+        return _mark_of(err)
+    return None
+
+
 def _too_deep(text: str) -> tuple[int, int] | None:
     """Where ``text`` first nests deeper than MAX_DEPTH, read from the (iterative) event stream."""
     depth = 0
@@ -227,8 +243,9 @@ def _too_deep(text: str) -> tuple[int, int] | None:
                     return (mark.line + 1, mark.column + 1) if mark else (1, 1)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-    except yaml.YAMLError:
-        pass  # composing stops at the same error, no deeper than MAX_DEPTH, and reports it
+    except yaml.YAMLError as err:
+        # otherwise composing stops at the same error, no deeper than MAX_DEPTH, and reports it
+        return _library_nesting_limit(err)
     return None
 
 
@@ -275,10 +292,13 @@ def parse_yaml(text: str, path: str) -> tuple[list[Document], list[Problem]]:
                 )
             )
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        line, column = _mark_of(err)
         reason = err.problem or err.context or "invalid YAML"
-        problems.append(Problem(path, line, column, "", f"invalid YAML: {reason}"))
+        if _library_nesting_limit(err) is not None:
+            message = f"nested deeper than {MAX_DEPTH} levels"
+        else:
+            message = f"invalid YAML: {reason}"
+        problems.append(Problem(path, line, column, "", message))
     except (yaml.YAMLError, RecursionError) as err:
         problems.append(Problem(path, 1, 1, "", f"invalid YAML: {type(err).__name__}"))
     return documents, problems

@@ -31,6 +31,7 @@ FOLDERS = ("dsf_compile", "agent", "samples")
 SAME_TEXT_OTHER_THING = {
     ("dsf_compile/cli.py", "--resolve"),
     ("dsf_compile/cli.py", "--hub-kubeconfig"),
+    ("dsf_compile/cli_parser.py", "--hub-kubeconfig"),
     ("dsf_compile/mcp_server.py", "--hub-kubeconfig"),
     ("dsf_compile/schemas.py", "summaries"),
     ("samples/llm_forecast_scorer.py", "--max-response-bytes"),

@@ -4,6 +4,7 @@ rendered default image is what the release workflow of the fleet's repository pu
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -178,17 +179,48 @@ def test_the_release_names_nothing_the_owner_does_not_control() -> None:
     runs = "\n".join(step.get("run", "") for step in image["steps"])
     assert 'agent/build-image.sh --tag "$IMAGE"' in runs
     assert 'push "$IMAGE"' in runs
-    archs = {entry["arch"] for entry in image["strategy"]["matrix"]["include"]}
-    assert archs == {"amd64", "arm64"}
+    assert image["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.version.outputs.matrix) }}"
     (manifest,) = workflow["jobs"]["manifest"]["steps"]
     assert manifest["env"]["IMAGE"] == "${{ needs.version.outputs.image }}"
-    assert "for arch in amd64 arm64" in manifest["run"]
+    assert manifest["env"]["ARCHES"] == "${{ needs.version.outputs.arches }}"
+    assert "for arch in $ARCHES" in manifest["run"]
     assert 'manifest push --all "$IMAGE" "docker://$IMAGE"' in manifest["run"]
     python = workflow["jobs"]["python"]
+    # a fork publishes its image; only the repository that holds the name on PyPI says so
+    assert python["if"] == "vars.PUBLISH_TO_PYPI == 'true'"
     assert python["permissions"]["id-token"] == "write"
     assert any(
         s.get("uses", "").startswith("pypa/gh-action-pypi-publish@") for s in python["steps"]
     )
+
+
+@pytest.mark.parametrize(
+    ("private", "runner", "matrix", "arches"),
+    [
+        ("false", "", [("amd64", "ubuntu-24.04"), ("arm64", "ubuntu-24.04-arm")], "amd64 arm64"),
+        ("true", "", [("amd64", "ubuntu-24.04")], "amd64"),
+        ("true", "arm-big", [("amd64", "ubuntu-24.04"), ("arm64", "arm-big")], "amd64 arm64"),
+    ],
+    ids=["public", "private", "private-with-a-runner"],
+)
+def test_arm64_is_built_where_the_repository_has_a_runner_for_it(
+    tmp_path: Path, private: str, runner: str, matrix: list[tuple[str, str]], arches: str
+) -> None:
+    (step,) = [s for s in release()["jobs"]["version"]["steps"] if s.get("id") == "arches"]
+    output = tmp_path / "output"
+    env = {"PATH": os.environ["PATH"], "PRIVATE": private, "ARM64_RUNNER": runner}
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        env={**env, "GITHUB_OUTPUT": str(output)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    values = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert [(e["arch"], e["runner"]) for e in json.loads(values["matrix"])] == matrix
+    assert values["arches"] == arches
 
 
 def version_step() -> str:

@@ -416,7 +416,7 @@ def test_validate_checks_mask_scores_when_no_scorer_needs_a_sync() -> None:
     (problem,) = check_spec_only_scorers(load(static("a", "a_score"), cluster("c1"), typo))
     assert (problem.field, problem.message) == (
         "spec.masks[0].scoreName",
-        "matches no score of any scorer (a typo?)",
+        "matches no score of any scorer (a typo?) (did you mean 'a_score'?)",
     )
     # a Full scorer's score name may come from its /config: validate cannot tell yet
     assert (

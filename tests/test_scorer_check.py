@@ -437,3 +437,15 @@ def test_readme_commands_exist() -> None:
     for module in ("samples.sample_scorer", "samples.static_scorer", "samples.prediction_scorer"):
         assert f"python -m {module}" in readme
     assert "dsf-compile scorer-check" in readme
+
+
+def test_a_base_url_whose_config_is_elsewhere_is_told_to_pass_the_config_url(fake) -> None:
+    base = fake(raw_config=Reply(404, b'{"detail": "Not Found"}'))
+    code, out, _ = check(base)
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if line.startswith("FAIL config")]
+    assert "; if the scorer serves its /config elsewhere (say /api/config), pass that URL (" in line
+    # given as the /config URL, the 404 is just a 404
+    code, out, _ = check(f"{base}/config")
+    (line,) = [line for line in out.splitlines() if line.startswith("FAIL config")]
+    assert "pass that URL" not in line

@@ -124,3 +124,19 @@ def _format_markdown(changes: Changes) -> str:
         out.append(code_fence(_unified(relative, old, new), "diff"))
         out.append("\n</details>\n")
     return "".join(out)
+
+
+def change_records(changes: Changes) -> list[dict[str, str]]:
+    """The changes as records for ``--format json``: ``{path, change, object}`` per file,
+    in the order the text lists them (the file contents are not included)."""
+    records = []
+    for kind, files in (
+        ("added", changes.added),
+        ("changed", {k: new for k, (_, new) in changes.changed.items()}),
+        ("removed", changes.removed),
+    ):
+        for relative, text in files.items():
+            records.append(
+                {"path": f"{RENDERED}/{relative}", "change": kind, "object": _describe(text)}
+            )
+    return records

@@ -19,6 +19,7 @@ from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
+from dsf_compile.suggest import did_you_mean
 from dsf_compile.sync.lock import Lockfile, sha256
 from dsf_compile.untrusted import redact
 from dsf_contract.bounded_yaml import Pointer
@@ -284,18 +285,53 @@ def check_spec_only_scorers(
     return problems
 
 
+def check_synced_scorers(
+    inputs: Inputs, lock: Lockfile | None, resolutions: Resolutions
+) -> list[Problem]:
+    """What ``validate`` can tell with the lockfile (None: there is none): every ``Full``
+    scorer has an entry (``render`` needs its ``/config``), and with one every mask's
+    ``scoreName`` is checked against the names the scorers publish."""
+    problems = [
+        _no_lock_entry(located)
+        for located in inputs.scorers
+        if located.model.spec.configSyncMode == "Full"
+        and (lock is None or located.model.metadata.name not in lock.scorers)
+    ]
+    if problems or all(s.model.spec.configSyncMode == "None" for s in inputs.scorers):
+        return problems  # the spec-only check has seen the masks
+    known = _published_names(inputs, resolutions)
+    return [] if known is None else _masks_matching_no_score(inputs, known)
+
+
+def _published_names(inputs: Inputs, resolutions: Resolutions) -> set[str] | None:
+    """Every scorer's score name, from its synced ``/config`` or its spec; None when one
+    cannot be told (an Inactive ``Full`` scorer whose name only its ``/config`` knows)."""
+    known = set()
+    for located in inputs.scorers:
+        result, _ = resolutions.of(located)
+        name = (
+            result.score_name if result else _get(located.model.spec, "scoring", "params", "name")
+        )
+        if not name:
+            return None
+        known.add(name)
+    return known
+
+
+def _no_lock_entry(located: Located[DynamicScorer]) -> Problem:
+    name = located.model.metadata.name
+    return located.problem(
+        ("metadata", "name"), f"no entry in dsf.lock.json: run 'dsf-compile sync {name}'"
+    )
+
+
 def _check_lock(inputs: Inputs, lock: Lockfile) -> tuple[list[Problem], list[Problem]]:
     errors, warnings = [], []
     for located in inputs.scorers:
         name, spec = located.model.metadata.name, located.model.spec
         entry = lock.scorers.get(name)
         if entry is None:
-            errors.append(
-                located.problem(
-                    ("metadata", "name"),
-                    f"no entry in dsf.lock.json: run 'dsf-compile sync {name}'",
-                )
-            )
+            errors.append(_no_lock_entry(located))
         elif entry.mode != spec.configSyncMode or entry.configURL != redact(spec.configURL):
             field = "configSyncMode" if entry.mode != spec.configSyncMode else "configURL"
             errors.append(
@@ -331,7 +367,8 @@ def _masks_matching_no_score(inputs: Inputs, known: set[str]) -> list[Problem]:
         return []
     return [
         inputs.config.problem(
-            ("spec", "masks", index, "scoreName"), "matches no score of any scorer (a typo?)"
+            ("spec", "masks", index, "scoreName"),
+            f"matches no score of any scorer (a typo?){did_you_mean(mask.scoreName, known)}",
         )
         for index, mask in enumerate(inputs.masks)
         if mask.scoreName not in known

@@ -20,7 +20,7 @@ def test_the_parser_offers_exactly_the_contract_options() -> None:
         flag
         for action in parser._actions
         for flag in action.option_strings
-        if flag not in ("-h", "--help")
+        if flag not in ("-h", "--help", "--version")  # argparse's own, no variable
     }
     assert flags == {option.flag for option in agent_cli.OPTIONS}
     usage = parser.format_help()

@@ -6,7 +6,8 @@ reference sample scorer.
 
 The base image is Debian bookworm made by ``mmdebstrap`` (python3 and python3-venv),
 cached as a tarball under ``~/.cache/dsf-test`` (``$XDG_CACHE_HOME``) and imported into
-podman once. podman runs with this test's own ``containers.conf`` (``CONTAINERS_CONF``):
+podman once; a lock file there makes a second test run on the machine wait for the first
+instead of importing the same layers at the same time (podman's "Digest did not match"). podman runs with this test's own ``containers.conf`` (``CONTAINERS_CONF``):
 no default ulimits (these machines cannot raise them) and ``runc``. The agent image is
 built per run and removed after it; the first run on a machine also makes the base
 (about a minute more).
@@ -14,6 +15,7 @@ built per run and removed after it; the first run on a machine also makes the ba
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -87,7 +89,15 @@ def container_logs(env: dict[str, str], name: str) -> str:
 
 
 def debian_base(env: dict[str, str]) -> str:
-    """Debian bookworm with python3 and its venv module, made by mmdebstrap once."""
+    """Debian bookworm with python3 and its venv module, made by mmdebstrap once; one test
+    run at a time makes or imports it (the others wait on the lock, then find it)."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / "base.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _debian_base_locked(env)
+
+
+def _debian_base_locked(env: dict[str, str]) -> str:
     exists = subprocess.run(["podman", "image", "exists", BASE_IMAGE], env=env, timeout=60)
     if exists.returncode == 0:
         return BASE_IMAGE
