@@ -510,26 +510,21 @@ def _explain(call: _Call) -> int:
 
 
 def _verify(call: _Call) -> int:
-    """``explain --verify``: each drifted Placement on stdout, exit 1 on any."""
+    """``explain --verify``: each drifted Placement on stdout; exit 1 on any, 2 if none compared."""
     args = call.args
     if not args.hub_kubeconfig or args.scores or args.decisions:
         raise UsageError(
             "explain --verify reads everything from the hub: give --hub-kubeconfig only"
         )
     from dsf_compile.pipeline import verify_hub
-    from dsf_compile.placement.verify import format_drifts
+    from dsf_compile.placement import verify
 
-    drifts, skipped, compared = verify_hub(
-        call.root, args.hub_kubeconfig, args.placements, args.at or _now()
-    )
-    for line in skipped:
-        call.say(f"warning: {line}")
-    call.out.write(format_drifts(drifts))
-    if drifts:
-        call.say(f"{len(drifts)} of {compared} Placements differ from the hub's decisions")
-        return EXIT_INVALID
-    call.say(f"{compared} Placements agree with the hub's decisions")
-    return EXIT_OK
+    found = verify_hub(call.root, args.hub_kubeconfig, args.placements, args.at or _now())
+    for line in verify.not_compared_lines(found):
+        call.say(line)
+    call.out.write(verify.format_drifts(found))
+    call.say(verify.summary(found))
+    return verify.exit_code(found)
 
 
 def _scorer_check(call: _Call) -> int:
