@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from dsf_compile.errors import DsfError, InputError, UnreachableFleetError, UsageError
+from dsf_compile.errors import (
+    DsfError,
+    InputError,
+    MassRemovalError,
+    UnreachableFleetError,
+    UsageError,
+)
 from dsf_compile.untrusted import safe_message
 from dsf_contract.problem import Problem
 
@@ -81,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record the scorers Inactive even when most Active ones cannot be reached "
         "(sync.maxUnreachableFraction); once",
+    )
+    sync.add_argument(
+        "--allow-mass-removal",
+        action="store_true",
+        help="with --clusters: write the hub's list even when it removes most of "
+        "clusters/discovered.yaml (sync.maxClusterRemovalFraction); once",
     )
     sync.add_argument(
         "--resolve",
@@ -371,6 +383,9 @@ def _sync(call: _Call) -> int:
     args, err = call.args, call.err
     if args.clusters:
         return _discover(call)
+    if args.allow_mass_removal:
+        print("dsf-compile: error: --allow-mass-removal goes with --clusters", file=err)
+        return EXIT_FAILURE
     from dsf_compile.pipeline import sync_fleet
     from dsf_compile.sync.fetch import format_progress
 
@@ -417,7 +432,14 @@ def _discover(call: _Call) -> int:
             file=err,
         )
         return EXIT_FAILURE
-    found = discover_clusters(call.root, args.hub_kubeconfig)  # HubReadError: exit 2, one line each
+    try:  # HubReadError: exit 2, one line each
+        found = discover_clusters(
+            call.root, args.hub_kubeconfig, allow_mass_removal=args.allow_mass_removal
+        )
+    except MassRemovalError as error:
+        call.problems(error.problems)
+        _print_error(error, err)
+        return EXIT_INVALID
     joined = f" (joined: {', '.join(found.added)})" if found.added else ""
     left = f" (left: {', '.join(found.removed)})" if found.removed else ""
     state = "updated" if found.changed else "unchanged"

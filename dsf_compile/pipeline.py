@@ -461,12 +461,17 @@ def optimize_fleet(
     return written
 
 
-def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
+def discover_clusters(
+    root: Path, kubeconfig: Path, *, allow_mass_removal: bool = False
+) -> Discovery:
     """``sync --clusters``: list the hub's ManagedClusters into ``clusters/discovered.yaml``.
 
     Writes the file (atomically) only when its bytes change; raises
     :class:`~dsf_compile.hub.HubReadError` when the hub cannot be read or answers
-    something ``validate`` would refuse (then nothing is written).
+    something ``validate`` would refuse, and :class:`MassRemovalError` when the hub's
+    list would remove more of the file's clusters than ``sync.maxClusterRemovalFraction``
+    allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
+    before anything is written.
     """
     from dsf_compile.files import atomic_write
     from dsf_compile.sync.clusters import (
@@ -481,23 +486,54 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
     blocked = check_discovered_target(root)
     if blocked:
         raise InputError(blocked)
-    text = encode_discovered(read_managed_clusters(kubeconfig, load_settings(root).hub))
+    settings = load_settings(root)
+    text = encode_discovered(read_managed_clusters(kubeconfig, settings.hub))
     path = root / DISCOVERED_FILE
     try:  # from Git: a link or a FIFO in its place is refused, not followed or waited on
         before = read_regular_file(path, max_bytes=MAX_FILE_BYTES).decode("utf-8", "replace")
     except FileNotFoundError:
         before = ""
-    now, then = names_in(text), names_in(before) if before else set()
+    now, then = names_in(text), names_in(before) if before else {}
+    if not allow_mass_removal:
+        _guard_removal(now, then, settings.sync.maxClusterRemovalFraction)
     changed = text != before
     if changed:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text.encode("utf-8"))
     return Discovery(
         clusters=tuple(sorted(now)),
-        added=tuple(sorted(now - then)),
-        removed=tuple(sorted(then - now)),
+        added=tuple(sorted(now.keys() - then.keys())),
+        removed=tuple(sorted(then.keys() - now.keys())),
         changed=changed,
     )
+
+
+#: Removed clusters named one per line when the guard trips; the count says the rest.
+_NAMED_REMOVALS = 20
+
+
+def _guard_removal(
+    now: dict[str, tuple[int, int]], then: dict[str, tuple[int, int]], fraction: float
+) -> None:
+    """Raise :class:`MassRemovalError` when the hub's list removes too much of the file."""
+    from dsf_compile.errors import MassRemovalError
+    from dsf_compile.sync.clusters import DISCOVERED_FILE
+    from dsf_compile.sync.guard import mass_removal
+
+    lost = mass_removal(then.keys(), now.keys(), fraction)
+    if not lost:
+        return
+    problems = [
+        Problem(DISCOVERED_FILE, *then[name], "metadata.name", f"{name}: not on the hub's list")
+        for name in lost[:_NAMED_REMOVALS]
+    ]
+    if len(lost) > _NAMED_REMOVALS:
+        line, column = then[lost[_NAMED_REMOVALS]]
+        more = len(lost) - _NAMED_REMOVALS
+        problems.append(
+            Problem(DISCOVERED_FILE, line, column, "metadata.name", f"and {more} more clusters")
+        )
+    raise MassRemovalError(problems, len(lost), len(then), len(now), fraction)
 
 
 def verify_hub(root: Path, kubeconfig: str, names: Sequence[str], at: datetime) -> Verification:
