@@ -284,7 +284,15 @@ def agent_rows(sizes: Sizes) -> list[Row]:
         rows.append(
             Row("agent", name, load, value, baseline, float(ratio), target, _met(value, target))
         )
-    return rows
+    return rows + health_rows(sizes)
+
+
+def health_rows(sizes: Sizes) -> list[Row]:
+    """Probes and SIGTERM beside 2,000 scorers on a hanging API (what the tests do not time)."""
+    from bench.health_bench import rows
+
+    quick = sizes is QUICK
+    return [Row(*cells) for cells in rows(100 if quick else 2000, 3 if quick else 20)]
 
 
 def _met(value: str, target: str) -> bool | None:
