@@ -22,12 +22,13 @@ import orjson
 from pydantic import ValidationError
 
 from agent.errors import ConfigError, Reason
-from agent.kube import ManagedClusterApi, RawResponse
+from agent.kube import ManagedClusterApi, RawResponse, api_budget, bound_failure, read_bounded
 from agent.logs import fields
 from dsf_contract.bounded_json import load_json
 from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
 from dsf_contract.fields import check_http_url
 from dsf_contract.http import ApiFailure, RequestFailure, api_status_reason
+from dsf_contract.kube_bounds import Budget, within
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 
@@ -436,19 +437,42 @@ class ConfigMapSource:
             f"ConfigMap {self._namespace}/{self._name} not found", reason=ApiFailure.NOT_FOUND
         )
 
+    def _budget(self, what: str, seconds: float) -> Budget:
+        """A request's deadline and byte cap (agent/kube.py); stop() ends it within a second."""
+        budget = api_budget(what, seconds)
+        budget.stop = self._stop
+        return budget
+
     def _list_document(self) -> dict[str, Any]:
-        response: RawResponse = self._api.list_namespaced_config_map(
-            self._namespace,
-            field_selector=f"metadata.name={self._name}",
-            _preload_content=False,
-            _request_timeout=self._timeout,
-        )
-        document = load_config_json(response.data, "the ConfigMap list")
+        def call() -> RawResponse:
+            response: RawResponse = self._api.list_namespaced_config_map(
+                self._namespace,
+                field_selector=f"metadata.name={self._name}",
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            return response
+
+        body = read_bounded(call, self._budget("the ConfigMap list", self._timeout))
+        document = load_config_json(body, "the ConfigMap list")
         if not isinstance(document, dict):
             raise ConfigError("the ConfigMap list is not an object", reason=Reason.INVALID_DOCUMENT)
         return document
 
     def _watch(self, version: str) -> None:
+        # the whole watch within its timeoutSeconds plus the request timeout, its events
+        # within the byte cap: past either it ends, and the caller lists again
+        budget = self._budget("the ConfigMap watch", self._watch_seconds + self._timeout)
+        try:
+            with within(budget):
+                self._watch_events(version)
+        except Exception as err:
+            bounded = bound_failure(err, budget)
+            if bounded is None:
+                raise
+            raise WatchEndedError(f"watch ended: {bounded[1]}") from None
+
+    def _watch_events(self, version: str) -> None:
         from kubernetes.watch.watch import iter_resp_lines
 
         response: RawResponse = self._api.list_namespaced_config_map(

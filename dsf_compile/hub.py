@@ -26,7 +26,7 @@ from dsf_compile.errors import DsfError
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.bounded_json import load_json
 from dsf_contract.http import causes, connect_failure
-from dsf_contract.kube_bounds import Budget, StopReadError, bound_pools
+from dsf_contract.kube_bounds import Budget, StopReadError, bound_pools, stop_in
 
 __all__ = [
     "MAX_CONTINUE_CHARS",
@@ -126,18 +126,13 @@ class HubSession:
                 raise HubReadError(
                     f"cannot list {plural}: {self._budget.deadline_message}"
                 ) from None
-            stop = _stop_in(err)
+            stop = stop_in(err)
             reason = str(stop) if stop is not None else _failure(err)
             raise HubReadError(f"cannot list {plural}: {reason}") from None
         try:
             return load_json(body)
         except ValueError as err:  # also: not UTF-8, nested too deeply, a number too long
             raise HubReadError(f"the answer to the {plural} list is not JSON ({err})") from None
-
-
-def _stop_in(err: BaseException) -> StopReadError | None:
-    """A cap that fired inside the client, however it was wrapped on the way out."""
-    return next((c for c in causes(err) if isinstance(c, StopReadError)), None)
 
 
 def _failure(err: BaseException) -> str:

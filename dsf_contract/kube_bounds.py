@@ -30,7 +30,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["Budget", "StopReadError", "bound_pools", "current", "within"]
+from dsf_contract.http import causes
+
+__all__ = ["Budget", "StopReadError", "bound_pools", "current", "stop_in", "within"]
 
 
 class StopReadError(Exception):
@@ -50,16 +52,21 @@ class Budget:
         *,
         deadline_message: str,
         bytes_message: str,
+        stop: threading.Event | None = None,
     ) -> None:
         self.seconds = seconds
         self.ends = time.monotonic() + seconds
         self.bytes_left = max_bytes
         self.deadline_message = deadline_message
         self.bytes_message = bytes_message
+        #: Set from another thread (shutdown): the request ends within a read slice.
+        self.stop = stop
         self._lock = threading.Lock()
 
     def left(self) -> float:
         """Seconds left; raises :class:`StopReadError` once the deadline has passed."""
+        if self.stop is not None and self.stop.is_set():
+            raise StopReadError("stopped")
         left = self.ends - time.monotonic()
         if left <= 0:
             raise StopReadError(self.deadline_message)
@@ -76,6 +83,11 @@ class Budget:
             over = self.bytes_left < 0
         if over:
             raise StopReadError(self.bytes_message)
+
+
+def stop_in(err: BaseException) -> StopReadError | None:
+    """A budget that ran out inside the client, however it was wrapped on the way out."""
+    return next((c for c in causes(err) if isinstance(c, StopReadError)), None)
 
 
 _CURRENT: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
@@ -96,6 +108,10 @@ def within(budget: Budget) -> Iterator[Budget]:
         yield budget
     finally:
         _CURRENT.reset(token)
+
+
+#: Longest single wait of a socket read under a budget: how soon a stopped budget is seen.
+_READ_SLICE = 1.0
 
 
 class _CappedReader(io.RawIOBase):
@@ -119,12 +135,17 @@ class _CappedReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         budget = self._budget_of()
-        if budget is not None:
-            self._sock.settimeout(budget.left())
-        count = self._sock.recv_into(buffer)
-        if budget is not None:
+        if budget is None:
+            return self._sock.recv_into(buffer)
+        while True:  # in slices, so that a budget stopped from another thread ends it soon
+            left = budget.left()
+            self._sock.settimeout(min(left, _READ_SLICE))
+            try:
+                count = self._sock.recv_into(buffer)
+            except TimeoutError:
+                continue  # the next left() says whether the deadline has passed
             budget.spend(count)
-        return count
+            return count
 
 
 def _response_class(budget_of: Callable[[], Budget | None]) -> type[http.client.HTTPResponse]:
