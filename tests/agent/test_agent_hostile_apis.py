@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
 from agent.config import ConfigMapSource, WatchEndedError
@@ -110,51 +111,40 @@ async def test_a_flooding_hub_is_cut_at_the_byte_cap(hub: tuple[HostileHub, Path
     assert server.bytes_sent < 4 * MAX_API_ANSWER_BYTES
 
 
-@pytest.mark.asyncio
-async def test_the_scores_reach_metrics_while_the_hub_drips(
-    hub: tuple[HostileHub, Path], tmp_path: Path
-) -> None:
+@pytest_asyncio.fixture
+async def on_dripping_hub(hub: tuple[HostileHub, Path], tmp_path: Path) -> AsyncIterator[Harness]:
+    """Cycles whose hub drips every answer."""
     server, kubeconfig = hub
     server.answer = dripping
-    harness = Harness(Fakes(), tmp_path, publisher(kubeconfig))
-    try:
-        assert not await harness.cycle()  # the cycle ends, failed at publish
-        assert harness.score("n1") == 42.9
-        assert (
-            harness.value(
-                "dynamic_scoring_failures_total",
-                score_name="sample_my_score",
-                stage="publish",
-                reason="timeout",
-            )
-            == 1
-        )
-    finally:
-        assert harness.ctx.hub is not None
-        harness.ctx.hub.close()
-        await harness.client.aclose()
+    writer = publisher(kubeconfig)
+    harness = Harness(Fakes(), tmp_path, writer)
+    yield harness
+    writer.close()
+    await harness.client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_scores_reach_metrics_while_the_hub_drips(on_dripping_hub: Harness) -> None:
+    harness = on_dripping_hub
+    assert not await harness.cycle()  # the cycle ends, failed at publish
+    assert harness.score("n1") == 42.9
+    failed = {"score_name": "sample_my_score", "stage": "publish", "reason": "timeout"}
+    assert harness.value("dynamic_scoring_failures_total", **failed) == 1
 
 
 @pytest.mark.asyncio
 async def test_many_scorers_on_a_dripping_hub_all_end_their_cycles(
-    hub: tuple[HostileHub, Path], tmp_path: Path
+    on_dripping_hub: Harness,
 ) -> None:
     # more scorers than the publisher's threads: those waiting for a thread end at the
     # same deadline, and every scorer's scores are on /metrics
-    server, kubeconfig = hub
-    server.answer = dripping
-    harness = Harness(Fakes(), tmp_path, publisher(kubeconfig))
-    try:
-        names = [f"score_{i}" for i in range(12)]
-        done = await asyncio.gather(
-            *(harness.cycle(name=f"s-{i}", scoreName=n) for i, n in enumerate(names))
-        )
-        assert done == [False] * len(names)
-        assert all(harness.score("n1", name) == 42.9 for name in names)
-    finally:
-        assert harness.ctx.hub is not None
-        harness.ctx.hub.close()
-        await harness.client.aclose()
+    harness = on_dripping_hub
+    names = [f"score_{i}" for i in range(12)]
+    done = await asyncio.gather(
+        *(harness.cycle(name=f"s-{i}", scoreName=n) for i, n in enumerate(names))
+    )
+    assert done == [False] * len(names)
+    assert all(harness.score("n1", name) == 42.9 for name in names)
 
 
 def test_the_managed_cluster_api_is_bounded_too(hub: tuple[HostileHub, Path]) -> None:
