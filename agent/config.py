@@ -283,6 +283,10 @@ class FileSource:
             ) from None
 
 
+#: How long stop() waits for the watch thread (it sees the stop within a read slice).
+_STOP_WAIT_SECONDS = 3.0
+
+
 class ConfigMapSource:
     """The ConfigMap, listed and then watched through the API in a background thread.
 
@@ -318,6 +322,7 @@ class ConfigMapSource:
         self._timeout = timeout
         self._max_backoff = max_backoff
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self._response: RawResponse | None = None
         # What was last delivered, and how many offers were made: the watch thread and a
         # reload thread both offer, under the lock.
@@ -336,8 +341,8 @@ class ConfigMapSource:
                 loop.call_soon_threadsafe(queue.put_nowait, event)
 
         self._deliver = deliver
-        thread = threading.Thread(target=self._run, name="configmap-watch", daemon=True)
-        thread.start()
+        self._thread = threading.Thread(target=self._run, name="configmap-watch", daemon=True)
+        self._thread.start()
         try:
             while True:
                 yield await queue.get()
@@ -355,6 +360,12 @@ class ConfigMapSource:
                 response.shutdown()
             with contextlib.suppress(Exception):
                 response.close()
+        # A daemon thread still reading when the interpreter finalizes can abort it (its
+        # buffered reader's lock): the watch sees the stop within a read slice (its budget
+        # is stopped too), so wait that long for it to end.
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_STOP_WAIT_SECONDS)
 
     def reload(self) -> None:
         """List the ConfigMap again now and yield it even if unchanged (SIGHUP).
