@@ -108,7 +108,7 @@ async def run_agent(
             settings.metrics_host,
             settings.metrics_port,
             metrics.exposition,
-            ready=agent.ready.is_set,
+            ready=agent.is_ready,
         ).start()
         if on_listening is not None:
             on_listening(server.port)
@@ -136,6 +136,8 @@ async def run_agent(
                 task.cancel()
             await asyncio.gather(follower, stopper, reloader, return_exceptions=True)
             await agent.stop_all()
+            if publisher is not None:
+                publisher.close()
             server.close()
             if isinstance(source, ConfigMapSource):
                 source.stop()

@@ -22,12 +22,20 @@ import orjson
 from pydantic import ValidationError
 
 from agent.errors import ConfigError, Reason
-from agent.kube import ManagedClusterApi, RawResponse, interrupt
+from agent.kube import (
+    ManagedClusterApi,
+    RawResponse,
+    api_budget,
+    bound_failure,
+    interrupt,
+    read_bounded,
+)
 from agent.logs import fields
 from dsf_contract.bounded_json import load_json
 from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
 from dsf_contract.fields import check_http_url
 from dsf_contract.http import ApiFailure, RequestFailure, api_status_reason
+from dsf_contract.kube_bounds import Budget, within
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 
@@ -282,6 +290,10 @@ class FileSource:
             ) from None
 
 
+#: How long stop() waits for the watch thread (it sees the stop within a read slice).
+_STOP_WAIT_SECONDS = 3.0
+
+
 class ConfigMapSource:
     """The ConfigMap, listed and then watched through the API in a background thread.
 
@@ -317,6 +329,7 @@ class ConfigMapSource:
         self._timeout = timeout
         self._max_backoff = max_backoff
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self._response: RawResponse | None = None
         # What was last delivered, and how many offers were made: the watch thread and a
         # reload thread both offer, under the lock.
@@ -335,8 +348,8 @@ class ConfigMapSource:
                 loop.call_soon_threadsafe(queue.put_nowait, event)
 
         self._deliver = deliver
-        thread = threading.Thread(target=self._run, name="configmap-watch", daemon=True)
-        thread.start()
+        self._thread = threading.Thread(target=self._run, name="configmap-watch", daemon=True)
+        self._thread.start()
         try:
             while True:
                 yield await queue.get()
@@ -347,6 +360,12 @@ class ConfigMapSource:
         """Ask the watch thread to end (it also unblocks a watch in progress)."""
         self._stop.set()
         interrupt(self._response)
+        # A daemon thread still reading when the interpreter finalizes can abort it (its
+        # buffered reader's lock): the watch sees the stop within a read slice (its budget
+        # is stopped too), so wait that long for it to end.
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_STOP_WAIT_SECONDS)
 
     def reload(self) -> None:
         """List the ConfigMap again now and yield it even if unchanged (SIGHUP).
@@ -429,19 +448,42 @@ class ConfigMapSource:
             f"ConfigMap {self._namespace}/{self._name} not found", reason=ApiFailure.NOT_FOUND
         )
 
+    def _budget(self, what: str, seconds: float) -> Budget:
+        """A request's deadline and byte cap (agent/kube.py); stop() ends it within a second."""
+        budget = api_budget(what, seconds)
+        budget.stop = self._stop
+        return budget
+
     def _list_document(self) -> dict[str, Any]:
-        response: RawResponse = self._api.list_namespaced_config_map(
-            self._namespace,
-            field_selector=f"metadata.name={self._name}",
-            _preload_content=False,
-            _request_timeout=self._timeout,
-        )
-        document = load_config_json(response.data, "the ConfigMap list")
+        def call() -> RawResponse:
+            response: RawResponse = self._api.list_namespaced_config_map(
+                self._namespace,
+                field_selector=f"metadata.name={self._name}",
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            return response
+
+        body = read_bounded(call, self._budget("the ConfigMap list", self._timeout))
+        document = load_config_json(body, "the ConfigMap list")
         if not isinstance(document, dict):
             raise ConfigError("the ConfigMap list is not an object", reason=Reason.INVALID_DOCUMENT)
         return document
 
     def _watch(self, version: str) -> None:
+        # the whole watch within its timeoutSeconds plus the request timeout, its events
+        # within the byte cap: past either it ends, and the caller lists again
+        budget = self._budget("the ConfigMap watch", self._watch_seconds + self._timeout)
+        try:
+            with within(budget):
+                self._watch_events(version)
+        except Exception as err:
+            bounded = bound_failure(err, budget)
+            if bounded is None:
+                raise
+            raise WatchEndedError(f"watch ended: {bounded[1]}") from None
+
+    def _watch_events(self, version: str) -> None:
         from kubernetes.watch.watch import iter_resp_lines
 
         response: RawResponse = self._api.list_namespaced_config_map(

@@ -11,9 +11,10 @@ import asyncio
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 
@@ -30,10 +31,11 @@ from agent.publish import (
     placement_score_status,
     stored_size,
 )
-from agent.score import request_scores
+from agent.score import Scored, request_scores
 from agent.secrets import SecretStore
 from agent.settings import RuntimeSettings
 from agent.transport import RequestSlots
+from dsf_contract.agent_cli import Aggregation
 from dsf_contract.scores import SCORE_KIND
 from dsf_contract.summary import Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
@@ -142,33 +144,15 @@ async def _run_cycle(
         stage = "publish"
         how = ctx.settings.aggregation_for(score_name)
         try:
-            # The hub first: a failed cycle changes nothing already published except the
-            # failure counters (agent/README.md), so dynamic_score moves only with a whole cycle.
-            if ctx.hub is not None and summary.scoreDestination == SCORE_KIND:
-                items = score_items(
-                    outcome.results,
-                    template=summary.scoreDimensionFormat,
-                    cluster=ctx.settings.cluster_name,
-                    score_name=score_name,
-                    how=how,
-                )
-                now = datetime.fromtimestamp(ctx.wall_clock(), UTC)
-                status = placement_score_status(items, now=now, interval=summary.scoringInterval)
-                if stored_size(status) > MAX_STORED_BYTES:
-                    raise ScoreError(
-                        f"{len(items)} items make an AddOnPlacementScore of over "
-                        f"{MAX_STORED_BYTES} bytes, more than the hub stores",
-                        reason=Reason.STATUS_TOO_LARGE,
-                    )
-                name = sanitize_name(score_name)
-                if not ctx.hub.knows(name):
-                    await asyncio.sleep(first_write_delay(ctx.settings, score_name, summary))
-                published = await ctx.hub.publish(
-                    name, status, now=now, interval=summary.scoringInterval
-                )
-                counters.hub_conflicts.inc(published.conflicts)
-                (counters.hub_written if published.written else counters.hub_unchanged).inc()
+            # The hub's object is built and checked first: scores it could not store are the
+            # scorer's fault, and nothing is published. Then /metrics, then the hub: the
+            # scores reach /metrics whether or not the hub takes them (a hub that is down
+            # or drips its answers must not hide them); a hub failure still fails the cycle,
+            # and the AddOnPlacementScore keeps its last good scores.
+            for_hub = _hub_status(ctx, summary, outcome.results, how)
             ctx.metrics.publish_scores(score_name, outcome.results, how)
+            if for_hub is not None:
+                await _write_hub(ctx, summary, counters, *for_hub)
         finally:
             counters.send_seconds.inc(time.perf_counter() - scored)
     except AgentError as err:
@@ -188,6 +172,48 @@ async def _run_cycle(
     return True
 
 
+def _hub_status(
+    ctx: CycleContext, summary: Summary, results: Sequence[Scored], how: Aggregation
+) -> tuple[datetime, dict[str, Any]] | None:
+    """The AddOnPlacementScore status of ``results`` (None: not written to the hub);
+    :class:`ScoreError` when the hub could not store it."""
+    if ctx.hub is None or summary.scoreDestination != SCORE_KIND:
+        return None
+    items = score_items(
+        results,
+        template=summary.scoreDimensionFormat,
+        cluster=ctx.settings.cluster_name,
+        score_name=summary.scoreName,
+        how=how,
+    )
+    now = datetime.fromtimestamp(ctx.wall_clock(), UTC)
+    status = placement_score_status(items, now=now, interval=summary.scoringInterval)
+    if stored_size(status) > MAX_STORED_BYTES:
+        raise ScoreError(
+            f"{len(items)} items make an AddOnPlacementScore of over "
+            f"{MAX_STORED_BYTES} bytes, more than the hub stores",
+            reason=Reason.STATUS_TOO_LARGE,
+        )
+    return now, status
+
+
+async def _write_hub(
+    ctx: CycleContext,
+    summary: Summary,
+    counters: ScorerMetrics,
+    now: datetime,
+    status: dict[str, Any],
+) -> None:
+    """Write ``status`` to the scorer's AddOnPlacementScore (within the hub's deadline)."""
+    assert ctx.hub is not None  # _hub_status gave a status: there is a hub
+    name = sanitize_name(summary.scoreName)
+    if not ctx.hub.knows(name):
+        await asyncio.sleep(first_write_delay(ctx.settings, summary.scoreName, summary))
+    published = await ctx.hub.publish(name, status, now=now, interval=summary.scoringInterval)
+    counters.hub_conflicts.inc(published.conflicts)
+    (counters.hub_written if published.written else counters.hub_unchanged).inc()
+
+
 def first_write_delay(settings: RuntimeSettings, score_name: str, summary: Summary) -> float:
     """How long the first hub write of a scorer after start waits: up to ``hub_spread``
     seconds, at most half an interval (the next cycle stays on time), by a hash of the
@@ -197,7 +223,7 @@ def first_write_delay(settings: RuntimeSettings, score_name: str, summary: Summa
     otherwise read and write every AddOnPlacementScore of the fleet within the first
     second — 30 times the hub's usual rate at 30 s intervals (``docs/benchmarks.md``).
     The cycle itself still starts right after start (agent/README.md) and a failure shows at once;
-    a successful first cycle's hub write, and the ``dynamic_score`` update after it, wait.
+    a successful first cycle's hub write waits (``dynamic_score`` is updated before it).
     """
     window = min(settings.hub_spread, summary.scoringInterval / 2)
     key = f"{settings.cluster_name}/{score_name}/hub".encode()

@@ -1,17 +1,27 @@
-"""Building the two Kubernetes API clients: the managed cluster's and the hub's.
+"""Building the two Kubernetes API clients: the managed cluster's and the hub's, bounded.
 
 ``kubernetes`` is imported only here and only when needed: with ``--config-file``,
 ``--secrets-dir`` and no hub, the agent never loads it (it costs ~15 MB of memory).
+
+Every request of both clients is made through :func:`read_bounded` (the watch, inside
+:func:`dsf_contract.kube_bounds.within`): a deadline for the whole request — connect, TLS, request,
+status line, headers and body — and a cap on the bytes of its answer
+(:mod:`dsf_contract.kube_bounds`). The client's own ``_request_timeout`` applies to each
+socket read, so without them an API server, or anything on the path, that sends a byte
+every few seconds would hold the request for ever, and a 2 GiB answer would be read whole.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.errors import AgentError, Reason
+from dsf_contract.http import RequestFailure
+from dsf_contract.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -56,6 +66,54 @@ def interrupt(response: RawResponse | None) -> None:
 
 #: ``_request_timeout`` of the client: one total, or (connect, read)
 RequestTimeout = float | tuple[float, float] | None
+
+#: Bytes one answer of a Kubernetes API may hold. An object is at most about 1.5 MiB (etcd's
+#: default request limit; an AddOnPlacementScore, a Secret, the one-ConfigMap list), its
+#: JSON in an answer about as much: 8 MiB leaves room and keeps a flood far below the pod's
+#: memory limit.
+MAX_API_ANSWER_BYTES = 8 * 1024 * 1024
+
+
+def api_budget(what: str, seconds: float, max_bytes: int = MAX_API_ANSWER_BYTES) -> Budget:
+    """The deadline and byte cap of one request (``what`` names it in the error)."""
+    return Budget(
+        seconds,
+        max_bytes,
+        deadline_message=f"{what}: no complete answer within {seconds:g} s",
+        bytes_message=f"{what}: answer over {max_bytes} bytes",
+    )
+
+
+def read_bounded(call: Callable[[], RawResponse], budget: Budget) -> bytes:
+    """Make the request ``call`` and read its whole answer, within ``budget``.
+
+    Raises :class:`StopReadError` when the deadline passes or the answer is too large (the
+    connection is closed, not given back to the pool with an answer half read), and
+    whatever the client raises otherwise.
+    """
+    with within(budget):
+        response = call()
+        try:
+            return response.data
+        except BaseException:
+            with contextlib.suppress(Exception):
+                response.close()
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                response.release_conn()
+
+
+def bound_failure(err: BaseException, budget: Budget) -> tuple[str, str] | None:
+    """(reason, message) when ``err`` is ``budget`` running out, else None."""
+    stop = err if isinstance(err, StopReadError) else stop_in(err)
+    if stop is None and not budget.passed():
+        return None
+    if budget.bytes_left < 0:
+        return RequestFailure.TOO_LARGE, str(stop)
+    if budget.passed():
+        return RequestFailure.TIMEOUT, budget.deadline_message
+    return RequestFailure.INVALID_RESPONSE, str(stop)
 
 
 # The generated methods declare the model they return when the body is preloaded; called
@@ -165,12 +223,12 @@ def managed_cluster_client() -> ApiClient:
             raise AgentError(
                 f"in-cluster credentials unusable: {err}", reason=Reason.KUBE_CONFIG
             ) from None
-        return client.ApiClient(configuration)
+        return _bounded(client.ApiClient(configuration))
     try:
         api_client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
             persist_config=False, client_configuration=_quiet_configuration()
         )
-        return api_client
+        return _bounded(api_client)
     except (config.ConfigException, OSError) as err:
         raise AgentError(
             f"no in-cluster credentials and no usable kubeconfig (KUBECONFIG): {err}",
@@ -188,11 +246,17 @@ def hub_client(kubeconfig: Path) -> ApiClient:
             persist_config=False,
             client_configuration=_quiet_configuration(),
         )
-        return api_client
+        return _bounded(api_client)
     except (config.ConfigException, OSError) as err:
         raise AgentError(
             f"hub kubeconfig {kubeconfig} unusable: {err}", reason=Reason.KUBE_CONFIG
         ) from None
+
+
+def _bounded(api_client: ApiClient) -> ApiClient:
+    """``api_client`` with the hooks that let :func:`read_bounded` bound its requests."""
+    bound_pools(api_client.rest_client.pool_manager)
+    return api_client
 
 
 def core_api(api_client: ApiClient) -> ManagedClusterApi:

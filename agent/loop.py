@@ -8,6 +8,11 @@ first cycle runs within a second of start (spread by the same hash: a burst of h
 of simultaneous first cycles can saturate the loop for good); the next one on the first
 grid slot at least one interval later. A cycle that overruns makes the scorer skip the slots it missed (counted)
 instead of piling cycles up.
+
+``/readyz`` fails when no cycle of any scorer has finished (succeeded or failed) for
+:data:`STALL_INTERVALS` windows of the shortest interval, or of the request timeout when
+that is longer: every request has a whole deadline, so a working agent ends some cycle
+within a window even when every API it calls hangs; one that does not is stuck.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from agent.config import ParsedConfig
 from agent.cycle import CycleContext, CycleState, run_cycle
@@ -28,6 +34,10 @@ from dsf_contract.summary import sanitize_score_name as sanitize_name
 
 log = logging.getLogger("dsf.agent.loop")
 MAX_PHASE_SECONDS = 10.0
+#: Windows (the shortest interval, at least the request timeout) without a finished cycle
+#: after which /readyz fails: a hanging API ends a cycle within one (its deadline), a
+#: slot freed by it lets another end within the next; three leave room for a loaded machine.
+STALL_INTERVALS = 3
 
 
 def scorer_phase(key: str, interval: float) -> float:
@@ -47,9 +57,12 @@ def next_slot(base: float, interval: float, not_before: float) -> float:
 class ScorerRunner:
     """The task running one scorer's cycles; its settings can change while it runs."""
 
-    def __init__(self, summary: Summary, ctx: CycleContext) -> None:
+    def __init__(
+        self, summary: Summary, ctx: CycleContext, on_finished: Callable[[], None] = lambda: None
+    ) -> None:
         self.summary = summary
         self._ctx = ctx
+        self._on_finished = on_finished
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.counters = ScorerMetrics(ctx.metrics, summary.scoreName)
@@ -89,6 +102,7 @@ class ScorerRunner:
             lag.observe(max(0.0, loop.time() - scheduled))
             await run_cycle(self._ctx, self.summary, self.counters, state)
             self.cycles += 1
+            self._on_finished()
             while True:
                 interval = float(self.summary.scoringInterval)
                 base = started + scorer_phase(self._phase_key, interval)
@@ -114,6 +128,25 @@ class Agent:
         self._ctx = ctx
         self.runners: dict[str, ScorerRunner] = {}
         self.ready = asyncio.Event()
+        #: When a cycle last finished, or the scorers last changed (time.monotonic()).
+        self.progressed = time.monotonic()
+
+    def finished(self) -> None:
+        """A cycle ended (any outcome)."""
+        self.progressed = time.monotonic()
+
+    def stall_window(self) -> float:
+        """Seconds without a finished cycle after which the agent is not ready."""
+        if not self.runners:
+            return math.inf
+        shortest = min(runner.summary.scoringInterval for runner in self.runners.values())
+        return STALL_INTERVALS * max(float(shortest), self._ctx.settings.request_timeout)
+
+    def is_ready(self) -> bool:
+        """``/readyz``: a configuration is loaded and cycles are finishing (any thread)."""
+        if not self.ready.is_set():
+            return False
+        return time.monotonic() - self.progressed <= self.stall_window()
 
     async def apply(self, config: ParsedConfig) -> None:
         """Start new scorers, update changed ones, stop (and forget) removed ones.
@@ -132,13 +165,15 @@ class Agent:
         for name, summary in wanted.items():
             runner = self.runners.get(name)
             if runner is None:
-                runner = self.runners[name] = ScorerRunner(summary, self._ctx)
+                runner = self.runners[name] = ScorerRunner(summary, self._ctx, self.finished)
                 runner.start()
                 started += 1
             elif runner.summary != summary:
                 runner.update(summary)
                 updated += 1
         self._ctx.metrics.scorers.set(len(self.runners))
+        if started or updated:
+            self.progressed = time.monotonic()  # new settings get a whole window
         log.info(
             "config_applied",
             extra=fields(

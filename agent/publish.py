@@ -3,7 +3,12 @@
 The object is created when missing (without status: the API drops status on create),
 then its status is written through the status subresource with the last known
 ``resourceVersion``. A conflict means someone else wrote in between: re-read and retry a
-bounded number of times. The synchronous ``kubernetes`` client runs in worker threads.
+bounded number of times. The synchronous ``kubernetes`` client runs in a few threads of
+the publisher's own, so a slow hub never takes the threads secrets and the configuration
+are read in. Each request has a deadline for the whole exchange and a cap on its answer
+(:func:`agent.kube.read_bounded`), and a whole write — reads, retries and the wait for a
+thread included — ends at the request timeout: a hub that sends a byte every few seconds
+costs a cycle that much, never more.
 
 The hub is written only when something changed: scores the object already holds, under
 the same condition, are not written again until ``validUntil`` comes near (less than
@@ -15,14 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.dimensions import StatusScore
 from agent.errors import PublishError, Reason
-from agent.kube import HubApi, RawResponse
+from agent.kube import HubApi, RawResponse, api_budget, bound_failure, read_bounded
 from dsf_contract.http import (
     HTTP_STATUS_REASONS,
     UNANSWERED,
@@ -46,6 +53,10 @@ REFRESH_INTERVALS = 1.5
 #: The largest AddOnPlacementScore written, as the hub stores it (:func:`stored_size`):
 #: etcd refuses a request over 1.5 MiB; 16 KiB are left to metadata and the condition.
 MAX_STORED_BYTES = 1536 * 1024 - 16 * 1024
+T = TypeVar("T")
+#: Threads making hub requests: writes of many scorers beyond these wait for one (within
+#: their deadline), and never hold the threads the rest of the agent uses.
+HUB_THREADS = 4
 #: managedFields' entry per item beyond its name: ``"k:{\"name\":…}":{".":{},"f:name":{},"f:value":{}},``
 _MANAGED_ITEM_BYTES = 50
 
@@ -170,12 +181,19 @@ class HubPublisher:
         self._namespace = namespace
         self._timeout = timeout
         self._retries = retries
+        self._executor = ThreadPoolExecutor(HUB_THREADS, thread_name_prefix="dsf-hub")
+        self._stop = threading.Event()
         # resourceVersion of our last write per object: the next write needs no read.
         self._versions: dict[str, str] = {}
         # the status we last wrote per object (after a start: what the hub held): a failed
         # cycle keeps its scores, changes only the condition, and writes nothing when the
         # condition is already that one
         self._written: dict[str, dict[str, Any]] = {}
+
+    def close(self) -> None:
+        """Stop: requests in flight end within a read slice, waiting ones never start."""
+        self._stop.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def publish(
         self,
@@ -190,7 +208,24 @@ class HubPublisher:
         With the scorer's ``interval``, the write is skipped when the object already holds
         these scores under the same condition and its ``validUntil`` is more than
         :data:`REFRESH_INTERVALS` intervals ahead; without it, the status is always written.
+        The whole of it ends at the request timeout (:class:`PublishError`, ``timeout``).
         """
+        return await self._bounded(name, self._publish(name, status, now, interval))
+
+    async def _bounded(self, name: str, work: Coroutine[Any, Any, T]) -> T:
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await work
+        except TimeoutError:
+            raise PublishError(
+                f"AddOnPlacementScore {name!r}: the hub did not complete the write within "
+                f"{self._timeout:g} s",
+                reason=RequestFailure.TIMEOUT,
+            ) from None
+
+    async def _publish(
+        self, name: str, status: dict[str, Any], now: datetime | None, interval: float | None
+    ) -> Published:
         now = now or datetime.now(UTC)
         previous = await self._condition(name)
         status = {
@@ -220,6 +255,9 @@ class HubPublisher:
 
     async def report_failure(self, name: str, reason: str, message: str, now: datetime) -> bool:
         """Mark object ``name`` as failing (scores kept until ``validUntil``); False when unchanged."""
+        return await self._bounded(name, self._report_failure(name, reason, message, now))
+
+    async def _report_failure(self, name: str, reason: str, message: str, now: datetime) -> bool:
         previous = await self._condition(name)
         if previous is not None and (previous.get("status"), previous.get("reason")) == (
             "False",
@@ -247,7 +285,7 @@ class HubPublisher:
         ``lastTransitionTime``, and an unchanged condition is not written again.
         """
         if name not in self._written:
-            version, status = await asyncio.to_thread(self._read_or_create, name)
+            version, status = await self._in_thread(self._read_or_create, name)
             self._versions[name] = version
             self._written[name] = status
         conditions = self._written[name].get("conditions")
@@ -264,8 +302,8 @@ class HubPublisher:
             version = self._versions.get(name)
             try:
                 if version is None:
-                    version = (await asyncio.to_thread(self._read_or_create, name))[0]
-                self._versions[name] = await asyncio.to_thread(
+                    version = (await self._in_thread(self._read_or_create, name))[0]
+                self._versions[name] = await self._in_thread(
                     self._write_status, name, status, version
                 )
                 return conflicts
@@ -276,6 +314,11 @@ class HubPublisher:
             f"AddOnPlacementScore {name!r}: still conflicting after {self._retries} retries",
             reason=Reason.CONFLICT,
         )
+
+    async def _in_thread(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` in one of the publisher's threads (cancelled while it waits)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, function, *args)
 
     def knows(self, name: str) -> bool:
         """Whether object ``name`` was read or written since the start (or since forgotten)."""
@@ -346,11 +389,13 @@ class HubPublisher:
         )
 
     def _checked(self, method: str, call: Callable[[], RawResponse]) -> dict[str, Any]:
-        """Run ``call``; its JSON object, or the error its failure means."""
+        """Run ``call`` within its deadline and byte cap; its JSON object, or the error it means."""
         from kubernetes.client.exceptions import ApiException
 
+        budget = api_budget(f"hub {method}", self._timeout)
+        budget.stop = self._stop
         try:
-            response = call()
+            body = read_bounded(call, budget)
         except ApiException as err:
             if err.status in (404, 409):
                 raise _ConflictOrNotFound from None
@@ -358,11 +403,14 @@ class HubPublisher:
             reason = api_status_reason(status)  # 401, 403: the hub credentials or RBAC
             raise PublishError(f"hub answered HTTP {status} to {method}", reason=reason) from None
         except Exception as err:  # urllib3 and socket errors: the hub cannot be reached
+            bounded = bound_failure(err, budget)
+            if bounded is not None:
+                raise PublishError(bounded[1], reason=bounded[0]) from None
             raise PublishError(
                 f"hub unreachable ({type(err).__name__})", reason=RequestFailure.UNREACHABLE
             ) from None
         try:
-            document = json.loads(response.data)
+            document = json.loads(body)
         except ValueError:
             raise PublishError(
                 f"hub answered non-JSON to {method}", reason=RequestFailure.INVALID_RESPONSE

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent.errors import Reason, SecretMissingError
-from agent.kube import ManagedClusterApi, RawResponse
+from agent.kube import ManagedClusterApi, RawResponse, api_budget, read_bounded
 from agent.logs import REDACTOR, Redactor
 from dsf_contract.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
 from dsf_contract.http import ApiFailure, api_status_reason
@@ -138,15 +138,19 @@ class ApiSecretStore:
     def _read(self, name: str) -> tuple[dict[str, str] | None, str]:
         from kubernetes.client.exceptions import ApiException
 
-        try:
+        def call() -> RawResponse:
             response: RawResponse = self._api.read_namespaced_secret(
                 name, self._namespace, _preload_content=False, _request_timeout=self._timeout
             )
+            return response
+
+        try:  # a whole-request deadline and a cap on the answer (agent/kube.py)
+            body = read_bounded(call, api_budget(f"Secret {name}", self._timeout))
         except ApiException as err:
             if err.status in (403, 404):
                 return None, api_status_reason(err.status)
             raise
-        document = json.loads(response.data)
+        document = json.loads(body)
         data: dict[str, str] = {}
         for key, encoded in (document.get("data") or {}).items():
             try:

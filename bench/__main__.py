@@ -203,7 +203,23 @@ def explain_rows(sizes: Sizes) -> list[Row]:
         Row("explain", "explain, a third with CEL", workload, f"{cel_total:.3f} s",
             f"read {cel['read']:.3f} s", cel_total / cel["read"], "≤ 2× reading the snapshot",
             cel_total <= 2 * cel["read"]),
+        verify_row(placements),
     ]  # fmt: skip
+
+
+def verify_row(placements: int) -> Row:
+    """``explain --verify`` on a hub of ``placements`` × 1,000 PlacementDecisions (linear)."""
+    from bench.hub_bench import measure_verify
+
+    decisions = placements * 1000
+    figures = measure_verify(placements, decisions)
+    return Row(
+        "explain", "explain --verify (index, replay, compare)",
+        f"{placements} Placements × {decisions:,} PlacementDecisions",
+        f"{figures['verify']:.3f} s", f"validating them {figures['read']:.3f} s",
+        figures["verify"] / figures["read"], "≤ 1× validating the decisions",
+        figures["verify"] <= figures["read"],
+    )  # fmt: skip
 
 
 def optimize_rows(sizes: Sizes) -> list[Row]:
@@ -268,7 +284,15 @@ def agent_rows(sizes: Sizes) -> list[Row]:
         rows.append(
             Row("agent", name, load, value, baseline, float(ratio), target, _met(value, target))
         )
-    return rows
+    return rows + health_rows(sizes)
+
+
+def health_rows(sizes: Sizes) -> list[Row]:
+    """Probes and SIGTERM beside 2,000 scorers on a hanging API (what the tests do not time)."""
+    from bench.health_bench import rows
+
+    quick = sizes is QUICK
+    return [Row(*cells) for cells in rows(100 if quick else 2000, 3 if quick else 20)]
 
 
 def _met(value: str, target: str) -> bool | None:

@@ -1,6 +1,7 @@
 """What the hub holds and how often the agents write to it, for a fleet of 10,000 clusters.
 
     python bench/hub_bench.py [--clusters 10000] [--sample 100] [--scorers 100]
+    python bench/hub_bench.py --verify [--placements 100] [--decisions 100000]
 
 Renders ``--sample`` clusters of the generated fleet of ``render_bench`` (100 scorers, half
 every 30 s and half every 60 s, GPU scorers masked off two clusters in three) with the
@@ -12,6 +13,12 @@ metadata and ``managedFields`` the API server adds (computed by its rules: no AP
 runs here). The write rate is the scorers' cycles per second times the status writes per
 cycle that ``python bench/agent_bench.py`` measures against the emulated hub (0.5 when
 scores do not change, 1 when they change every cycle).
+
+``--verify`` times what ``explain --verify`` does with a hub's objects once they are read
+(:func:`measure_verify`): index the PlacementDecisions, replay every Placement and compare
+its decisions with the hub's, against the in-run baseline of validating the same
+decisions as the hub read does (what every run pays anyway). Comparing each Placement
+against every decision made 100 Placements × 100,000 decisions take about a minute.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -178,12 +186,104 @@ def _summaries(manifestwork: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+#: ``explain --verify``'s hub: clusters every Placement selects, decisions spread over them
+VERIFY_CLUSTERS = 20
+_GROUP = "cluster.open-cluster-management.io"
+
+
+def _decision(placement: str, index: int, clusters: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{placement}-decision-{index}",
+            "namespace": "default",
+            "labels": {
+                f"{_GROUP}/placement": placement,
+                f"{_GROUP}/decision-group-name": "",
+                f"{_GROUP}/decision-group-index": "0",
+            },
+        },
+        "status": {"decisions": [{"clusterName": c, "reason": ""} for c in clusters]},
+    }
+
+
+def verify_objects(placements: int, decisions: int) -> dict[str, list[dict[str, Any]]]:
+    """A hub's Placements and ``decisions`` PlacementDecisions as listed: each Placement's
+    own (every cluster, as OCM decides it) and, for the rest, small decisions of
+    Placements since deleted (one cluster each), which every Placement's replay must skip."""
+    everyone = [f"c-{c:02d}" for c in range(VERIFY_CLUSTERS)]
+    placement_items = [
+        {"metadata": {"name": f"p-{p:04d}", "namespace": "default"}, "spec": {}}
+        for p in range(placements)
+    ]
+    decision_items = [_decision(f"p-{p:04d}", 1, everyone) for p in range(placements)]
+    decision_items += [
+        _decision(f"gone-{d:06d}", 1, [everyone[d % VERIFY_CLUSTERS]])
+        for d in range(max(0, decisions - placements))
+    ]
+    return {"placements": placement_items, "decisions": decision_items}
+
+
+def measure_verify(placements: int, decisions: int) -> dict[str, float]:
+    """Seconds to validate the decisions (the read's floor) and to verify every Placement."""
+    from dsf_compile.hub_state import validated_objects
+    from dsf_compile.inputs.placements import ManagedClusterSetBinding, PlacementDecision
+    from dsf_compile.placement.decision_index import DecisionIndex
+    from dsf_compile.placement.scheduler import ScoreIndex, schedule
+    from dsf_compile.placement.verify import Outcome, hub_cluster, hub_placement, verdict
+
+    objects = verify_objects(placements, decisions)
+    started = time.perf_counter()
+    problems: list[str] = []
+    decided = validated_objects(PlacementDecision, objects["decisions"], problems)
+    read = time.perf_counter() - started
+    assert not problems, problems[:3]
+    clusters = [
+        hub_cluster({"metadata": {"name": f"c-{c:02d}"}, "spec": {"hubAcceptsClient": True}})
+        for c in range(VERIFY_CLUSTERS)
+    ]
+    binding = ManagedClusterSetBinding.model_validate(
+        {
+            "apiVersion": f"{_GROUP}/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "global", "namespace": "default"},
+            "spec": {"clusterSet": "global"},
+        }
+    )
+    at = datetime(2026, 11, 22, tzinfo=UTC)
+    started = time.perf_counter()
+    index, scores = DecisionIndex.of(decided), ScoreIndex.of(())
+    outcomes = [
+        verdict(schedule(hub_placement(p), clusters, [binding], scores, index, at), index).outcome
+        for p in objects["placements"]
+    ]
+    verify = time.perf_counter() - started
+    assert set(outcomes) == {Outcome.AGREE}, outcomes[:3]
+    return {"read": read, "verify": verify}
+
+
+def verify_main(placements: int, decisions: int) -> None:
+    """Print :func:`measure_verify`'s figures."""
+    figures = measure_verify(placements, decisions)
+    print(f"explain --verify: {placements:,} Placements × {decisions:,} PlacementDecisions")
+    print(f"- validating the decisions (baseline): {figures['read']:.3f} s")
+    print(
+        f"- indexing, replaying and comparing: {figures['verify']:.3f} s "
+        f"({figures['verify'] / figures['read']:.2f}× the baseline)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clusters", type=int, default=10_000)
     parser.add_argument("--sample", type=int, default=100)
     parser.add_argument("--scorers", type=int, default=100)
+    parser.add_argument("--verify", action="store_true", help="time explain --verify's work")
+    parser.add_argument("--placements", type=int, default=100)
+    parser.add_argument("--decisions", type=int, default=100_000)
     args = parser.parse_args()
+    if args.verify:
+        verify_main(args.placements, args.decisions)
+        return
     rendered = measure_rendered(args.sample, args.scorers)
     scale = args.clusters / rendered["clusters"]
     print(f"hub at {args.clusters:,} clusters × {args.scorers} scorers (measured on {args.sample})")

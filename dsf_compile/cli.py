@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from dsf_compile import cli_parser
-from dsf_compile.errors import DsfError, InputError, UnreachableFleetError, UsageError
+from dsf_compile.errors import (
+    DsfError,
+    InputError,
+    MassRemovalError,
+    UnreachableFleetError,
+    UsageError,
+)
 from dsf_compile.reporters import Reporter, reporter_for
 from dsf_compile.repository import find_repository
 from dsf_compile.untrusted import safe_message
@@ -239,6 +245,8 @@ def _sync(call: _Call) -> int:
     args, err = call.args, call.err
     if args.clusters:
         return _discover(call)
+    if args.allow_mass_removal:
+        raise UsageError("--allow-mass-removal goes with --clusters")
     from dsf_compile.pipeline import sync_fleet
     from dsf_compile.sync.fetch import format_progress
 
@@ -286,7 +294,14 @@ def _discover(call: _Call) -> int:
             file=err,
         )
         return EXIT_FAILURE
-    found = discover_clusters(call.root, args.hub_kubeconfig)  # HubReadError: exit 2, one line each
+    try:  # HubReadError: exit 2, one line each
+        found = discover_clusters(
+            call.root, args.hub_kubeconfig, allow_mass_removal=args.allow_mass_removal
+        )
+    except MassRemovalError as error:
+        call.report.failed(error.problems, "")
+        _print_error(error, err)
+        return EXIT_INVALID
     joined = f" (joined: {', '.join(found.added)})" if found.added else ""
     left = f" (left: {', '.join(found.removed)})" if found.removed else ""
     state = "updated" if found.changed else "unchanged"
@@ -403,26 +418,21 @@ def _explain(call: _Call) -> int:
 
 
 def _verify(call: _Call) -> int:
-    """``explain --verify``: each drifted Placement on stdout, exit 1 on any."""
+    """``explain --verify``: each drifted Placement on stdout; exit 1 on any, 2 if none compared."""
     args = call.args
     if not args.hub_kubeconfig or args.scores or args.decisions:
         raise UsageError(
             "explain --verify reads everything from the hub: give --hub-kubeconfig only"
         )
     from dsf_compile.pipeline import verify_hub
-    from dsf_compile.placement.verify import format_drifts
+    from dsf_compile.placement import verify
 
-    drifts, skipped, compared = verify_hub(
-        call.root, args.hub_kubeconfig, args.placements, args.at or _now()
-    )
-    for line in skipped:
-        call.report.warn(line)
-    call.out.write(format_drifts(drifts))
-    if drifts:
-        call.say(f"{len(drifts)} of {compared} Placements differ from the hub's decisions")
-        return EXIT_INVALID
-    call.say(f"{compared} Placements agree with the hub's decisions")
-    return EXIT_OK
+    found = verify_hub(call.root, args.hub_kubeconfig, args.placements, args.at or _now())
+    for line in verify.not_compared_lines(found):
+        call.say(line)
+    call.out.write(verify.format_drifts(found))
+    call.say(verify.summary(found))
+    return verify.exit_code(found)
 
 
 def _scorer_check(call: _Call) -> int:
@@ -472,6 +482,12 @@ def _sync_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="record the scorers Inactive even when most Active ones cannot be reached "
         "(sync.maxUnreachableFraction); once",
+    )
+    parser.add_argument(
+        "--allow-mass-removal",
+        action="store_true",
+        help="with --clusters: write the hub's list even when it removes most of "
+        "clusters/discovered.yaml (sync.maxClusterRemovalFraction); once",
     )
     parser.add_argument(
         "--resolve",

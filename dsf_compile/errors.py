@@ -46,6 +46,22 @@ class UnreachableFleetError(DsfError):
         )
 
 
+class MassRemovalError(DsfError):
+    """``sync --clusters`` would remove too much of the inventory to trust the hub's list."""
+
+    def __init__(
+        self, problems: Iterable[Problem], removed: int, held: int, listed: int, fraction: float
+    ) -> None:
+        self.problems = tuple(sorted(problems))
+        self.removed = removed
+        super().__init__(
+            f"the hub lists {listed} cluster(s): removing {removed} of the {held} in "
+            f"clusters/discovered.yaml is more than sync.maxClusterRemovalFraction ({fraction:g}) "
+            "allows; the file was not changed (check that --hub-kubeconfig names the right "
+            "hub, or pass --allow-mass-removal to remove them)"
+        )
+
+
 class RenderError(DsfError):
     """Rendering failed for a reason that is not an input problem (for example I/O)."""
 

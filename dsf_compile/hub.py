@@ -8,15 +8,10 @@ sent is an error (the list would never end); the answers of one command may hold
 ``hub.maxBytes`` bytes together; and the whole read, every list and page included, ends at
 ``hub.timeoutSeconds``.
 
-The client's own timeouts cannot give that deadline: urllib3 applies its read timeout to
-each socket read, so a hub that sends one byte every few seconds never trips it. Two hooks
-on the client's connection pool do. Every byte of an answer (status line, headers, body)
-is read through :class:`_CappedReader`, which counts it against ``hub.maxBytes`` and gives
-each socket read only the time left. And every new connection gets at most the time left
-as its timeout, which Python counts over a whole connect, TLS handshake or request write
-(not per read), so a hub that drips its handshake is cut off at the deadline too. A
-compressed answer is refused (it is never asked for, and would slip a small body past the
-byte cap).
+The client's own timeouts cannot give that deadline (a hub that sends a byte every few
+seconds never trips them): the hooks of :mod:`dsf_contract.kube_bounds` on the client's
+connection pool give every socket read only the time left and count every byte of every
+answer against ``hub.maxBytes``, the same hooks that bound the agent's API requests.
 
 Every failure is a :class:`HubReadError`: one line per problem (``hub: ...``), exit 2 in the CLI.
 """
@@ -24,11 +19,6 @@ Every failure is a :class:`HubReadError`: one line per problem (``hub: ...``), e
 from __future__ import annotations
 
 import contextlib
-import http.client
-import io
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +26,7 @@ from dsf_compile.errors import DsfError
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.bounded_json import load_json
 from dsf_contract.http import causes, connect_failure
+from dsf_contract.kube_bounds import Budget, StopReadError, bound_pools, stop_in
 
 __all__ = [
     "MAX_CONTINUE_CHARS",
@@ -63,115 +54,25 @@ class HubReadError(DsfError):
         super().__init__("\n".join(self.lines))
 
 
-class _StopReadError(Exception):
-    """Raised inside the client's read path: not an OSError, so urllib3 does not retry it."""
-
-
-class _Budget:
-    """The deadline and byte budget of one hub read, shared by every connection it opens."""
-
-    def __init__(self, settings: HubSettings) -> None:
-        self.settings = settings
-        self.ends = time.monotonic() + settings.timeoutSeconds
-        self.bytes_left = settings.maxBytes
-        self._lock = threading.Lock()
-
-    def left(self) -> float:
-        """Seconds left; raises once the deadline has passed."""
-        left = self.ends - time.monotonic()
-        if left <= 0:
-            raise _StopReadError(self.deadline_message())
-        return left
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self.ends
-
-    def deadline_message(self) -> str:
-        return (
-            f"no complete answer within {self.settings.timeoutSeconds:g} s "
-            "(hub.timeoutSeconds in dsf.yaml)"
-        )
-
-    def spend(self, count: int) -> None:
-        with self._lock:
-            self.bytes_left -= count
-            over = self.bytes_left < 0
-        if over:
-            raise _StopReadError(
-                f"the answers hold more than {self.settings.maxBytes} bytes "
-                "(hub.maxBytes in dsf.yaml)"
-            )
-
-
-class _CappedReader(io.RawIOBase):
-    """A socket read as a file, each read bounded by the time left and counted against the bytes."""
-
-    def __init__(self, sock: socket.socket, budget: _Budget, keep: io.BufferedIOBase) -> None:
-        self._sock = sock
-        self._budget = budget
-        # The file http.client opened holds the socket open after the connection lets go
-        # of it (a Connection: close answer); it is closed with this reader, never read.
-        self._keep = keep
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self._keep.close()
-        super().close()
-
-    def readinto(self, buffer: Any) -> int:
-        self._sock.settimeout(self._budget.left())
-        count = self._sock.recv_into(buffer)
-        self._budget.spend(count)
-        return count
-
-
-def _response_class(budget: _Budget) -> type[http.client.HTTPResponse]:
-    class CappedResponse(http.client.HTTPResponse):
-        def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
-            super().__init__(sock, *args, **kwargs)
-            self.fp = io.BufferedReader(_CappedReader(sock, budget, self.fp))
-
-        def begin(self) -> None:
-            super().begin()
-            encoding = (self.getheader("content-encoding") or "identity").strip().lower()
-            if encoding not in ("", "identity"):
-                raise _StopReadError(f"answer with Content-Encoding {encoding!r}, never asked for")
-
-    return CappedResponse
-
-
-def _watch_pools(pool_manager: Any, budget: _Budget) -> None:
-    """Make every connection the client opens keep to the deadline and read through the caps."""
-    response_class = _response_class(budget)
-
-    def watched_pool(pool_class: Any) -> Any:
-        class Connection(pool_class.ConnectionCls):  # type: ignore[misc]
-            def _new_conn(self) -> socket.socket:
-                # connect, TLS handshake and request write: at most the time left (a
-                # retry's too, not its first try's timeout)
-                left = budget.left()
-                timeout: object = getattr(self, "timeout", None)
-                if not isinstance(timeout, int | float) or timeout > left:
-                    self.timeout = left
-                sock: socket.socket = super()._new_conn()
-                return sock
-
-        Connection.response_class = response_class
-        return type(pool_class.__name__, (pool_class,), {"ConnectionCls": Connection})
-
-    pool_manager.pool_classes_by_scheme = {
-        scheme: watched_pool(cls) for scheme, cls in pool_manager.pool_classes_by_scheme.items()
-    }
+def _budget(settings: HubSettings) -> Budget:
+    """The deadline and byte budget of one command's hub read, shared by every connection."""
+    return Budget(
+        settings.timeoutSeconds,
+        settings.maxBytes,
+        deadline_message=f"no complete answer within {settings.timeoutSeconds:g} s "
+        "(hub.timeoutSeconds in dsf.yaml)",
+        bytes_message=f"the answers hold more than {settings.maxBytes} bytes "
+        "(hub.maxBytes in dsf.yaml)",
+    )
 
 
 class HubSession:
     """One command's reads from a hub; use :func:`open_hub`."""
 
-    def __init__(self, api: Any, budget: _Budget) -> None:
+    def __init__(self, api: Any, budget: Budget, settings: HubSettings) -> None:
         self._api = api
         self._budget = budget
+        self._settings = settings
 
     def list_objects(self, group: str, version: str, plural: str) -> list[Any]:
         """Every item of a cluster-wide list, page by page, within the read's bounds.
@@ -179,7 +80,7 @@ class HubSession:
         The items are returned as the hub sent them (any JSON value): the caller validates
         each as it validates Git input.
         """
-        settings = self._budget.settings
+        settings = self._settings
         items: list[Any] = []
         seen: set[str] = set()
         token = ""
@@ -204,7 +105,7 @@ class HubSession:
         )
 
     def _get(self, group: str, version: str, plural: str, token: str) -> Any:
-        options: dict[str, Any] = {"limit": self._budget.settings.pageSize}
+        options: dict[str, Any] = {"limit": self._settings.pageSize}
         if token:
             options["_continue"] = token
         try:
@@ -218,25 +119,20 @@ class HubSession:
                 **options,
             )
             body = response.data
-        except _StopReadError as err:
+        except StopReadError as err:
             raise HubReadError(f"cannot list {plural}: {err}") from None
         except Exception as err:  # ApiException, urllib3's errors, OSError: one line each
             if self._budget.passed():
                 raise HubReadError(
-                    f"cannot list {plural}: {self._budget.deadline_message()}"
+                    f"cannot list {plural}: {self._budget.deadline_message}"
                 ) from None
-            stop = _stop_in(err)
+            stop = stop_in(err)
             reason = str(stop) if stop is not None else _failure(err)
             raise HubReadError(f"cannot list {plural}: {reason}") from None
         try:
             return load_json(body)
         except ValueError as err:  # also: not UTF-8, nested too deeply, a number too long
             raise HubReadError(f"the answer to the {plural} list is not JSON ({err})") from None
-
-
-def _stop_in(err: BaseException) -> _StopReadError | None:
-    """A cap that fired inside the client, however it was wrapped on the way out."""
-    return next((c for c in causes(err) if isinstance(c, _StopReadError)), None)
 
 
 def _failure(err: BaseException) -> str:
@@ -288,10 +184,10 @@ def open_hub(kubeconfig: str, settings: HubSettings) -> Iterator[HubSession]:
     except Exception as err:  # the client raises several unrelated types here
         text = str(err).split("\n", 1)[0][:300]
         raise HubReadError(f"--hub-kubeconfig {kubeconfig} is not usable: {text}") from None
-    budget = _Budget(settings)
-    _watch_pools(api_client.rest_client.pool_manager, budget)
+    budget = _budget(settings)
+    bound_pools(api_client.rest_client.pool_manager, lambda: budget)
     with api_client:
-        yield HubSession(client.CustomObjectsApi(api_client), budget)
+        yield HubSession(client.CustomObjectsApi(api_client), budget, settings)
 
 
 def item_label(plural: str, index: int, item: Any) -> str:

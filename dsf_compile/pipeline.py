@@ -48,9 +48,10 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.hub_state import HubState
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.inputs.settings import Settings
+    from dsf_compile.placement.decision_index import DecisionIndex
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
-    from dsf_compile.placement.verify import Drift
+    from dsf_compile.placement.verify import Verification
     from dsf_compile.render.changes import Changes
     from dsf_compile.sync.clusters import Discovery
 
@@ -312,7 +313,8 @@ def explain_fleet(
     clusters = inventory_clusters(inputs)
     bindings = [b.model for b in inputs.bindings] + list(state.bindings)
     scores = _indexed(state)
-    return [schedule(p.model, clusters, bindings, scores, state.decisions, at) for p in placements]
+    decided = _decided(state)
+    return [schedule(p.model, clusters, bindings, scores, decided, at) for p in placements]
 
 
 def placement_names(asked: Sequence[str], known: Sequence[str]) -> list[str]:
@@ -348,6 +350,13 @@ def _indexed(state: HubState) -> ScoreIndex:
     return ScoreIndex.of(state.scores)
 
 
+def _decided(state: HubState) -> DecisionIndex:
+    """The state's PlacementDecisions indexed once for every Placement scheduled against them."""
+    from dsf_compile.placement.decision_index import DecisionIndex
+
+    return DecisionIndex.of(state.decisions)
+
+
 def _object_name(placement: Placement) -> str:
     return f"{placement.metadata.namespace}/{placement.metadata.name}"
 
@@ -363,7 +372,7 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
 
     inputs = load_inputs(root)
     clusters = inventory_clusters(inputs)
-    scores = _indexed(state)
+    scores, decided = _indexed(state), _decided(state)
     old_placements, old_bindings = read_rendered_placements(root)
     new = {
         _object_name(p.model): schedule(
@@ -371,14 +380,14 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
             clusters,
             [b.model for b in inputs.bindings] + list(state.bindings),
             scores,
-            state.decisions,
+            decided,
             at,
         )
         for p in inputs.placements
     }
     old = {
         _object_name(p): schedule(
-            p, clusters, [*old_bindings, *state.bindings], scores, state.decisions, at
+            p, clusters, [*old_bindings, *state.bindings], scores, decided, at
         )
         for p in old_placements
     }
@@ -485,12 +494,17 @@ def optimize_fleet(
     return written
 
 
-def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
+def discover_clusters(
+    root: Path, kubeconfig: Path, *, allow_mass_removal: bool = False
+) -> Discovery:
     """``sync --clusters``: list the hub's ManagedClusters into ``clusters/discovered.yaml``.
 
     Writes the file (atomically) only when its bytes change; raises
     :class:`~dsf_compile.hub.HubReadError` when the hub cannot be read or answers
-    something ``validate`` would refuse (then nothing is written).
+    something ``validate`` would refuse, and :class:`MassRemovalError` when the hub's
+    list would remove more of the file's clusters than ``sync.maxClusterRemovalFraction``
+    allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
+    before anything is written.
     """
     from dsf_compile.files import atomic_write
     from dsf_compile.sync.clusters import (
@@ -505,84 +519,115 @@ def discover_clusters(root: Path, kubeconfig: Path) -> Discovery:
     blocked = check_discovered_target(root)
     if blocked:
         raise InputError(blocked)
-    text = encode_discovered(read_managed_clusters(kubeconfig, load_settings(root).hub))
+    settings = load_settings(root)
+    text = encode_discovered(read_managed_clusters(kubeconfig, settings.hub))
     path = root / DISCOVERED_FILE
     try:  # from Git: a link or a FIFO in its place is refused, not followed or waited on
         before = read_regular_file(path, max_bytes=MAX_FILE_BYTES).decode("utf-8", "replace")
     except FileNotFoundError:
         before = ""
-    now, then = names_in(text), names_in(before) if before else set()
+    now, then = names_in(text), names_in(before) if before else {}
+    if not allow_mass_removal:
+        _guard_removal(now, then, settings.sync.maxClusterRemovalFraction)
     changed = text != before
     if changed:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text.encode("utf-8"))
     return Discovery(
         clusters=tuple(sorted(now)),
-        added=tuple(sorted(now - then)),
-        removed=tuple(sorted(then - now)),
+        added=tuple(sorted(now.keys() - then.keys())),
+        removed=tuple(sorted(then.keys() - now.keys())),
         changed=changed,
     )
 
 
-def verify_hub(
-    root: Path, kubeconfig: str, names: Sequence[str], at: datetime
-) -> tuple[list[Drift], list[str], int]:
+#: Removed clusters named one per line when the guard trips; the count says the rest.
+_NAMED_REMOVALS = 20
+
+
+def _guard_removal(
+    now: dict[str, tuple[int, int]], then: dict[str, tuple[int, int]], fraction: float
+) -> None:
+    """Raise :class:`MassRemovalError` when the hub's list removes too much of the file."""
+    from dsf_compile.errors import MassRemovalError
+    from dsf_compile.sync.clusters import DISCOVERED_FILE
+    from dsf_compile.sync.guard import mass_removal
+
+    lost = mass_removal(then.keys(), now.keys(), fraction)
+    if not lost:
+        return
+    problems = [
+        Problem(DISCOVERED_FILE, *then[name], "metadata.name", f"{name}: not on the hub's list")
+        for name in lost[:_NAMED_REMOVALS]
+    ]
+    if len(lost) > _NAMED_REMOVALS:
+        line, column = then[lost[_NAMED_REMOVALS]]
+        more = len(lost) - _NAMED_REMOVALS
+        problems.append(
+            Problem(DISCOVERED_FILE, line, column, "metadata.name", f"and {more} more clusters")
+        )
+    raise MassRemovalError(problems, len(lost), len(then), len(now), fraction)
+
+
+def verify_hub(root: Path, kubeconfig: str, names: Sequence[str], at: datetime) -> Verification:
     """``explain --verify``: replay the hub's Placements on its own state, compare decisions.
 
-    Returns the drifted Placements, the lines saying what could not be verified, and how
-    many Placements were compared.
+    Every chosen Placement gets a typed verdict (compared and agreeing or differing, not
+    simulated, unreadable); a name given that the hub does not list is a usage error.
     """
     from dsf_compile.hub import open_hub
     from dsf_compile.hub_state import hub_objects, hub_state
+    from dsf_compile.placement.decision_index import DecisionIndex
     from dsf_compile.placement.scheduler import ScoreIndex, schedule
-    from dsf_compile.placement.verify import compare, hub_cluster, hub_placement, set_members
+    from dsf_compile.placement.verify import (
+        Outcome,
+        Verdict,
+        Verification,
+        hub_cluster,
+        hub_placement,
+        set_members,
+        verdict,
+    )
 
     with open_hub(kubeconfig, load_settings(root).hub) as hub:  # one deadline for all six lists
         state = hub_state(hub)
         objects = hub_objects(hub)
-    skipped: list[str] = []
-    placements = _readable(objects.placements, "Placement", hub_placement, skipped)
-    clusters = _readable(objects.clusters, "ManagedCluster", hub_cluster, skipped)
+    placements, broken = _readable(objects.placements, hub_placement, namespaced=True)
+    clusters, broken_clusters = _readable(objects.clusters, hub_cluster, namespaced=False)
     wanted = set(names)
     chosen = [p for p in placements if not wanted or _object_name(p) in wanted]
-    missing = sorted(wanted - {_object_name(p) for p in chosen})
+    broken = [(name, why) for name, why in broken if not wanted or name in wanted]
+    missing = sorted(wanted - {_object_name(p) for p in chosen} - {name for name, _ in broken})
     if missing:
         raise UsageError(f"no Placement {', '.join(missing)} on the hub (NAMESPACE/NAME)")
     members = set_members(objects.cluster_sets, clusters)
     # OCM's GetValidManagedClusterSetBindings: a binding of a set that does not exist is ignored
     bindings = [b for b in state.bindings if b.metadata.name in members]
     index = ScoreIndex.of(state.scores or ())
-    drifts = []
-    for placement in sorted(chosen, key=_object_name):
-        result = schedule(
-            placement, clusters, bindings, index, state.decisions, at, set_members=members
-        )
-        if not result.simulated and result.warnings[-1].startswith("not simulated"):
-            skipped.append(
-                f"placement {_object_name(placement)} not verified: {result.warnings[-1]}"
-            )
-            continue
-        drift = compare(result, state.decisions)
-        if drift is not None:
-            drifts.append(drift)
-    return drifts, skipped, len(chosen)
+    decided = DecisionIndex.of(state.decisions)  # once: per Placement it was quadratic
+    verdicts = [
+        verdict(schedule(p, clusters, bindings, index, decided, at, set_members=members), decided)
+        for p in sorted(chosen, key=_object_name)
+    ]
+    verdicts += [Verdict(name, Outcome.UNREADABLE, (why,)) for name, why in sorted(broken)]
+    return Verification(tuple(verdicts), tuple(broken_clusters))
 
 
 def _readable(
-    items: Sequence[Any], kind: str, parse: Callable[[Any], T], skipped: list[str]
-) -> list[T]:
-    """The hub's objects the replay can read; a line in ``skipped`` for each other one."""
+    items: Sequence[Any], parse: Callable[[Any], T], *, namespaced: bool
+) -> tuple[list[T], list[tuple[str, str]]]:
+    """The hub's objects the replay can read, and (name, why) for each other one."""
     from pydantic import ValidationError
 
-    from dsf_compile.placement.verify import unreadable
+    from dsf_compile.placement.verify import raw_name, unreadable_reason
 
-    out = []
+    out, broken = [], []
     for item in items:
         if not isinstance(item, dict):  # the parsers read mappings; a hub may send anything
-            skipped.append(unreadable(kind, item, ValueError("not an object")))
+            broken.append((raw_name(item, namespaced=namespaced), "not an object"))
             continue
         try:
             out.append(parse(item))
         except (ValidationError, ValueError) as err:
-            skipped.append(unreadable(kind, item, err))
-    return out
+            broken.append((raw_name(item, namespaced=namespaced), unreadable_reason(err)))
+    return out, broken

@@ -598,16 +598,20 @@ def test_verify_reads_its_six_lists_within_the_same_bounds(fleet: Path, hub: Hos
     )
 
 
-def test_verify_skips_a_placement_that_is_not_an_object_with_a_warning(
+def test_verify_names_a_placement_that_is_not_an_object_and_cannot_pass(
     fleet: Path, hub: HostileHub
 ) -> None:
-    # verify reports each Placement it cannot replay and goes on (a read-only report)
+    # verify reports each Placement it cannot read and goes on (a read-only report), but a
+    # run that could not read a Placement has not verified the hub: exit 2
     def answer(request: HubRequest) -> Iterator[tuple[float, bytes]]:
         return json_answer(list_of([5] if request.path == PLACEMENTS else []))
 
     hub.answer = answer
     code, _, err = verify(fleet)
-    assert code == 0, err
-    assert err.splitlines()[0] == (
-        "dsf-compile: warning: the hub's Placement None cannot be replayed: not an object"
-    )
+    assert code == 2, err
+    assert err.splitlines() == [
+        "dsf-compile: error: the hub's Placement (none)/(none) cannot be read, not compared: "
+        "not an object",
+        "dsf-compile: no Placement could be compared with the hub's decisions; "
+        "1 unreadable, not compared",
+    ]

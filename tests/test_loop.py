@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -276,9 +276,12 @@ def hub_value(score: float) -> int:
     return max(-100, min(100, math.floor(score)))
 
 
+def parse_time(valid_until: str) -> datetime:
+    return datetime.strptime(valid_until, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
 def seconds_left(valid_until: str) -> float:
-    moment = datetime.strptime(valid_until, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return (moment - datetime.now(UTC)).total_seconds()
+    return (parse_time(valid_until) - datetime.now(UTC)).total_seconds()
 
 
 def prometheus_queries(proxy: FleetProxy) -> set[str]:
@@ -387,6 +390,7 @@ def test_the_whole_loop(
         managed.put("configmaps", AGENT_NAMESPACE, configmap)
 
         # 3. The agent.
+        started = datetime.now(UTC).replace(microsecond=0)  # validUntil is in whole seconds
         agent = start_agent(tmp_path, managed, hub, proxy, agents)
 
         # 4. Scores on the hub and on /metrics.
@@ -429,7 +433,11 @@ def test_the_whole_loop(
         assert {PROMETHEUS_SERVICE, SAMPLE_SERVICE} <= proxy.hosts_seen()
         # Only worker02's namespace on the hub, and the scores are trusted for 3 intervals.
         assert {key[1] for key in hub.state.objects} == {CLUSTER}
-        assert 30 < seconds_left(valid_until(hub, "sample-my-score")) <= 90
+        # written after the start and before now, 3 × 30 s ahead (bounds a slow machine
+        # cannot break: no figure of elapsed time)
+        written_until = parse_time(valid_until(hub, "sample-my-score"))
+        assert started + timedelta(seconds=90) <= written_until
+        assert seconds_left(valid_until(hub, "sample-my-score")) <= 90
 
         # 5. explain reads the scores the agent wrote from the same hub (list calls only).
         explained = json.loads(

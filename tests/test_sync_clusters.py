@@ -51,6 +51,7 @@ class HubKube(FakeKube):
             "metadata": {
                 "name": name,
                 "creationTimestamp": "2026-01-02T03:04:05Z",
+                "annotations": extra.pop("annotations", {}),
                 "generation": 3,
                 "finalizers": ["cluster.open-cluster-management.io/api-resource-cleanup"],
                 "managedFields": [{"manager": "registration", "operation": "Update"}],
@@ -85,6 +86,12 @@ class HubKube(FakeKube):
         }
         assert not extra
         self.put("managedclusters", "", obj)
+
+
+EDGE_NOTES = {
+    "open-cluster-management/created-via": "other",
+    "kubectl.kubernetes.io/last-applied-configuration": '{"kind":"ManagedCluster"}',
+}
 
 
 @pytest.fixture
@@ -128,7 +135,7 @@ def fleet(tmp_path: Path, hub: HubKube) -> tuple[Path, Path]:
             "capacity": {"cpu": "16", "memory": "64Gi"},
         },
     )
-    hub.add_cluster("edge01", labels={"region": "eu-west", "gpu": "false"})
+    hub.add_cluster("edge01", labels={"region": "eu-west", "gpu": "false"}, annotations=EDGE_NOTES)
     return root, kubeconfig
 
 
@@ -157,7 +164,10 @@ def test_discovered_clusters_are_written_clean_and_sorted(
         },
         "spec": {
             "hubAcceptsClient": True,
-            "taints": [{"key": "maintenance", "effect": "NoSelect"}],
+            # timeAdded kept: a toleration's tolerationSeconds counts from it
+            "taints": [
+                {"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}
+            ],
         },
         "status": {
             "clusterClaims": [
@@ -166,8 +176,14 @@ def test_discovered_clusters_are_written_clean_and_sorted(
             ],
             "allocatable": {"cpu": "16", "memory": "64Gi"},
             "capacity": {"cpu": "16", "memory": "64Gi"},
+            "version": {"kubernetes": "v1.30.2"},  # CEL reads it
         },
     }
+    # annotations kept too (CEL reads them), but not kubectl's copy of the whole object
+    assert documents[0]["metadata"]["annotations"] == {
+        "open-cluster-management/created-via": "other"
+    }
+    assert "last-applied-configuration" not in text
     for noise in ("uid", "resourceVersion", "managedFields", "conditions", "caBundle", "addon-"):
         assert noise not in text
     # The inventory loader reads it, and the fleet renders from it as it did before.
@@ -191,7 +207,7 @@ def test_a_joining_cluster_changes_the_file_and_nothing_else_does(
     path = root / "clusters" / "discovered.yaml"
     first = path.read_bytes()
     # Server-side churn (a new resourceVersion, conditions, addon labels): same bytes.
-    hub.add_cluster("edge01", labels={"region": "eu-west", "gpu": "false"})
+    hub.add_cluster("edge01", labels={"region": "eu-west", "gpu": "false"}, annotations=EDGE_NOTES)
     code, err = sync_clusters(root, kubeconfig)
     assert code == 0 and "unchanged" in err
     assert path.read_bytes() == first
@@ -220,3 +236,111 @@ def test_an_unreachable_hub_is_a_clean_error(tmp_path: Path, fleet: tuple[Path, 
     out, err_stream = io.StringIO(), io.StringIO()
     assert run(["--root", str(root), "sync", "--clusters"], out, err_stream) == 2
     assert "needs --hub-kubeconfig" in err_stream.getvalue()
+
+
+ROW7_PLACEMENT = """\
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: discovered-fields, namespace: default}
+spec:
+  predicates:
+    - requiredClusterSelector:
+        celSelector:
+          celExpressions:
+            - managedCluster.status.version.kubernetes == 'v1.30.2'
+            - >-
+              !has(managedCluster.metadata.annotations) ||
+              managedCluster.metadata.annotations['open-cluster-management/created-via'] != 'other'
+  tolerations:
+    - {key: maintenance, operator: Exists, effect: NoSelect, tolerationSeconds: 3600}
+"""
+
+
+def _decided(root: Path, at: str) -> list[str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(
+        ["--root", str(root), "explain", "default/discovered-fields", "--at", at,
+         "--format", "json"],
+        out,
+        err,
+    )  # fmt: skip
+    assert code == 0, err.getvalue()
+    found = yaml.safe_load(out.getvalue())
+    results = found["placements"] if isinstance(found, dict) else found
+    return list(results[0]["decisions"])
+
+
+def test_explain_reads_what_the_hub_keeps_of_each_cluster(
+    fleet: tuple[Path, Path], hub: HubKube
+) -> None:
+    # What OCM's scheduler and CEL read is kept whole in the discovered file: taint
+    # timeAdded (tolerationSeconds counts from it), annotations and status.version
+    root, kubeconfig = fleet
+    assert sync_clusters(root, kubeconfig)[0] == 0
+    (root / "placements" / "discovered-fields.yaml").write_text(ROW7_PLACEMENT, encoding="utf-8")
+    # edge01's annotation says it was created another way: CEL leaves it out; worker01's
+    # maintenance taint was added at midnight and is tolerated for one hour
+    assert _decided(root, "2026-01-01T00:30:00Z") == ["worker01", "worker02"]
+    assert _decided(root, "2026-01-01T01:30:00Z") == ["worker02"]
+    # a cluster on another Kubernetes version no longer matches
+    hub.add_cluster("worker02", labels={"region": "us-east", "gpu": "false"},
+                    status={"version": {"kubernetes": "v1.29.0"}})  # fmt: skip
+    assert sync_clusters(root, kubeconfig)[0] == 0
+    assert _decided(root, "2026-01-01T00:30:00Z") == ["worker01"]
+
+
+def test_a_hub_listing_far_fewer_clusters_empties_nothing_without_the_override(
+    fleet: tuple[Path, Path], hub: HubKube
+) -> None:
+    # a wrong kubeconfig, a restored hub, an empty answer: the scheduled sync must not
+    # propose removing the fleet (sync.maxClusterRemovalFraction, like the scorers' guard)
+    root, kubeconfig = fleet
+    assert sync_clusters(root, kubeconfig)[0] == 0
+    path = root / "clusters" / "discovered.yaml"
+    first = path.read_bytes()
+    for name in ("edge01", "worker01", "worker02"):
+        hub.delete("managedclusters", "", name)
+    code, err = sync_clusters(root, kubeconfig)
+    assert code == 1, err
+    assert path.read_bytes() == first
+    lines = err.splitlines()
+    assert lines[:3] == [
+        f"clusters/discovered.yaml:{n}:3: error: metadata.name: {name}: not on the hub's list"
+        for n, name in _name_lines(first.decode(), "edge01", "worker01", "worker02")
+    ]
+    assert lines[3] == (
+        "dsf-compile: error: the hub lists 0 cluster(s): removing 3 of the 3 in "
+        "clusters/discovered.yaml is more than sync.maxClusterRemovalFraction (0.5) allows; "
+        "the file was not changed (check that --hub-kubeconfig names the right hub, or pass "
+        "--allow-mass-removal to remove them)"
+    )
+    assert "Traceback" not in err
+    # two of three gone is still too many; one of three is an ordinary leave
+    hub.add_cluster("edge01", labels={"region": "eu-west", "gpu": "false"}, annotations=EDGE_NOTES)
+    assert sync_clusters(root, kubeconfig)[0] == 1 and path.read_bytes() == first
+    hub.add_cluster("worker02", labels={"region": "us-east", "gpu": "false"})
+    code, err = sync_clusters(root, kubeconfig)
+    assert code == 0 and "(left: worker01)" in err
+    # the setting moves the line (0: any removal); the flag overrides it once
+    settings = root / "dsf.yaml"
+    settings.write_text(
+        settings.read_text(encoding="utf-8") + "sync:\n  maxClusterRemovalFraction: 0\n",
+        encoding="utf-8",
+    )
+    hub.delete("managedclusters", "", "worker02")
+    before = path.read_bytes()
+    assert sync_clusters(root, kubeconfig)[0] == 1 and path.read_bytes() == before
+    out, errs = io.StringIO(), io.StringIO()
+    argv = ["--root", str(root), "sync", "--clusters", "--hub-kubeconfig", str(kubeconfig)]
+    assert run([*argv, "--allow-mass-removal"], out, errs) == 0, errs.getvalue()
+    assert "(left: worker02)" in errs.getvalue() and path.read_bytes() != before
+    # without --clusters the flag means nothing: a usage error
+    assert run(["--root", str(root), "sync", "--allow-mass-removal"], out, errs) == 2
+
+
+def _name_lines(text: str, *names: str) -> list[tuple[int, str]]:
+    lines = text.splitlines()
+    return [
+        (next(i for i, line in enumerate(lines, 1) if line == f"  name: {name}"), name)
+        for name in names
+    ]

@@ -119,6 +119,8 @@ class ManagedClusterStatus(Lenient):
     clusterClaims: Items[ClusterClaim] = ()
     allocatable: dict[str, QuantityText] = Field(default_factory=dict)
     capacity: dict[str, QuantityText] = Field(default_factory=dict)
+    #: ``{kubernetes: v1.30.2}``: read by CEL (``managedCluster.status.version``).
+    version: dict[str, Annotated[str, Field(max_length=1024)]] = Field(default_factory=dict)
 
 
 class ClusterMeta(BaseModel):
@@ -126,6 +128,9 @@ class ClusterMeta(BaseModel):
 
     name: DnsLabel
     labels: Labels = Field(default_factory=dict)
+    #: Read by a Placement's CEL (``managedCluster.metadata.annotations``); checked as
+    #: Kubernetes checks them, since ``sync --clusters`` writes them to Git.
+    annotations: Annotations = Field(default_factory=dict)
     #: Set on a cluster being deleted: OCM's scheduler never picks it.
     deletionTimestamp: Time | None = None
 

@@ -469,6 +469,10 @@ class SyncSettings(Frozen):
         default=0.5,
         description="When more than this fraction of the scorers Active in the lockfile cannot be reached in one sync, sync writes nothing and exits 1 (1 turns the guard off).",
     )
+    maxClusterRemovalFraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=0.5,
+        description="When sync --clusters would remove more than this fraction of the clusters in clusters/discovered.yaml, it writes nothing and exits 1; --allow-mass-removal overrides it once (1 turns the guard off).",
+    )
 
 
 class HubSettings(Frozen):

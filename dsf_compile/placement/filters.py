@@ -16,7 +16,6 @@ from dsf_compile.inputs.placements import (
     ClusterSelector,
     GroupClusterSelector,
     Placement,
-    PlacementDecision,
     PlacementToleration,
 )
 from dsf_compile.inputs.selectors import selector_matches
@@ -121,17 +120,6 @@ def _expressions_match(
     expressions: Sequence[LabelSelectorRequirement] | None, labels: Mapping[str, str]
 ) -> bool:
     return selector_matches(LabelSelector(matchExpressions=tuple(expressions or ())), labels)
-
-
-def own_decisions(placement: Placement, decisions: Sequence[PlacementDecision]) -> set[str]:
-    """The clusters in this Placement's decisions (found by label, as OCM finds them)."""
-    return {
-        d.clusterName
-        for pd in decisions
-        if pd.metadata.namespace == placement.metadata.namespace
-        and pd.placement_name == placement.metadata.name
-        for d in pd.status.decisions
-    }
 
 
 def tolerated(

@@ -17,11 +17,10 @@ from datetime import datetime
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
     Placement,
-    PlacementDecision,
     ScoreCoordinate,
 )
+from dsf_compile.placement.decision_index import DecisionIndex
 from dsf_compile.placement.decisions import Misconfigured
-from dsf_compile.placement.filters import own_decisions
 from dsf_compile.placement.state import Cluster, ScoreIndex, format_time
 from dsf_contract.scores import CONDITION_TYPE
 
@@ -56,7 +55,7 @@ class _Step:
     names: Sequence[str]
     own: frozenset[str]
     placement: Placement
-    decisions: Sequence[PlacementDecision]
+    decisions: DecisionIndex
 
 
 @dataclass(frozen=True)
@@ -75,13 +74,14 @@ def score_prioritizers(
     index: ScoreIndex,
     no_scores: bool,
     placement: Placement,
-    decisions: Sequence[PlacementDecision],
+    decisions: DecisionIndex,
     at: datetime,
     warnings: list[str],
 ) -> list[PrioritizerResult]:
     """Steps 4 and 5: every prioritizer's score for the clusters left; warnings appended."""
     names = [c.name for c in left]
-    step = _Step(left, names, frozenset(own_decisions(placement, decisions)), placement, decisions)
+    own = decisions.own_clusters(placement.metadata.namespace, placement.metadata.name)
+    step = _Step(left, names, frozenset(own), placement, decisions)
     results: list[PrioritizerResult] = []
     addon_zero: dict[str, list[str]] = {}
     expired: set[tuple[str, str, datetime]] = set()
@@ -221,14 +221,7 @@ def _steady_scores(step: _Step) -> dict[str, int]:
 def _balance_scores(step: _Step) -> dict[str, int]:
     """Balance: fewer decisions of the other Placements, a higher score."""
     placement = step.placement
-    counts: Counter[str] = Counter()
-    for pd in step.decisions:
-        if (
-            pd.metadata.namespace == placement.metadata.namespace
-            and pd.placement_name == placement.metadata.name
-        ):
-            continue
-        counts.update(d.clusterName for d in pd.status.decisions)
+    counts = step.decisions.others_counts(placement.metadata.namespace, placement.metadata.name)
     most = max(counts.values(), default=0)
     values = {}
     for name in step.names:

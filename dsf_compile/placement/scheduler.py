@@ -21,6 +21,7 @@ from dsf_compile.inputs.placements import (
     Placement,
     PlacementDecision,
 )
+from dsf_compile.placement.decision_index import DecisionIndex
 from dsf_compile.placement.decisions import (
     Condition,
     DecisionGroupStatus,
@@ -40,7 +41,6 @@ from dsf_compile.placement.filters import (
     compiled_predicates,
     group_selects,
     in_sets,
-    own_decisions,
     passes_predicates,
     removed,
     tolerated,
@@ -103,7 +103,7 @@ def schedule(
     clusters: Sequence[Cluster],
     bindings: Sequence[ManagedClusterSetBinding],
     scores: Sequence[AddOnPlacementScore] | ScoreIndex | None,
-    decisions: Sequence[PlacementDecision],
+    decisions: Sequence[PlacementDecision] | DecisionIndex,
     at: datetime,
     *,
     set_members: Mapping[str, frozenset[str]] | None = None,
@@ -118,12 +118,14 @@ def schedule(
     is then 0 and a warning says so), or a :class:`ScoreIndex` of them when many
     Placements are scheduled against the same scores; ``decisions`` are the
     PlacementDecisions of every Placement (Steady and NoSelectIfNew read this
-    Placement's, Balance the others').
+    Placement's, Balance the others'), or a :class:`DecisionIndex` of them when many
+    Placements are scheduled against the same decisions.
     """
     if at.tzinfo is None:
         raise ValueError("the time of the simulation must carry a time zone")
     namespace, name = placement.metadata.namespace, placement.metadata.name
     spec = placement.spec
+    decisions = DecisionIndex.of(decisions)
     warnings: list[str] = _no_effect(placement, decisions)
     by_name = sorted(clusters, key=lambda c: c.name)
 
@@ -195,7 +197,7 @@ def schedule(
     # 3. taints and tolerations
     if misconfigured is None and passed:
         misconfigured = toleration_misconfigured(spec.tolerations)
-    own = own_decisions(placement, decisions)
+    own = decisions.own_clusters(namespace, name)
     left = (
         passed
         if misconfigured
@@ -274,32 +276,20 @@ def _with_decisions(
     )
 
 
-def _no_effect(placement: Placement, decisions: Sequence[PlacementDecision]) -> list[str]:
+def _no_effect(placement: Placement, decisions: DecisionIndex) -> list[str]:
     """Fields in OCM's API that its scheduler never reads: accepted, said to do nothing."""
     fields = sorted({"sortBy", "scoreRateLimit"} & placement.spec.model_fields_set)
     said = [f"spec.{f} has no effect: OCM's scheduler does not read it" for f in fields]
-    scored = any(
-        d.score is not None
-        for pd in decisions
-        if pd.metadata.namespace == placement.metadata.namespace
-        and pd.placement_name == placement.metadata.name
-        for d in pd.status.decisions
-    )
+    own = decisions.own(placement.metadata.namespace, placement.metadata.name)
+    scored = any(d.score is not None for pd in own for d in pd.status.decisions)
     if scored:
         said.append("ClusterDecision.score has no effect: OCM's scheduler does not read it")
     return said
 
 
-def _existing_objects(
-    placement: Placement, decisions: Sequence[PlacementDecision]
-) -> tuple[DecisionObject, ...]:
+def _existing_objects(placement: Placement, decisions: DecisionIndex) -> tuple[DecisionObject, ...]:
     """This Placement's PlacementDecisions as they are, sorted by name."""
-    own = [
-        pd
-        for pd in decisions
-        if pd.metadata.namespace == placement.metadata.namespace
-        and pd.placement_name == placement.metadata.name
-    ]
+    own = decisions.own(placement.metadata.namespace, placement.metadata.name)
     return tuple(
         DecisionObject(
             pd.metadata.name,

@@ -9,6 +9,7 @@ objects are read by :mod:`dsf_compile.hub_state`.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from dsf_compile.inputs.inventory import LabelSelector, ManagedCluster
-from dsf_compile.inputs.placements import CLUSTERSET_LABEL, Placement, PlacementDecision
+from dsf_compile.inputs.placements import CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import selector_matches
+from dsf_compile.placement.decision_index import DecisionIndex
 from dsf_compile.placement.decisions import GROUP_INDEX_LABEL, GROUP_NAME_LABEL
 from dsf_compile.placement.scheduler import (
     Cluster,
@@ -29,12 +31,44 @@ from dsf_contract.escaping import terminal
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 
+class Outcome(enum.Enum):
+    """What ``--verify`` found for one Placement; only the first two were compared."""
+
+    AGREE = "agrees"
+    DIFFER = "differs"
+    #: The replay does not decide it (scheduling disabled, a CEL the replay cannot run).
+    NOT_SIMULATED = "not simulated"
+    #: The hub's object cannot be read as a Placement.
+    UNREADABLE = "unreadable"
+
+
+COMPARED = (Outcome.AGREE, Outcome.DIFFER)
+
+
 @dataclass(frozen=True)
-class Drift:
-    """A Placement whose replayed PlacementDecisions differ from the hub's: one line each."""
+class Verdict:
+    """One Placement's outcome; ``lines`` are the differences, or the reason it was not compared."""
 
     placement: str
-    lines: tuple[str, ...]
+    outcome: Outcome
+    lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Every chosen Placement's verdict, and the hub's ManagedClusters the replay cannot read."""
+
+    verdicts: tuple[Verdict, ...]
+    #: (name, why) of each ManagedCluster the replay cannot read: every replay may be off.
+    unreadable_clusters: tuple[tuple[str, str], ...] = ()
+
+    def count(self, *outcomes: Outcome) -> int:
+        """How many Placements ended with one of ``outcomes``."""
+        return sum(1 for v in self.verdicts if v.outcome in outcomes)
+
+    def of(self, outcome: Outcome) -> list[Verdict]:
+        """The verdicts with ``outcome``, in order."""
+        return [v for v in self.verdicts if v.outcome is outcome]
 
 
 def hub_placement(item: Mapping[str, Any]) -> Placement:
@@ -96,24 +130,47 @@ def set_members(
     return members
 
 
-def unreadable(kind: str, item: object, err: ValidationError | ValueError) -> str:
-    """One line naming an object the replay cannot read."""
+def raw_name(item: object, *, namespaced: bool) -> str:
+    """``NAMESPACE/NAME`` (or ``NAME``) as an object the replay cannot read says it, unescaped.
+
+    What is not a string shows as ``(none)``: a user naming the Placement finds it by the
+    name the hub lists, and an unreadable one is then reported as such, not as missing.
+    """
     meta = item.get("metadata") if isinstance(item, dict) else None
-    name = meta.get("name") if isinstance(meta, dict) else None
-    first = err.errors()[0]["msg"] if isinstance(err, ValidationError) else str(err)
-    return f"the hub's {kind} {terminal(str(name))} cannot be replayed: {terminal(first)}"
+    meta = meta if isinstance(meta, dict) else {}
+    parts = [meta.get("namespace"), meta.get("name")] if namespaced else [meta.get("name")]
+    return "/".join(p if isinstance(p, str) else "(none)" for p in parts)
 
 
-def compare(result: PlacementResult, hub: Sequence[PlacementDecision]) -> Drift | None:
-    """The differences between the replay's PlacementDecisions and the hub's, or None."""
-    own = sorted(
-        (
-            pd
-            for pd in hub
-            if pd.metadata.namespace == result.namespace and pd.placement_name == result.name
-        ),
-        key=lambda pd: pd.metadata.name,
-    )
+def unreadable_reason(err: ValidationError | ValueError) -> str:
+    """Why the replay cannot read an object: the first problem, escaped."""
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return terminal(f"{where}: {first['msg']}" if where else first["msg"])
+    return terminal(str(err))
+
+
+def verdict(result: PlacementResult, hub: DecisionIndex) -> Verdict:
+    """The replay's outcome against the hub's decisions: compared only when it was simulated.
+
+    A Placement the replay does not decide (``simulated`` False: scheduling disabled, or a
+    CEL it cannot run) is *not simulated*, whatever its decisions look like: a disabled
+    Placement's replay is the hub's own decisions, and counting it as agreeing would say
+    the replay was checked when it was not.
+    """
+    placement = f"{result.namespace}/{result.name}"
+    if not result.simulated:
+        return Verdict(placement, Outcome.NOT_SIMULATED, (result.warnings[-1],))
+    drift = compare(result, hub)
+    if drift:
+        return Verdict(placement, Outcome.DIFFER, drift)
+    return Verdict(placement, Outcome.AGREE)
+
+
+def compare(result: PlacementResult, hub: DecisionIndex) -> tuple[str, ...]:
+    """The differences between the replay's PlacementDecisions and the hub's (none: agree)."""
+    own = sorted(hub.own(result.namespace, result.name), key=lambda pd: pd.metadata.name)
     theirs = {
         pd.metadata.name: (
             _group(pd.metadata.labels),
@@ -138,18 +195,80 @@ def compare(result: PlacementResult, hub: Sequence[PlacementDecision]) -> Drift 
             f"PlacementDecision {terminal(name)}: replay {_describe(ours.get(name))}; "
             f"hub {_describe(theirs.get(name))}"
         )
-    if not lines:
-        return None
-    return Drift(f"{result.namespace}/{result.name}", tuple(lines))
+    return tuple(lines)
 
 
-def format_drifts(drifts: Sequence[Drift]) -> str:
-    """``placement NS/NAME differs from the hub`` and the differences, indented."""
+def format_drifts(verification: Verification) -> str:
+    """``placement NS/NAME differs from the hub`` and the differences, indented (stdout)."""
     out = []
-    for drift in drifts:
+    for drift in verification.of(Outcome.DIFFER):
         out.append(f"placement {terminal(drift.placement)} differs from the hub:")
         out.extend(f"  {line}" for line in drift.lines)
     return "".join(f"{line}\n" for line in out)
+
+
+def not_compared_lines(verification: Verification) -> list[str]:
+    """One line per object that was not compared, and why (stderr, before the summary)."""
+    lines = [
+        f"error: the hub's ManagedCluster {terminal(name)} cannot be read, every replay may "
+        f"differ: {why}"
+        for name, why in verification.unreadable_clusters
+    ]
+    for found in verification.verdicts:
+        if found.outcome is Outcome.UNREADABLE:
+            lines.append(
+                f"error: the hub's Placement {terminal(found.placement)} cannot be read, "
+                f"not compared: {found.lines[0]}"
+            )
+        elif found.outcome is Outcome.NOT_SIMULATED:
+            lines.append(
+                f"warning: placement {terminal(found.placement)} not compared: {found.lines[0]}"
+            )
+    return lines
+
+
+def summary(verification: Verification) -> str:
+    """The last line: how many Placements were compared and how they ended, the rest counted."""
+    compared = verification.count(*COMPARED)
+    differ = verification.count(Outcome.DIFFER)
+    if differ:
+        head = f"{differ} of {_placements(compared)} differ from the hub's decisions"
+    elif compared:
+        verb = "agrees" if compared == 1 else "agree"
+        head = f"{_placements(compared)} {verb} with the hub's decisions"
+    elif verification.verdicts:
+        head = "no Placement could be compared with the hub's decisions"
+    else:
+        head = "no Placement on the hub: nothing to compare"
+    tail = [
+        f"{n} {outcome.value}, not compared"
+        for outcome in (Outcome.NOT_SIMULATED, Outcome.UNREADABLE)
+        if (n := verification.count(outcome))
+    ]
+    return "; ".join([head, *tail])
+
+
+def exit_code(verification: Verification) -> int:
+    """1 when a compared Placement differs; 2 when the check could not be made; else 0.
+
+    A difference is the finding the command exists for, so it wins. Otherwise an object
+    the replay cannot read (a Placement, or a ManagedCluster every replay depends on), or
+    Placements of which none could be compared, mean the check was not made: 2, as for
+    any hub answer that cannot be used. Placements not simulated beside compared ones
+    that agree are named and counted but do not fail the run: a fleet that disables
+    scheduling on purpose would otherwise never see a passing check.
+    """
+    if verification.count(Outcome.DIFFER):
+        return 1
+    if verification.unreadable_clusters or verification.count(Outcome.UNREADABLE):
+        return 2
+    if verification.verdicts and not verification.count(*COMPARED):
+        return 2
+    return 0
+
+
+def _placements(count: int) -> str:
+    return f"{count} Placement" + ("" if count == 1 else "s")
 
 
 def _group(labels: Mapping[str, str]) -> tuple[str, str]:

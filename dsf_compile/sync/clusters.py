@@ -4,8 +4,11 @@ Read-only: list calls through :mod:`dsf_compile.hub` (paged and bounded). Each c
 ``kubectl get managedclusters -o yaml`` shows it, minus what the servers set and change
 on their own (uid, resourceVersion, managedFields, conditions, leases, client configs,
 and the ``feature.open-cluster-management.io/addon-*`` labels that follow addon health),
-so the file changes only when a cluster joins, leaves, or its labels, claims, taints or
-resources change. Same hub state, same bytes: clusters sorted by name, keys in fixed order.
+so the file changes only when a cluster joins, leaves, or what the replay reads of it
+changes. What OCM's scheduler and a Placement's CEL read is kept whole: labels,
+annotations, taints (``timeAdded`` included: ``tolerationSeconds`` counts from it),
+cluster claims, ``status.version``, allocatable and capacity. Same hub state, same bytes:
+clusters sorted by name, keys in fixed order.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ VERSION = "v1"
 DISCOVERED_FILE = "clusters/discovered.yaml"
 #: Labels the hub's addon manager sets and flips with each addon's availability.
 _VOLATILE_LABEL_PREFIX = "feature.open-cluster-management.io/addon-"
+#: What ``kubectl apply`` leaves: a copy of the whole object, server-set fields and all.
+_APPLY_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+#: A taint's fields, in the order written (OCM's ``Taint``).
+_TAINT_FIELDS = ("key", "value", "effect", "timeAdded")
 HEADER = (
     "# The hub's ManagedClusters, written by `dsf-compile sync --clusters`; do not edit.\n"
     "# (Keep hand-written clusters in another file of clusters/, under other names.)\n"
@@ -48,44 +55,50 @@ def _sorted_map(value: Any) -> dict[str, Any]:
 def clean_cluster(obj: dict[str, Any]) -> dict[str, Any]:
     """The parts of a ManagedCluster a person edits or the fleet selects on, nothing server-set."""
     metadata = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    out_meta: dict[str, Any] = {"name": metadata["name"]}
     labels = {
         k: v
         for k, v in _sorted_map(metadata.get("labels")).items()
         if not k.startswith(_VOLATILE_LABEL_PREFIX)
     }
-    out_meta: dict[str, Any] = {"name": metadata["name"]}
-    if labels:
-        out_meta["labels"] = labels
-    out: dict[str, Any] = {
+    annotations = {
+        k: v for k, v in _sorted_map(metadata.get("annotations")).items() if k != _APPLY_ANNOTATION
+    }
+    for key, value in (("labels", labels), ("annotations", annotations)):
+        if value:
+            out_meta[key] = value
+    return {
         "apiVersion": f"{OCM_CLUSTER_GROUP}/{VERSION}",
         "kind": "ManagedCluster",
         "metadata": out_meta,
+        "spec": _clean_spec(obj.get("spec") or {}),
+        **({"status": status} if (status := _clean_status(obj.get("status") or {})) else {}),
     }
-    out_spec: dict[str, Any] = {"hubAcceptsClient": bool(spec.get("hubAcceptsClient", False))}
-    taints = [
-        {k: t[k] for k in ("key", "value", "effect") if k in t} for t in spec.get("taints") or []
-    ]
+
+
+def _clean_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"hubAcceptsClient": bool(spec.get("hubAcceptsClient", False))}
+    taints = [{k: t[k] for k in _TAINT_FIELDS if k in t} for t in spec.get("taints") or []]
     if taints:
-        out_spec["taints"] = sorted(
+        out["taints"] = sorted(
             taints, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", ""))
         )
-    out["spec"] = out_spec
-    out_status: dict[str, Any] = {}
+    return out
+
+
+def _clean_status(status: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     claims = [
         {"name": c["name"], "value": c.get("value", "")}
         for c in status.get("clusterClaims") or []
         if "name" in c
     ]
     if claims:
-        out_status["clusterClaims"] = sorted(claims, key=lambda c: c["name"])
-    for part in ("allocatable", "capacity"):
+        out["clusterClaims"] = sorted(claims, key=lambda c: c["name"])
+    for part in ("allocatable", "capacity", "version"):
         values = _sorted_map(status.get(part))
         if values:
-            out_status[part] = {k: str(v) for k, v in values.items()}
-    if out_status:
-        out["status"] = out_status
+            out[part] = {k: str(v) for k, v in values.items()}
     return out
 
 
@@ -175,8 +188,8 @@ def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
     return [f"{p.field}: {p.message}" if p.field else p.message for p in found]
 
 
-def names_in(text: str) -> set[str]:
-    """The cluster names of a discovered file's text (for the added/removed summary).
+def names_in(text: str) -> dict[str, tuple[int, int]]:
+    """The cluster names of a discovered file's text, and where each is written.
 
     The file came from Git: read with the project's loader (bounded aliases and depth),
     and only names that are DNS labels count, so the summary prints nothing else.
@@ -184,10 +197,10 @@ def names_in(text: str) -> set[str]:
     from dsf_contract.bounded_yaml import parse_yaml
     from dsf_contract.fields import DNS_LABEL_RE
 
-    names = set()
+    names: dict[str, tuple[int, int]] = {}
     for document in parse_yaml(text, DISCOVERED_FILE)[0]:
         meta = document.data.get("metadata") if isinstance(document.data, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
         if isinstance(name, str) and DNS_LABEL_RE.fullmatch(name):
-            names.add(name)
+            names.setdefault(name, document.locate(("metadata", "name")))
     return names

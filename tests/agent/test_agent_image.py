@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from functools import partial
@@ -323,13 +322,12 @@ def test_the_rendered_deployment_runs_as_a_kubelet_runs_it(
             assert state["HostConfig"]["Memory"] == int(quantity_value(limits["memory"]))
             assert state["HostConfig"]["ReadonlyRootfs"] is True
             assert apis.denied() == []
-            started = time.monotonic()
+            # podman sends SIGTERM, then SIGKILL after the grace period: exit code 0 (not
+            # 137) is the agent's own clean exit before the kill
             podman(podman_env, "stop", "--time", str(grace), name, timeout=grace + 30)
-            stopped_in = time.monotonic() - started
             (state,) = json.loads(podman(podman_env, "container", "inspect", name))
             assert state["State"]["ExitCode"] == 0, logs()
             assert not state["State"]["OOMKilled"]
-            assert stopped_in < grace
             assert "agent_stopped" in logs()
         finally:
             subprocess.run(

@@ -236,3 +236,162 @@ def test_verify_needs_a_hub(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "--hub-kubeconfig" in done.stderr
+
+
+def frozen_placement() -> dict[str, Any]:
+    """A Placement OCM does not schedule (the annotation): its decisions stay as they are."""
+    frozen = placement("frozen", {"numberOfClusters": 1})
+    frozen["metadata"]["annotations"] = {f"{GROUP}/experimental-scheduling-disable": "true"}
+    return frozen
+
+
+def test_a_placement_not_simulated_is_not_counted_as_agreeing(
+    hub: tuple[FakeKube, Path], tmp_path: Path
+) -> None:
+    # the replay of a Placement OCM does not schedule is the hub's own decisions: it
+    # proves nothing, so it is named and counted apart, never as agreeing
+    fake, kubeconfig = hub
+    fake.put("placements", "default", frozen_placement())
+    fake.put("placementdecisions", "default", decision("frozen", 1, ["c"]))
+    done = verify(kubeconfig, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "dsf-compile: warning: placement default/frozen not compared: not scheduled: the "
+        f'annotation {GROUP}/experimental-scheduling-disable: "true" keeps OCM from '
+        "scheduling this Placement; its existing decisions stay",
+        "dsf-compile: 2 Placements agree with the hub's decisions; 1 not simulated, not compared",
+    ]
+    # asked for that one alone, nothing is verified: exit 2, not "1 Placement agrees"
+    alone = verify(kubeconfig, tmp_path, "default/frozen")
+    assert alone.returncode == 2, alone.stderr
+    assert alone.stderr.splitlines()[-1] == (
+        "dsf-compile: no Placement could be compared with the hub's decisions; "
+        "1 not simulated, not compared"
+    )
+    # a difference elsewhere still reads as one of the compared ones
+    fake.put("addonplacementscores", "b", score("b", 20))
+    drifted = verify(kubeconfig, tmp_path)
+    assert drifted.returncode == 1
+    assert drifted.stderr.splitlines()[-1] == (
+        "dsf-compile: 1 of 2 Placements differ from the hub's decisions; "
+        "1 not simulated, not compared"
+    )
+
+
+def test_an_unreadable_placement_is_named_as_such_not_as_missing(
+    hub: tuple[FakeKube, Path], tmp_path: Path
+) -> None:
+    fake, kubeconfig = hub
+    broken = placement("broken", {"numberOfClusters": -1})
+    fake.put("placements", "default", broken)
+    done = verify(kubeconfig, tmp_path, "default/broken")
+    assert done.returncode == 2, done.stderr
+    assert "not on the hub" not in done.stderr
+    assert done.stderr.splitlines() == [
+        "dsf-compile: error: the hub's Placement default/broken cannot be read, not compared: "
+        "spec.numberOfClusters: Input should be greater than or equal to 0",
+        "dsf-compile: no Placement could be compared with the hub's decisions; "
+        "1 unreadable, not compared",
+    ]
+    # beside Placements that agree, the run still cannot say the hub was verified
+    everything = verify(kubeconfig, tmp_path)
+    assert everything.returncode == 2
+    assert everything.stderr.splitlines()[-1] == (
+        "dsf-compile: 2 Placements agree with the hub's decisions; 1 unreadable, not compared"
+    )
+    # a name the hub does not list at all is still a usage error saying so
+    missing = verify(kubeconfig, tmp_path, "default/nowhere")
+    assert missing.returncode == 2
+    assert "no Placement default/nowhere on the hub" in missing.stderr
+
+
+def test_each_decision_is_read_once_for_every_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 100 Placements × 100,000 decisions took a minute when every Placement filtered every
+    # decision: now the index reads each decision's placement label once per run
+    from datetime import UTC, datetime
+
+    from bench.hub_bench import VERIFY_CLUSTERS, verify_objects
+    from dsf_compile.hub_state import validated_objects
+    from dsf_compile.inputs.placements import ManagedClusterSetBinding, PlacementDecision
+    from dsf_compile.placement.decision_index import DecisionIndex
+    from dsf_compile.placement.scheduler import ScoreIndex, schedule
+    from dsf_compile.placement.verify import Outcome, hub_cluster, hub_placement, verdict
+
+    objects = verify_objects(30, 3000)
+    problems: list[str] = []
+    decisions = validated_objects(PlacementDecision, objects["decisions"], problems)
+    assert not problems and len(decisions) == 3000
+    clusters = [hub_cluster(cluster(f"c-{c:02d}", "gold")) for c in range(VERIFY_CLUSTERS)]
+    binding = ManagedClusterSetBinding.model_validate(
+        {
+            "apiVersion": f"{GROUP}/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "global", "namespace": "default"},
+            "spec": {"clusterSet": "global"},
+        }
+    )
+    reads = 0
+    label = PlacementDecision.placement_name
+
+    def counted(self: PlacementDecision) -> str | None:
+        nonlocal reads
+        reads += 1
+        return label.fget(self)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(PlacementDecision, "placement_name", property(counted))
+    at = datetime(2026, 11, 22, tzinfo=UTC)
+    index, scores = DecisionIndex.of(decisions), ScoreIndex.of(())
+    outcomes = {
+        verdict(schedule(hub_placement(p), clusters, [binding], scores, index, at), index).outcome
+        for p in objects["placements"]
+    }
+    assert outcomes == {Outcome.AGREE}
+    assert reads == len(decisions)
+
+
+def test_balance_reads_the_same_counts_from_the_index() -> None:
+    # Balance scores a cluster by the decisions of every *other* Placement
+    from datetime import UTC, datetime
+
+    from dsf_compile.inputs.placements import (
+        ManagedClusterSetBinding,
+        Placement,
+        PlacementDecision,
+    )
+    from dsf_compile.placement.decision_index import DecisionIndex
+    from dsf_compile.placement.scheduler import ScoreIndex, schedule
+    from dsf_compile.placement.verify import hub_cluster, hub_placement
+
+    clusters = [hub_cluster(cluster(n, "gold")) for n in ("a", "b", "c")]
+    binding = ManagedClusterSetBinding.model_validate(
+        {
+            "apiVersion": f"{GROUP}/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "global", "namespace": "default"},
+            "spec": {"clusterSet": "global"},
+        }
+    )
+    decisions = [
+        PlacementDecision.model_validate(decision(owner, 1, picked))
+        for owner, picked in (("other", ["a", "a", "b"]), ("mine", ["c"]), ("third", ["a"]))
+    ]
+    mine: Placement = hub_placement(
+        placement(
+            "mine",
+            {
+                "numberOfClusters": 1,
+                "prioritizerPolicy": {
+                    "mode": "Exact",
+                    "configurations": [{"scoreCoordinate": {"builtIn": "Balance"}, "weight": 1}],
+                },
+            },
+        )
+    )
+    at = datetime(2026, 11, 22, tzinfo=UTC)
+    scores = ScoreIndex.of(())
+    plain = schedule(mine, clusters, [binding], scores, decisions, at)
+    indexed = schedule(mine, clusters, [binding], scores, DecisionIndex.of(decisions), at)
+    assert plain == indexed
+    assert [p.scores for p in indexed.prioritizers if p.name == "Balance"] == [
+        {"a": -100, "b": 32, "c": 100}
+    ]
