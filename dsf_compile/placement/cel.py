@@ -21,11 +21,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsf_compile.placement import cel_library, cel_values
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, CostLimitExceeded, TooLarge, metered_cost
 from dsf_compile.placement.cel_engine import engine as cel
+from dsf_compile.placement.cel_syntax import CelSyntaxError, call_names, parse
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,
     UNSUPPORTED_VARIABLES,
@@ -52,12 +54,12 @@ _STANDARD = frozenset(
         "getSeconds", "getMilliseconds", "null_type",
     }
 )  # fmt: skip
+#: The name ``matches`` is evaluated under: the interpreter's own ``matches`` is not RE2
+#: and cannot be replaced, so the program that runs calls this one instead.
+_RE2_MATCHES = "dsfRe2Matches"
 #: The functions supplied here, by name: strings, lists and regex, then the object types.
 LIBRARY = {**cel_library.FUNCTIONS, **cel_values.FUNCTIONS}
 _KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
-#: The most comprehensions (``map``, ``filter``, ``all``, ``exists``…) evaluated in one
-#: expression: nested, each multiplies the work, and OCM's cost limit is not replayed.
-MAX_COMPREHENSIONS = 3
 #: Variables a macro binds: ``list.exists(x, …)``.
 _BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 #: A regex function called with a constant pattern: cel-go's regex library compiles it
@@ -80,6 +82,8 @@ class CelExpression:
     program: Any = None
     error: str | None = None
     unsupported: str | None = None
+    #: The expression's tree, which :mod:`.cel_cost` meters before the program runs.
+    tree: Any = field(default=None, repr=False, compare=False)
 
 
 ScoreLookup = Callable[[str, str], Sequence[Mapping[str, object]] | None]
@@ -99,13 +103,6 @@ def compile_expression(source: str) -> CelExpression:
                 source, unsupported="it uses CEL optional types, which dsf does not evaluate"
             )
         return CelExpression(source, error=f"compilation failed: {_syntax_error(str(err))}")
-    comprehensions = len(_BOUND_RE.findall(source))
-    if comprehensions > MAX_COMPREHENSIONS:
-        return CelExpression(
-            source,
-            unsupported=f"it has {comprehensions} comprehensions (at most {MAX_COMPREHENSIONS} "
-            "are evaluated: OCM's cost limit is not replayed), which dsf does not evaluate",
-        )
     names = {n for n in program.functions() if n[:1].isalpha()}
     variables = set(program.variables()) - set(_BOUND_RE.findall(source)) - {VARIABLE}
     unsupported = sorted((names & UNSUPPORTED_FUNCTIONS) | (variables & UNSUPPORTED_VARIABLES))
@@ -121,7 +118,23 @@ def compile_expression(source: str) -> CelExpression:
         problem = regex_error(_unescape(pattern))
         if problem is not None:
             return CelExpression(source, error=f"compilation failed: {problem}")
-    return CelExpression(source, program=program)
+    return _runnable(source)
+
+
+def _runnable(source: str) -> CelExpression:
+    """The program that runs (``matches`` on RE2) and the tree its cost is metered on."""
+    try:
+        tree = parse(source)
+        renamed = source
+        for offset, name in reversed(call_names(source)):
+            if name == "matches":
+                renamed = renamed[:offset] + _RE2_MATCHES + renamed[offset + len(name) :]
+        program = cel.compile(renamed)
+    except (CelSyntaxError, ValueError, RuntimeError, TypeError):
+        return CelExpression(
+            source, unsupported="dsf cannot read it to bound its cost as OCM does"
+        )
+    return CelExpression(source, program=program, tree=tree)
 
 
 def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
@@ -131,8 +144,14 @@ def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
     most evaluations).
     """
 
+    return cel.Context(variables={VARIABLE: cluster}, functions=_functions(scores))
+
+
+def _functions(scores: ScoreLookup) -> dict[str, Callable[..., Any]]:
+    """The library and ``scores()`` (sdk-go's clusterScores) over ``scores``."""
+
     def cluster_scores(receiver: object, name: object) -> list[Mapping[str, object]]:
-        # sdk-go's clusterScores: the receiver's metadata.name, then the lister's Get
+        # the receiver's metadata.name, then the lister's Get
         metadata = receiver.get("metadata") if isinstance(receiver, dict) else None
         cluster_name = metadata.get("name") if isinstance(metadata, dict) else None
         if not isinstance(cluster_name, str) or not isinstance(name, str):
@@ -142,9 +161,7 @@ def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
             raise CelFunctionError(f'failed to get score: addonplacementscore "{name}" not found')
         return [dict(item) for item in found]
 
-    return cel.Context(
-        variables={VARIABLE: cluster}, functions={**LIBRARY, "scores": cluster_scores}
-    )
+    return {**LIBRARY, "scores": cluster_scores, _RE2_MATCHES: cel_library.matches}
 
 
 def evaluate(
@@ -159,10 +176,24 @@ def evaluate(
     """
     if expression.program is None:
         raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+    bound_cost(expression, cluster, scores)
     try:
         return expression.program.execute(context or cluster_context(cluster, scores))
     except Exception as err:  # the interpreter raises many types for evaluation errors
         raise CelEvaluationError(_first_line(str(err))) from None
+
+
+def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> int:
+    """cel-go's cost of ``expression`` on ``cluster``; :class:`CelEvaluationError` with
+    cel-go's message past OCM's limit (OCM then drops the cluster)."""
+    if expression.tree is None:
+        raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+    try:
+        return metered_cost(expression.tree, {VARIABLE: cluster}, _functions(scores))
+    except CostLimitExceeded:
+        raise CelEvaluationError(LIMIT_MESSAGE) from None
+    except (TooLarge, RecursionError) as err:
+        raise CelEvaluationError(f"dsf does not evaluate it: {err or 'nested too deeply'}") from None
 
 
 def is_true(

@@ -161,9 +161,12 @@ class ScoreIndex:
         if found is None:
             context = self.memo.get(cluster.name)
             if context is None:
-                context = cluster_context(cluster.cel_view(), self.cel_scores)
+                # the context holds the lookup, and the memo the context: a lookup bound
+                # to this index would make a cycle through the interpreter's context,
+                # which Python's collector cannot see into, and no run would be freed
+                context = cluster_context(cluster.cel_view(), self.scores_lookup())
                 self.memo[cluster.name] = context
-            found = is_true(expression, cluster.cel_view(), self.cel_scores, context)
+            found = is_true(expression, cluster.cel_view(), self.scores_lookup(), context)
             self.memo[key] = found
         return bool(found)
 
@@ -184,10 +187,20 @@ class ScoreIndex:
 
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)``: the object's items in order; None when absent."""
-        found = self.objects.get((cluster, name))
-        if found is None:
-            return None
-        return [{"name": item.name, "value": item.value} for item in found.status.scores]
+        return _cel_scores(self.objects, cluster, name)
+
+    def scores_lookup(self) -> functools.partial[list[dict[str, object]] | None]:
+        """:meth:`cel_scores` without a reference to this index (see :meth:`cel_true`)."""
+        return functools.partial(_cel_scores, self.objects)
+
+
+def _cel_scores(
+    objects: Mapping[tuple[str, str], AddOnPlacementScore], cluster: str, name: str
+) -> list[dict[str, object]] | None:
+    found = objects.get((cluster, name))
+    if found is None:
+        return None
+    return [{"name": item.name, "value": item.value} for item in found.status.scores]
 
 
 #: Every distinct expression is compiled once per run, however many Placements use it.

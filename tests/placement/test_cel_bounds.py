@@ -1,0 +1,205 @@
+"""CEL as OCM bounds it: RE2 regexes in linear time, cel-go's cost limit, no leaked runs.
+
+Expected regex results are Go's ``regexp`` (RE2 syntax: POSIX classes and ``\\pL``, ASCII
+``\\d``/``\\w``, ``$`` at the end of the text only, at most 1000 repetitions); expected
+costs are cel-go's ``interpreter/runtimecost.go`` with OCM's ``PerCallLimit``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+import weakref
+from pathlib import Path
+
+import pytest
+
+from dsf_compile.placement.cel import (
+    CelEvaluationError,
+    bound_cost,
+    compile_expression,
+    evaluate,
+)
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
+from dsf_compile.placement.state import ScoreIndex, cluster_from_inventory
+from tests.placement.test_placement_cli import add_cel, cli, fleet  # noqa: F401
+
+CLUSTER = {"metadata": {"name": "c1", "labels": {"env": "prod"}}}
+
+
+def no_scores(cluster: str, name: str) -> None:
+    return None
+
+
+def value(expression: str) -> object:
+    compiled = compile_expression(expression)
+    assert compiled.error is None and compiled.unsupported is None, compiled
+    return evaluate(compiled, CLUSTER, no_scores)
+
+
+# ----------------------------------------------------------------- rows 1 and 3: RE2
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # POSIX classes are RE2 syntax (Python's re reads "[[:alpha:]]" as a set of ":ahlp[")
+        ("'ab1'.find('[[:alpha:]]+')", "ab"),
+        ("'1é'.matches('^[[:alpha:]]')", False),
+        # Unicode classes
+        ("'1éa'.find('\\\\pL+')", "éa"),
+        # $ is the end of the text, never before a trailing newline
+        ("'a\\n'.matches('a$')", False),
+        ("'a\\n'.find('a$')", ""),
+        # \\d and \\w are ASCII in RE2
+        ("'٣'.matches('\\\\d')", False),
+        ("'é_1'.findAll('\\\\w')", ["_", "1"]),
+        ("'x٣7'.find('\\\\d+')", "7"),
+        # Go's FindAllString: no empty match right after a match
+        ("'a1b22'.findAll('[0-9]*')", ["", "1", "22"]),
+        ("'abc'.findAll('a*')", ["a", "", ""]),
+    ],
+)
+def test_regexes_have_go_re2_semantics(expression: str, expected: object) -> None:
+    assert value(expression) == expected
+
+
+def test_a_repeat_above_1000_is_go_s_error() -> None:
+    compiled = compile_expression("'a'.find('a{1,1001}') == 'a'")
+    assert compiled.error == (
+        "compilation failed: error parsing regexp: invalid repeat count: `{1,1001}`"
+    )
+    # a pattern only known at evaluation: an evaluation error (the cluster fails)
+    dynamic = compile_expression("'a'.matches(managedCluster.metadata.name + '{1,1001}')")
+    assert dynamic.error is None
+    with pytest.raises(CelEvaluationError, match="invalid repeat count"):
+        evaluate(dynamic, CLUSTER, no_scores)
+    assert value("'a'.matches('^a{1,1000}$')") is True
+
+
+@pytest.mark.timeout(30)
+def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
+    text = "a" * 5000 + "!"
+    assert value(f"'{text}'.find('^(a+)+$')") == ""
+    assert value(f"'{text}'.matches('^(a+)+$')") is False
+    assert value(f"'{text}'.findAll('(a|aa)+$')") == []
+
+
+# ----------------------------------------------------------------- row 2: cost
+
+
+@pytest.mark.parametrize(
+    ("expression", "cost"),
+    [
+        # identifier 1 + two fields 2 + == on strings ceil(min(2, 2) * 0.1)
+        ("managedCluster.metadata.name == 'c1'", 4),
+        # list 10; per element: condition 2, step 1 + x 1 + > 1; result 1
+        ("[1, 2, 3].all(x, x > 0)", 26),
+        # exists stops at the first match: condition 3 + step 3, twice, then the
+        # condition that stops the loop 3; result 1
+        ("[1, 2, 3].exists(x, x == 2)", 10 + 12 + 3 + 1),
+        # matches: ceil((1 + 3) * 0.1) * ceil(4 * 0.25)
+        ("'abc'.matches('b+c$')", 1),
+    ],
+)
+def test_costs_are_cel_go_s(expression: str, cost: int) -> None:
+    compiled = compile_expression(expression)
+    assert bound_cost(compiled, CLUSTER, no_scores) == cost
+
+
+GROW = "'x'.replace('x', '" + "a" * 3000 + "')"
+COSTLY = [
+    # two comprehensions over a list made by replace().split('')
+    f"{GROW}.split('').all(a, {GROW}.split('').all(b, a == b || a != b))",
+    # a string doubled in a comprehension: memory, not only time
+    f"[{GROW}].all(s, s.split('').map(x, s + s).size() > 0)",
+    "[1, 2].map(a, " + GROW + ").map(s, s + s).map(s, s + s).size() == 2 && "
+    + GROW
+    + ".split('').exists(x, x.matches('" + "b" * 1500 + "'))",
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("expression", COSTLY)
+def test_past_ocm_s_cost_limit_is_cel_go_s_error(expression: str) -> None:
+    compiled = compile_expression(expression)
+    assert compiled.error is None and compiled.unsupported is None
+    with pytest.raises(CelEvaluationError, match=f"^{LIMIT_MESSAGE}$"):
+        evaluate(compiled, CLUSTER, no_scores)
+
+
+def test_the_limit_is_ocm_s() -> None:
+    assert PER_CALL_LIMIT == 1_000_000  # k8s.io/apiserver/pkg/apis/cel.PerCallLimit
+    # 100,000 elements at 5 a step
+    hundred_thousand = "'" + "b" * 100 + "'" + ".replace('b', 'bbbbbbbbbb')" * 3
+    within = compile_expression(f"{hundred_thousand}.split('').all(x, x == 'b')")
+    assert bound_cost(within, CLUSTER, no_scores) < PER_CALL_LIMIT
+    assert evaluate(within, CLUSTER, no_scores) is True
+
+
+# ----------------------------------------------------------------- row 12: no leaked runs
+
+
+def clusters(count: int) -> list[object]:
+    return [cluster_from_inventory(f"c{i:04}", {"env": "prod"}) for i in range(count)]
+
+
+def run_once(fleet_clusters: list[object]) -> weakref.ref[ScoreIndex]:
+    index = ScoreIndex.of([])
+    expression = compile_expression("managedCluster.metadata.labels.env == 'prod'")
+    assert all(index.cel_true(expression, c) for c in fleet_clusters)  # type: ignore[arg-type]
+    return weakref.ref(index)
+
+
+def test_a_run_s_cel_contexts_are_freed() -> None:
+    fleet_clusters = clusters(50)
+    gone = run_once(fleet_clusters)
+    gc.collect()
+    assert gone() is None  # the index, its memo and the contexts in it
+
+
+def test_repeated_runs_do_not_grow_memory() -> None:
+    fleet_clusters = clusters(200)
+    run_once(fleet_clusters)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run_once(fleet_clusters)
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        for _ in range(10):
+            run_once(fleet_clusters)
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # leaked, ten runs of 200 clusters kept about 24 KB each: 48 MB
+    assert after - first < 2_000_000
+
+
+# ----------------------------------------------------------------- the commands
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "expression",
+    ["'" + "a" * 70 + "!'.find('^(a+)+$') == ''", COSTLY[0], COSTLY[1]],
+    ids=["backtracking-regex", "two-comprehensions", "doubled-strings"],
+)
+def test_commands_finish_with_ocm_s_outcome(fleet: Path, expression: str) -> None:  # noqa: F811
+    add_cel(fleet, expression)
+    code, out, err = cli(fleet, "validate")
+    assert "Traceback" not in err and code in (0, 1), err
+    code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
+    assert code == 0 and "Traceback" not in err, err
+    placement = next(
+        p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference"
+    )
+    assert placement["simulated"] is True
+    if "find" in expression:
+        assert placement["decisions"]  # '' == '' holds: OCM keeps the clusters
+    else:
+        assert placement["decisions"] == []  # OCM drops every cluster past the limit
+    code, _, err = cli(fleet, "render", "--check")
+    assert "Traceback" not in err
