@@ -27,13 +27,13 @@ from typing import Any
 from dsf_compile.placement import cel_library, cel_values
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, CostLimitExceeded, TooLarge, metered_cost
 from dsf_compile.placement.cel_engine import engine as cel
-from dsf_compile.placement.cel_syntax import CelSyntaxError, call_names, parse
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,
     UNSUPPORTED_VARIABLES,
     CelFunctionError,
     regex_error,
 )
+from dsf_compile.placement.cel_syntax import CelSyntaxError, call_names, parse
 
 # The interpreter logs every failing Python function through ``logging`` (and Python's
 # last-resort handler would print it): an evaluation error is an expected outcome here.
@@ -131,9 +131,7 @@ def _runnable(source: str) -> CelExpression:
                 renamed = renamed[:offset] + _RE2_MATCHES + renamed[offset + len(name) :]
         program = cel.compile(renamed)
     except (CelSyntaxError, ValueError, RuntimeError, TypeError):
-        return CelExpression(
-            source, unsupported="dsf cannot read it to bound its cost as OCM does"
-        )
+        return CelExpression(source, unsupported="dsf cannot read it to bound its cost as OCM does")
     return CelExpression(source, program=program, tree=tree)
 
 
@@ -193,7 +191,9 @@ def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: Sc
     except CostLimitExceeded:
         raise CelEvaluationError(LIMIT_MESSAGE) from None
     except (TooLarge, RecursionError) as err:
-        raise CelEvaluationError(f"dsf does not evaluate it: {err or 'nested too deeply'}") from None
+        raise CelEvaluationError(
+            f"dsf does not evaluate it: {err or 'nested too deeply'}"
+        ) from None
 
 
 def is_true(

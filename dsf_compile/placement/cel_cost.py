@@ -132,12 +132,12 @@ class _Meter:
             return value[key]
         return _ERR
 
-    def list(self, node: Node) -> Any:
+    def make_list(self, node: Node) -> Any:
         items = [self.eval(item) for item in node[1]]
         self.charge(_LIST_COST)
         return next((i for i in items if i is _ERR), None) or self.made(items)
 
-    def map(self, node: Node) -> Any:
+    def make_map(self, node: Node) -> Any:
         pairs = [(self.eval(k), self.eval(v)) for k, v in node[1]]
         self.charge(_MAP_COST)
         if any(k is _ERR or v is _ERR or not _hashable(k) for k, v in pairs):
@@ -295,7 +295,7 @@ def _structure_cost(value: Any) -> int:
         return _MAP_COST + sum(_structure_cost(v) for v in value.values())
     if isinstance(value, list):
         return _LIST_COST + sum(_structure_cost(v) for v in value)
-    return 0
+    return 0  # common.ConstCost
 
 
 def _hashable(value: object) -> bool:
@@ -326,7 +326,7 @@ def _equal(a: Any, b: Any) -> bool:
 def _order(a: Any, b: Any) -> int:
     if not ((_number(a) and _number(b)) or (type(a) is type(b) and type(a) in (str, bytes, bool))):
         raise TypeError("no such overload")
-    return (a > b) - (a < b)
+    return int(a > b) - int(a < b)
 
 
 def _int(value: int) -> int:
@@ -441,7 +441,11 @@ def _delegate(name: str, member: bool, args: list[Any]) -> Any:
     program = _DELEGATED.get(key)
     if program is None:
         names = [f"a{i}" for i in range(len(args))]
-        call = f"{names[0]}.{name}({', '.join(names[1:])})" if member else f"{name}({', '.join(names)})"
+        call = (
+            f"{names[0]}.{name}({', '.join(names[1:])})"
+            if member
+            else f"{name}({', '.join(names)})"
+        )
         program = _DELEGATED[key] = cel.compile(call)
     return program.execute({f"a{i}": a for i, a in enumerate(args)})
 
@@ -452,8 +456,8 @@ _STEPS: dict[str, Callable[[_Meter, Node], Any]] = {
     "select": _Meter.select,
     "has": _Meter.has,
     "index": _Meter.index,
-    "list": _Meter.list,
-    "map": _Meter.map,
+    "list": _Meter.make_list,
+    "map": _Meter.make_map,
     "and": _Meter.logic,
     "or": _Meter.logic,
     "cond": _Meter.cond,

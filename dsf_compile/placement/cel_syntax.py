@@ -14,6 +14,7 @@ Nodes are tuples whose first item names the kind: ``("lit", v)``, ``("ident", na
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -138,8 +139,10 @@ class _Parser:
         self.depth = 0
 
     def peek(self, text: str) -> bool:
-        return self.pos < len(self.items) and self.items[self.pos][1] == text and (
-            self.items[self.pos][0] in ("op", "name")
+        return (
+            self.pos < len(self.items)
+            and self.items[self.pos][1] == text
+            and (self.items[self.pos][0] in ("op", "name"))
         )
 
     def take(self, text: str) -> None:
@@ -307,6 +310,6 @@ def call_names(source: str) -> list[tuple[int, str]]:
     items = tokens(source)
     return [
         (offset, text)
-        for (kind, text, offset), after in zip(items, items[1:], strict=False)
+        for (kind, text, offset), after in itertools.pairwise(items)
         if kind == "name" and after[0] == "op" and after[1] == "("
     ]

@@ -114,9 +114,13 @@ COSTLY = [
     f"{GROW}.split('').all(a, {GROW}.split('').all(b, a == b || a != b))",
     # a string doubled in a comprehension: memory, not only time
     f"[{GROW}].all(s, s.split('').map(x, s + s).size() > 0)",
-    "[1, 2].map(a, " + GROW + ").map(s, s + s).map(s, s + s).size() == 2 && "
+    "[1, 2].map(a, "
     + GROW
-    + ".split('').exists(x, x.matches('" + "b" * 1500 + "'))",
+    + ").map(s, s + s).map(s, s + s).size() == 2 && "
+    + GROW
+    + ".split('').exists(x, x.matches('"
+    + "b" * 1500
+    + "'))",
 ]
 
 
@@ -193,9 +197,7 @@ def test_commands_finish_with_ocm_s_outcome(fleet: Path, expression: str) -> Non
     assert "Traceback" not in err and code in (0, 1), err
     code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
     assert code == 0 and "Traceback" not in err, err
-    placement = next(
-        p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference"
-    )
+    placement = next(p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference")
     assert placement["simulated"] is True
     if "find" in expression:
         assert placement["decisions"]  # '' == '' holds: OCM keeps the clusters
