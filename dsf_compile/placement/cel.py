@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsf_compile.placement import cel_library, cel_values
-from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, CostLimitExceeded, TooLarge, metered_cost
+from dsf_compile.placement.cel_cost import (
+    LIMIT_MESSAGE,
+    Constants,
+    CostLimitExceeded,
+    TooLarge,
+    metered_cost,
+)
 from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,
@@ -33,7 +39,7 @@ from dsf_compile.placement.cel_library import (
     CelFunctionError,
     regex_error,
 )
-from dsf_compile.placement.cel_syntax import CelSyntaxError, call_names, parse
+from dsf_compile.placement.cel_syntax import CelSyntaxError, call_names, closed_nodes, parse
 
 # The interpreter logs every failing Python function through ``logging`` (and Python's
 # last-resort handler would print it): an evaluation error is an expected outcome here.
@@ -84,6 +90,8 @@ class CelExpression:
     unsupported: str | None = None
     #: The expression's tree, which :mod:`.cel_cost` meters before the program runs.
     tree: Any = field(default=None, repr=False, compare=False)
+    #: Its parts that are the same on every cluster, metered once.
+    constants: Constants | None = field(default=None, repr=False, compare=False)
 
 
 ScoreLookup = Callable[[str, str], Sequence[Mapping[str, object]] | None]
@@ -132,7 +140,17 @@ def _runnable(source: str) -> CelExpression:
         program = cel.compile(renamed)
     except (CelSyntaxError, ValueError, RuntimeError, TypeError):
         return CelExpression(source, unsupported="dsf cannot read it to bound its cost as OCM does")
-    return CelExpression(source, program=program, tree=tree)
+    return CelExpression(
+        source, program=program, tree=tree, constants=Constants(closed_nodes(tree))
+    )
+
+
+def is_constant(expression: CelExpression) -> bool:
+    """Whether ``expression`` reads nothing of the cluster (same value on every one)."""
+    tree = expression.tree
+    if tree is None or expression.constants is None:
+        return False
+    return tree[0] == "lit" or id(tree) in expression.constants.closed
 
 
 def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
@@ -187,7 +205,9 @@ def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: Sc
     if expression.tree is None:
         raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
     try:
-        return metered_cost(expression.tree, {VARIABLE: cluster}, _functions(scores))
+        return metered_cost(
+            expression.tree, {VARIABLE: cluster}, _functions(scores), expression.constants
+        )
     except CostLimitExceeded:
         raise CelEvaluationError(LIMIT_MESSAGE) from None
     except (TooLarge, RecursionError) as err:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsf_compile.placement import cel_regex
@@ -61,26 +62,48 @@ class _Err:
 _ERR = _Err()
 
 
-def size(value: object) -> int:
+_SIZED = frozenset({str, bytes, list, dict})
+
+
+def size(value: Any) -> int:
     """cel-go's ``actualSize``: the length of a string, bytes, list or map, else 1."""
-    return len(value) if isinstance(value, str | bytes | list | dict) else 1
+    return len(value) if type(value) in _SIZED else 1
+
+
+@dataclass(frozen=True)
+class Constants:
+    """An expression's parts that read no variable (:func:`.cel_syntax.closed_nodes`),
+    and what each cost and gave when first evaluated: the same on every cluster."""
+
+    closed: frozenset[int]
+    #: ``id`` of a part → (value, cost, complete); incomplete: it passed the limit after
+    #: costing that much.
+    seen: dict[int, tuple[Any, int, bool]] = field(default_factory=dict)
 
 
 def metered_cost(
-    tree: Node, variables: Mapping[str, Any], functions: Mapping[str, Callable[..., Any]]
+    tree: Node,
+    variables: Mapping[str, Any],
+    functions: Mapping[str, Callable[..., Any]],
+    constants: Constants | None = None,
 ) -> int:
     """The cost of evaluating ``tree``; :class:`CostLimitExceeded` past OCM's limit."""
-    meter = _Meter(variables, functions)
+    meter = _Meter(variables, functions, constants or Constants(frozenset()))
     meter.eval(tree)
     return meter.cost
 
 
 class _Meter:
     def __init__(
-        self, variables: Mapping[str, Any], functions: Mapping[str, Callable[..., Any]]
+        self,
+        variables: Mapping[str, Any],
+        functions: Mapping[str, Callable[..., Any]],
+        constants: Constants,
     ) -> None:
         self.scope: dict[str, Any] = dict(variables)
         self.functions = functions
+        self.constants = constants
+        self.closed = constants.closed
         self.cost = 0
         self.units = 0
 
@@ -89,15 +112,33 @@ class _Meter:
         if self.cost > PER_CALL_LIMIT:
             raise CostLimitExceeded(LIMIT_MESSAGE)
 
-    def made(self, value: object) -> object:
-        if isinstance(value, str | list | dict | bytes):
+    def made(self, value: Any) -> Any:
+        if type(value) in _SIZED:
             self.units += len(value)
             if self.units > MAX_UNITS:
                 raise TooLarge(f"it builds more than {MAX_UNITS} characters or items")
         return value
 
     def eval(self, node: Node) -> Any:
+        if id(node) in self.closed:
+            return self.constant(node)
         return _STEPS[node[0]](self, node)
+
+    def constant(self, node: Node) -> Any:
+        seen = self.constants.seen.get(id(node))
+        if seen is not None:
+            value, cost, complete = seen
+            if complete or self.cost + cost > PER_CALL_LIMIT:
+                self.charge(cost)
+                return value
+        start = self.cost
+        try:
+            value = _STEPS[node[0]](self, node)
+        except CostLimitExceeded:
+            self.constants.seen[id(node)] = (None, self.cost - start, False)
+            raise
+        self.constants.seen[id(node)] = (value, self.cost - start, True)
+        return value
 
     # ------------------------------------------------------------------ leaves
 
@@ -168,12 +209,13 @@ class _Meter:
 
     def call(self, node: Node) -> Any:
         _, name, target, arg_nodes = node
-        args = ([self.eval(target)] if target is not None else []) + [
-            self.eval(a) for a in arg_nodes
-        ]
+        evaluate = self.eval
+        args = [evaluate(a) for a in arg_nodes]
+        if target is not None:
+            args.insert(0, evaluate(target))
         if name not in _RESULT_COSTED:
             self.charge(call_cost(name, args))  # charged first: bounds what it builds
-        if any(a is _ERR for a in args):
+        if _ERR in args:
             return _ERR
         result = self.apply(name, target is not None, args)
         if name in _RESULT_COSTED:
@@ -257,11 +299,20 @@ class _Meter:
 
 
 _MISSING = object()
+_SIZE_COSTED = frozenset(
+    {"startsWith", "endsWith", "@in", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_+_"}
+    | {"matches", "contains"}
+)
 _RESULT_COSTED = frozenset({"scores", "parseJSON"})
 
 
 def call_cost(name: str, args: list[Any]) -> int:
     """cel-go's ``costCall`` for the overloads it charges by size; 1 for the others."""
+    if name not in _SIZE_COSTED:
+        return 1
+    if name in ("_==_", "_!=_") and len(args) == 2:
+        a, b = args
+        return _traversal(min(size(a), size(b)))
     if name in ("startsWith", "endsWith") and args:
         return _traversal(size(args[0]))
     if name == "@in" and len(args) == 2 and isinstance(args[1], list):
@@ -310,6 +361,8 @@ def _number(value: object) -> bool:
 
 
 def _equal(a: Any, b: Any) -> bool:
+    if type(a) is type(b) and type(a) in (str, int, float):
+        return bool(a == b)
     if type(a) is bool or type(b) is bool:
         return type(a) is type(b) and a == b
     if _number(a) and _number(b):

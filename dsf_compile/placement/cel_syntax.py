@@ -313,3 +313,28 @@ def call_names(source: str) -> list[tuple[int, str]]:
         for (kind, text, offset), after in itertools.pairwise(items)
         if kind == "name" and after[0] == "op" and after[1] == "("
     ]
+
+
+def closed_nodes(tree: Node) -> frozenset[int]:
+    """The ``id`` of every call and comprehension that reads no variable from outside it.
+
+    Such a part has the same value and cost on every cluster, so a run computes it once.
+    """
+    found: set[int] = set()
+    _free(tree, found)
+    return frozenset(found)
+
+
+def _free(node: Node, found: set[int]) -> frozenset[str]:
+    kind = node[0]
+    if kind == "ident":
+        return frozenset({node[1]})
+    if kind == "fold":
+        _, _, var, source, first, second = node
+        inner = _free(first, found) | (_free(second, found) if second is not None else frozenset())
+        names = _free(source, found) | (inner - {var})
+    else:
+        names = frozenset().union(*(_free(child, found) for child in _children(node)))
+    if not names and kind in ("call", "fold"):
+        found.add(id(node))
+    return names

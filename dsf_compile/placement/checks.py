@@ -20,7 +20,8 @@ from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
-from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
+from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate, is_constant
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
 from dsf_compile.placement.scheduler import (
     Cluster,
     cel_view,
@@ -448,26 +449,46 @@ def _check_cel(
                 name = match.group(1) if match.group(1) is not None else match.group(2)
                 if name not in catalog.scores and catalog.complete:
                     errors.append(located.problem(pointer, _unknown_score(name, catalog)))
-            kind = _non_boolean(compiled, clusters)
+            kind, over_limit = _tried(compiled, clusters)
             if kind is not None:
                 errors.append(
                     located.problem(
                         pointer, f"evaluates to {kind}, not a bool: every cluster would fail it"
                     )
                 )
+            elif over_limit is not None:
+                constant = is_constant(compiled)
+                message = _over_limit(compiled, over_limit)
+                problem = located.problem(pointer, message, "error" if constant else "warning")
+                (errors if constant else warnings).append(problem)
     return errors, warnings
 
 
-def _non_boolean(compiled: CelExpression, clusters: Sequence[Cluster]) -> str | None:
+def _over_limit(compiled: CelExpression, cluster: str) -> str:
+    if is_constant(compiled):
+        return (
+            f"costs more than OCM's CEL cost limit ({PER_CALL_LIMIT}), whatever the cluster: "
+            f"OCM fails it on every cluster ({LIMIT_MESSAGE})"
+        )
+    return (
+        f"costs more than OCM's CEL cost limit ({PER_CALL_LIMIT}) on cluster {cluster!r}: "
+        f"OCM drops such a cluster ({LIMIT_MESSAGE})"
+    )
+
+
+def _tried(compiled: CelExpression, clusters: Sequence[Cluster]) -> tuple[str | None, str | None]:
     """The type an expression gives instead of a bool, tried on the inventory (CEL's result
-    type does not depend on the cluster); None when it gives a bool or only errors."""
+    type does not depend on the cluster; None when it gives a bool or only errors), and
+    the first cluster on which it passes OCM's cost limit (trying stops there)."""
     for cluster in clusters[:_TRIED_CLUSTERS]:
         try:
             value = evaluate(compiled, cluster.cel_view(), lambda _c, _n: [])
-        except CelEvaluationError:
+        except CelEvaluationError as err:
+            if str(err) == LIMIT_MESSAGE:
+                return None, cluster.name
             continue
-        return None if isinstance(value, bool) else _CEL_TYPES.get(type(value), "dyn")
-    return None
+        return (None if isinstance(value, bool) else _CEL_TYPES.get(type(value), "dyn")), None
+    return None, None
 
 
 #: How many inventory clusters an expression is tried on to learn its result type.

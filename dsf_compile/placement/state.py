@@ -17,7 +17,14 @@ from typing import Any
 from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import AddOnPlacementScore
 from dsf_compile.inputs.quantity import quantity_value
-from dsf_compile.placement.cel import CelExpression, cluster_context, compile_expression, is_true
+from dsf_compile.placement.cel import (
+    CelEvaluationError,
+    CelExpression,
+    cluster_context,
+    compile_expression,
+    evaluate,
+)
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE
 from dsf_contract.fields import in_utc
 from dsf_contract.scores import CONDITION_TYPE
 
@@ -117,6 +124,11 @@ def cluster_from_inventory(
     )
 
 
+#: After an expression passed OCM's cost limit on this many clusters of a run, the rest
+#: are taken to pass it too (see :meth:`ScoreIndex.cel_true`).
+CEL_LIMIT_CLUSTERS = 5
+
+
 @dataclass(frozen=True)
 class ScoreIndex:
     """AddOnPlacementScores by (cluster namespace, name), and their items by name.
@@ -166,9 +178,25 @@ class ScoreIndex:
                 # which Python's collector cannot see into, and no run would be freed
                 context = cluster_context(cluster.cel_view(), self.scores_lookup())
                 self.memo[cluster.name] = context
-            found = is_true(expression, cluster.cel_view(), self.scores_lookup(), context)
+            found = self._cel_outcome(expression, cluster, context)
             self.memo[key] = found
         return bool(found)
+
+    def _cel_outcome(self, expression: CelExpression, cluster: Cluster, context: Any) -> bool:
+        # Metering an expression up to OCM's limit takes a second or two here; once it
+        # passed the limit on CEL_LIMIT_CLUSTERS clusters of a run, it is taken to pass it
+        # on the rest (OCM drops them too), so that a hostile expression cannot make a run
+        # last a fleet's size in seconds.
+        over = ("cel-over-limit", expression.source)
+        if self.memo.get(over, 0) >= CEL_LIMIT_CLUSTERS:
+            return False
+        try:
+            value = evaluate(expression, cluster.cel_view(), self.scores_lookup(), context)
+        except CelEvaluationError as err:
+            if str(err) == LIMIT_MESSAGE:
+                self.memo[over] = self.memo.get(over, 0) + 1
+            return False
+        return value is True
 
     def addon_table(
         self, resource_name: str, score_name: str
