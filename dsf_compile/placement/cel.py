@@ -39,7 +39,13 @@ from dsf_compile.placement.cel_library import (
     CelFunctionError,
     regex_error,
 )
-from dsf_compile.placement.cel_syntax import CelSyntaxError, call_names, closed_nodes, parse
+from dsf_compile.placement.cel_syntax import (
+    CelSyntaxError,
+    call_names,
+    children,
+    closed_nodes,
+    parse,
+)
 
 # The interpreter logs every failing Python function through ``logging`` (and Python's
 # last-resort handler would print it): an evaluation error is an expected outcome here.
@@ -70,9 +76,7 @@ _KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
 _BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 #: A regex function called with a constant pattern: cel-go's regex library compiles it
 #: at compile time, so a bad one is a compile error.
-_CONSTANT_REGEX_RE = re.compile(
-    r"""\.\s*(?:matches|find|findAll)\s*\(\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
-)
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _OPTIONAL_SYNTAX_RE = re.compile(r"\.\?|\[\?|\boptional\.")
 
 
@@ -121,12 +125,26 @@ def compile_expression(source: str) -> CelExpression:
     if variables or names - _KNOWN:
         message = _undeclared(source, sorted(variables), sorted(names - _KNOWN))
         return CelExpression(source, error=f"compilation failed: {message}")
-    for match in _CONSTANT_REGEX_RE.finditer(source):
-        pattern = match.group(1) if match.group(1) is not None else match.group(2)
-        problem = regex_error(_unescape(pattern))
+    runnable = _runnable(source)
+    for pattern in _constant_patterns(runnable.tree) if runnable.tree is not None else ():
+        problem = regex_error(pattern)
         if problem is not None:
             return CelExpression(source, error=f"compilation failed: {problem}")
-    return _runnable(source)
+    return runnable
+
+
+def _constant_patterns(tree: Any) -> list[str]:
+    """The constant patterns of ``matches``, ``find`` and ``findAll`` calls, decoded."""
+    found: list[str] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node[0] == "call" and node[1] in _REGEX_FUNCTIONS and node[2] is not None:
+            pattern = node[3][0] if node[3] else None
+            if pattern is not None and pattern[0] == "lit" and isinstance(pattern[1], str):
+                found.append(pattern[1])
+        stack.extend(children(node))
+    return found
 
 
 def _runnable(source: str) -> CelExpression:
@@ -280,8 +298,3 @@ _STRING_LITERAL_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "error"
-
-
-def _unescape(literal: str) -> str:
-    # CEL string escapes in a constant pattern: enough for \\, \' and \" (the rest stay)
-    return re.sub(r"\\([\\'\"])", r"\1", literal)

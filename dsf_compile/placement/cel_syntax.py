@@ -114,11 +114,12 @@ def _depth(tree: Node) -> int:
     while stack:
         node, level = stack.pop()
         deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in _children(node))
+        stack.extend((child, level + 1) for child in children(node))
     return deepest
 
 
-def _children(node: Node) -> list[Node]:
+def children(node: Node) -> list[Node]:
+    """The nodes directly under ``node``."""
     out: list[Node] = []
     for part in node[1:]:
         if isinstance(part, tuple) and part and isinstance(part[0], str):
@@ -334,7 +335,7 @@ def _free(node: Node, found: set[int]) -> frozenset[str]:
         inner = _free(first, found) | (_free(second, found) if second is not None else frozenset())
         names = _free(source, found) | (inner - {var})
     else:
-        names = frozenset().union(*(_free(child, found) for child in _children(node)))
+        names = frozenset().union(*(_free(child, found) for child in children(node)))
     if not names and kind in ("call", "fold"):
         found.add(id(node))
     return names

@@ -228,3 +228,12 @@ def test_a_cost_that_depends_on_the_cluster_is_a_warning(fleet: Path) -> None:  
     assert "costs more than OCM's CEL cost limit (1000000) on cluster 'edge01'" in err
     code, _, err = cli(fleet, "validate", "--strict")
     assert code == 1
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["'a'.find(r'a{1,1001}') == ''", "'a'.matches('\\x61{1,1001}')", "'a'.findAll(\"(\") == []"],
+)
+def test_a_constant_pattern_is_read_as_cel_decodes_it(expression: str) -> None:
+    compiled = compile_expression(expression)
+    assert compiled.error is not None and "error parsing regexp" in compiled.error
