@@ -208,11 +208,21 @@ def evaluate(
 
     ``context`` is :func:`cluster_context` of the same cluster and scores, when reused.
     """
+    return evaluate_costed(expression, cluster, scores, context)[0]
+
+
+def evaluate_costed(
+    expression: CelExpression,
+    cluster: Mapping[str, Any],
+    scores: ScoreLookup,
+    context: Any = None,
+) -> tuple[object, int]:
+    """:func:`evaluate`, and what the evaluation cost in cel-go's units."""
     if expression.program is None:
         raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
-    bound_cost(expression, cluster, scores)
+    cost = bound_cost(expression, cluster, scores)
     try:
-        return expression.program.execute(context or cluster_context(cluster, scores))
+        return expression.program.execute(context or cluster_context(cluster, scores)), cost
     except Exception as err:  # the interpreter raises many types for evaluation errors
         raise CelEvaluationError(_first_line(str(err))) from None
 

@@ -22,9 +22,9 @@ from dsf_compile.placement.cel import (
     CelExpression,
     cluster_context,
     compile_expression,
-    evaluate,
+    evaluate_costed,
 )
-from dsf_compile.placement.cel_cost import LIMIT_MESSAGE
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, RUNTIME_BUDGET
 from dsf_contract.fields import in_utc
 from dsf_contract.scores import CONDITION_TYPE
 
@@ -191,12 +191,27 @@ class ScoreIndex:
         if self.memo.get(over, 0) >= CEL_LIMIT_CLUSTERS:
             return False
         try:
-            value = evaluate(expression, cluster.cel_view(), self.scores_lookup(), context)
+            value, cost = evaluate_costed(
+                expression, cluster.cel_view(), self.scores_lookup(), context
+            )
         except CelEvaluationError as err:
             if str(err) == LIMIT_MESSAGE:
                 self.memo[over] = self.memo.get(over, 0) + 1
             return False
+        self.memo["cel-cost", expression.source, cluster.name] = cost
         return value is True
+
+    def cel_all_true(self, expressions: Iterable[CelExpression], cluster: Cluster) -> bool:
+        """Whether every expression of one CEL selector is true for ``cluster``, within
+        OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails)."""
+        budget = RUNTIME_BUDGET
+        for expression in expressions:
+            if not self.cel_true(expression, cluster):
+                return False
+            budget -= self.memo.get(("cel-cost", expression.source, cluster.name), 0)
+            if budget < 0:
+                return False
+        return True
 
     def addon_table(
         self, resource_name: str, score_name: str

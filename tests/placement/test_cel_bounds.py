@@ -255,3 +255,26 @@ def test_dsf_mcp_s_explain_keeps_nothing_per_call(fleet: Path) -> None:  # noqa:
         assert document.placements
     # leaked, each call kept its index, the CEL contexts in its memo and their clusters
     assert live_indexes() == before
+
+
+HALF_MILLION = (
+    "'" + "b" * 100 + "'" + ".replace('b', 'bbbbbbbbbb')" * 3 + ".split('').all(x, x == 'b')"
+)
+
+
+@pytest.mark.parametrize(("copies", "kept"), [(19, True), (20, False)])
+def test_a_selector_s_expressions_share_ocm_s_budget(
+    fleet: Path,  # noqa: F811
+    copies: int,
+    kept: bool,
+) -> None:
+    # 500,005 each: 19 fit RuntimeCELCostBudget (10,000,000), the 20th does not
+    assert bound_cost(compile_expression(HALF_MILLION), CLUSTER, no_scores) == 500_005
+    add_cel(fleet, HALF_MILLION)
+    path = fleet / "placements/gpu-inference.yaml"
+    line = f"            - {json.dumps(HALF_MILLION)}\n"
+    path.write_text(path.read_text().replace(line, line * copies))
+    code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
+    assert code == 0, err
+    placement = next(p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference")
+    assert bool(placement["decisions"]) is kept
