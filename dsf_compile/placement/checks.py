@@ -24,6 +24,7 @@ from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluat
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
 from dsf_compile.placement.scheduler import (
     Cluster,
+    ScoreIndex,
     cel_view,
     cluster_from_inventory,
     compile_cached,
@@ -138,6 +139,9 @@ def check_placements(
     bindings = [b.model for b in inputs.bindings]
     bound = {b.metadata.namespace for b in bindings}
     groups = _ClusterGroups(inputs)
+    # one index for every Placement: each cluster's CEL context is built once, and an
+    # expression's result per cluster shared (validate gives no scores: every one absent)
+    index = ScoreIndex.of(None)
     for located in inputs.placements:
         found_errors, used = _check_coordinates(located, catalog)
         errors += found_errors
@@ -169,7 +173,7 @@ def check_placements(
             continue
         grouping = groups.for_placement(placement)
         representatives = [g.representative for g in grouping.groups]
-        result = schedule(placement, representatives, bindings, None, (), at)
+        result = schedule(placement, representatives, bindings, index, (), at)
         misconfigured = any(
             c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
         )
