@@ -224,7 +224,8 @@ def evaluate_costed(
     try:
         return expression.program.execute(context or cluster_context(cluster, scores)), cost
     except Exception as err:  # the interpreter raises many types for evaluation errors
-        raise CelEvaluationError(_first_line(str(err))) from None
+        message = _first_line(str(err)).replace(f"'{_RE2_MATCHES}'", "'matches'")
+        raise CelEvaluationError(message) from None
 
 
 def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> int:
@@ -242,6 +243,8 @@ def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: Sc
         raise CelEvaluationError(
             f"dsf does not evaluate it: {err or 'nested too deeply'}"
         ) from None
+    except Exception as err:  # a value the meter does not model: no bound, so no run
+        raise CelEvaluationError(f"dsf could not bound its cost: {err}") from None
 
 
 def is_true(

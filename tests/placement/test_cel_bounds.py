@@ -16,13 +16,16 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.placement.cel import (
+    VARIABLE,
     CelEvaluationError,
+    _functions,
     bound_cost,
     compile_expression,
     evaluate,
 )
-from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT, Constants, _Meter
 from dsf_compile.placement.state import ScoreIndex, cluster_from_inventory
+from tests.placement import test_cel
 from tests.placement.test_placement_cli import add_cel, cli, fleet  # noqa: F401
 
 CLUSTER = {"metadata": {"name": "c1", "labels": {"env": "prod"}}}
@@ -73,7 +76,7 @@ def test_a_repeat_above_1000_is_go_s_error() -> None:
     # a pattern only known at evaluation: an evaluation error (the cluster fails)
     dynamic = compile_expression("'a'.matches(managedCluster.metadata.name + '{1,1001}')")
     assert dynamic.error is None
-    with pytest.raises(CelEvaluationError, match="invalid repeat count"):
+    with pytest.raises(CelEvaluationError, match=r"'matches' error: .*invalid repeat count"):
         evaluate(dynamic, CLUSTER, no_scores)
     assert value("'a'.matches('^a{1,1000}$')") is True
 
@@ -131,6 +134,17 @@ def test_past_ocm_s_cost_limit_is_cel_go_s_error(expression: str) -> None:
     assert compiled.error is None and compiled.unsupported is None
     with pytest.raises(CelEvaluationError, match=f"^{LIMIT_MESSAGE}$"):
         evaluate(compiled, CLUSTER, no_scores)
+
+
+@pytest.mark.parametrize("expression", test_cel.TRUE_CASES + test_cel.ERROR_CASES)
+def test_the_meter_reads_expressions_as_the_interpreter_does(expression: str) -> None:
+    # the meter follows the values (short-circuits, loop lengths): on the library's
+    # corpus it reaches the interpreter's result
+    compiled = compile_expression(expression)
+    meter = _Meter(
+        {VARIABLE: test_cel.CLUSTER}, _functions(test_cel.scores), Constants(frozenset())
+    )
+    assert (meter.eval(compiled.tree) is True) is (expression in test_cel.TRUE_CASES)
 
 
 def test_the_limit_is_ocm_s() -> None:
