@@ -74,9 +74,12 @@ LIBRARY = {**cel_library.FUNCTIONS, **cel_values.FUNCTIONS}
 _KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
 #: Variables a macro binds: ``list.exists(x, …)``.
 _BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
-#: A regex function called with a constant pattern: cel-go's regex library compiles it
-#: at compile time, so a bad one is a compile error.
+#: The regex functions. The Kubernetes library compiles a constant pattern of ``find``
+#: and ``findAll`` when OCM builds the program (``cel.OptimizeRegex``), so a bad one fails
+#: it ("instantiation failed"); OCM's program options do not optimize ``matches``, whose
+#: bad constant pattern is an evaluation error on each cluster instead.
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+_PRECOMPILED = frozenset({"find", "findAll"})
 _OPTIONAL_SYNTAX_RE = re.compile(r"\.\?|\[\?|\boptional\.")
 
 
@@ -126,23 +129,25 @@ def compile_expression(source: str) -> CelExpression:
         message = _undeclared(source, sorted(variables), sorted(names - _KNOWN))
         return CelExpression(source, error=f"compilation failed: {message}")
     runnable = _runnable(source)
-    for pattern in _constant_patterns(runnable.tree) if runnable.tree is not None else ():
-        problem = regex_error(pattern)
-        if problem is not None:
-            return CelExpression(source, error=f"compilation failed: {problem}")
+    for function, problem in bad_constant_patterns(runnable):
+        if function in _PRECOMPILED:
+            return CelExpression(source, error=f"instantiation failed: {problem}")
     return runnable
 
 
-def _constant_patterns(tree: Any) -> list[str]:
-    """The constant patterns of ``matches``, ``find`` and ``findAll`` calls, decoded."""
-    found: list[str] = []
-    stack = [tree]
+def bad_constant_patterns(expression: CelExpression) -> list[tuple[str, str]]:
+    """``(function, Go's error)`` for each constant pattern of ``matches``, ``find`` or
+    ``findAll`` that Go's ``regexp`` refuses, decoded as CEL decodes the literal."""
+    found: list[tuple[str, str]] = []
+    stack = [expression.tree] if expression.tree is not None else []
     while stack:
         node = stack.pop()
         if node[0] == "call" and node[1] in _REGEX_FUNCTIONS and node[2] is not None:
             pattern = node[3][0] if node[3] else None
             if pattern is not None and pattern[0] == "lit" and isinstance(pattern[1], str):
-                found.append(pattern[1])
+                problem = regex_error(pattern[1])
+                if problem is not None:
+                    found.append((node[1], problem))
         stack.extend(children(node))
     return found
 

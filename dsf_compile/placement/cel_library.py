@@ -185,14 +185,14 @@ def _find(text: object, pattern: object) -> str:
     try:
         return cel_regex.find(string_arg(text), _regex(pattern))
     except cel_regex.RegexError as err:
-        raise CelFunctionError(str(err)) from None
+        raise CelFunctionError(f"Illegal regex: {err}") from None
 
 
 def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
     try:
         return cel_regex.find_all(string_arg(text), _regex(pattern), int_arg(limit), _MAX_ITEMS)
     except cel_regex.RegexError as err:
-        raise CelFunctionError(str(err)) from None
+        raise CelFunctionError(f"Illegal regex: {err}") from None
 
 
 def matches(text: object, pattern: object) -> bool:

@@ -20,7 +20,13 @@ from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.placements import BUILTIN_PRIORITIZERS, CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
-from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate, is_constant
+from dsf_compile.placement.cel import (
+    CelEvaluationError,
+    CelExpression,
+    bad_constant_patterns,
+    evaluate,
+    is_constant,
+)
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
 from dsf_compile.placement.scheduler import (
     Cluster,
@@ -449,6 +455,15 @@ def _check_cel(
                     located.problem(pointer, f"not checked: {compiled.unsupported}", "warning")
                 )
                 continue
+            errors += [
+                located.problem(
+                    pointer,
+                    f"matches: {problem} (OCM evaluates the pattern on each cluster and fails "
+                    "the expression there: every cluster that reaches it is dropped)",
+                )
+                for function, problem in bad_constant_patterns(compiled)
+                if function == "matches"
+            ]
             for match in _SCORES_CALL_RE.finditer(source):
                 name = match.group(1) if match.group(1) is not None else match.group(2)
                 if name not in catalog.scores and catalog.complete:
