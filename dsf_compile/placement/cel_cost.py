@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from dsf_compile.placement import cel_regex
@@ -43,6 +44,9 @@ _STRING_FACTOR = 0.1  # common.StringTraversalCostFactor
 _REGEX_FACTOR = 0.25  # common.RegexStringLengthCostFactor
 _LIST_COST, _MAP_COST, _SELECT_COST = 10, 30, 1
 _INT64 = (-(2**63), 2**63 - 1)
+#: Types ordered within themselves (timestamps and durations come back from the
+#: interpreter as datetime and timedelta).
+_ORDERED = (str, bytes, bool, datetime, timedelta)
 
 
 class CostLimitExceeded(Exception):
@@ -377,7 +381,7 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _order(a: Any, b: Any) -> int:
-    if not ((_number(a) and _number(b)) or (type(a) is type(b) and type(a) in (str, bytes, bool))):
+    if not ((_number(a) and _number(b)) or (type(a) is type(b) and type(a) in _ORDERED)):
         raise TypeError("no such overload")
     return int(a > b) - int(a < b)
 

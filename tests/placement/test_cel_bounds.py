@@ -104,11 +104,22 @@ def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
         ("[1, 2, 3].exists(x, x == 2)", 10 + 12 + 3 + 1),
         # matches: ceil((1 + 3) * 0.1) * ceil(4 * 0.25)
         ("'abc'.matches('b+c$')", 1),
+        # sdk-go's scores: list 10 + per item (1 + map 30); the identifier 1
+        ("managedCluster.scores('perf')", 1 + 10 + 2 * 31),
+        # sdk-go's parseJSON: ceil(8 * 0.1) + a map 30
+        ("'{\"a\": 1}'.parseJSON()", 1 + 30),
+        # string + by the sizes: ceil((3 + 3) * 0.1); list + 1, the two list literals 10 each
+        ("'abc' + 'def'", 1),
+        ("[1] + [2]", 21),
     ],
 )
 def test_costs_are_cel_go_s(expression: str, cost: int) -> None:
     compiled = compile_expression(expression)
-    assert bound_cost(compiled, CLUSTER, no_scores) == cost
+    assert bound_cost(compiled, CLUSTER, two_scores) == cost
+
+
+def two_scores(cluster: str, name: str) -> list[dict[str, object]]:
+    return [{"name": "gpu", "value": 60}, {"name": "cpu", "value": -5}]
 
 
 GROW = "'x'.replace('x', '" + "a" * 3000 + "')"
