@@ -43,6 +43,9 @@ MAX_UNITS = 20_000_000
 _STRING_FACTOR = 0.1  # common.StringTraversalCostFactor
 _REGEX_FACTOR = 0.25  # common.RegexStringLengthCostFactor
 _LIST_COST, _MAP_COST, _SELECT_COST = 10, 30, 1
+#: The largest value of a constant part kept for the next cluster (the compiled expression
+#: is cached for the process: what it keeps must stay small).
+_KEPT_UNITS = 100_000
 _INT64 = (-(2**63), 2**63 - 1)
 #: Types ordered within themselves (timestamps and durations come back from the
 #: interpreter as datetime and timedelta).
@@ -141,7 +144,8 @@ class _Meter:
         except CostLimitExceeded:
             self.constants.seen[id(node)] = (None, self.cost - start, False)
             raise
-        self.constants.seen[id(node)] = (value, self.cost - start, True)
+        if _small(value, _KEPT_UNITS):  # kept with the compiled expression: bounded
+            self.constants.seen[id(node)] = (value, self.cost - start, True)
         return value
 
     # ------------------------------------------------------------------ leaves
@@ -351,6 +355,22 @@ def _structure_cost(value: Any) -> int:
     if isinstance(value, list):
         return _LIST_COST + sum(_structure_cost(v) for v in value)
     return 0  # common.ConstCost
+
+
+def _small(value: Any, budget: int) -> bool:
+    """Whether ``value`` holds at most ``budget`` characters and items, all levels counted."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) in _SIZED:
+            budget -= len(item)
+            if budget < 0:
+                return False
+            if isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+    return True
 
 
 def _hashable(value: object) -> bool:
