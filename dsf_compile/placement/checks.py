@@ -455,32 +455,41 @@ def _check_cel(
                     located.problem(pointer, f"not checked: {compiled.unsupported}", "warning")
                 )
                 continue
-            errors += [
-                located.problem(
-                    pointer,
-                    f"matches: {problem} (OCM evaluates the pattern on each cluster and fails "
-                    "the expression there: every cluster that reaches it is dropped)",
-                )
-                for function, problem in bad_constant_patterns(compiled)
-                if function == "matches"
-            ]
             for match in _SCORES_CALL_RE.finditer(source):
                 name = match.group(1) if match.group(1) is not None else match.group(2)
                 if name not in catalog.scores and catalog.complete:
                     errors.append(located.problem(pointer, _unknown_score(name, catalog)))
-            kind, over_limit = _tried(compiled, clusters)
-            if kind is not None:
-                errors.append(
-                    located.problem(
-                        pointer, f"evaluates to {kind}, not a bool: every cluster would fail it"
-                    )
-                )
-            elif over_limit is not None:
-                constant = is_constant(compiled)
-                message = _over_limit(compiled, over_limit)
-                problem = located.problem(pointer, message, "error" if constant else "warning")
-                (errors if constant else warnings).append(problem)
+            for problem in _evaluation_problems(compiled, clusters, located, pointer):
+                (errors if problem.severity == "error" else warnings).append(problem)
     return errors, warnings
+
+
+def _evaluation_problems(
+    compiled: CelExpression,
+    clusters: Sequence[Cluster],
+    located: Located[Placement],
+    pointer: Pointer,
+) -> list[Problem]:
+    """What evaluating ``compiled`` tells: a bad constant ``matches`` pattern, a result
+    that is not a bool, a cost past OCM's limit (an error when it is past whatever the
+    cluster, else a warning naming the first cluster)."""
+    found = [
+        located.problem(
+            pointer,
+            f"matches: {problem} (OCM evaluates the pattern on each cluster and fails "
+            "the expression there: every cluster that reaches it is dropped)",
+        )
+        for function, problem in bad_constant_patterns(compiled)
+        if function == "matches"
+    ]
+    kind, over_limit = _tried(compiled, clusters)
+    if kind is not None:
+        message = f"evaluates to {kind}, not a bool: every cluster would fail it"
+        found.append(located.problem(pointer, message))
+    elif over_limit is not None:
+        severity = "error" if is_constant(compiled) else "warning"
+        found.append(located.problem(pointer, _over_limit(compiled, over_limit), severity))
+    return found
 
 
 def _over_limit(compiled: CelExpression, cluster: str) -> str:
