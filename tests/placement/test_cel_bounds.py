@@ -12,6 +12,7 @@ import json
 import tracemalloc
 import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -279,3 +280,49 @@ def test_validate_reports_a_bad_constant_matches_pattern(fleet: Path) -> None:  
     assert code == 1 and "Traceback" not in err
     assert "placements/gpu-inference.yaml:19:15: error: " in err
     assert "matches: error parsing regexp: missing closing ]: `[[:alpha:]`" in err
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "managedCluster.metadata.name.find('[[:alpha:]]+') in ['worker', 'edge']",
+        "managedCluster.metadata.name.find('\\\\pL+') in ['worker', 'edge']",
+        "(managedCluster.metadata.name + '\\n').find('[0-9]$') == ''",
+        "'٣'.find('\\\\d') == '' && 'é'.find('\\\\w') == ''",
+        "!'٣'.matches('^\\\\d$') && 'a'.findAll('a{1,1000}') == ['a']",
+    ],
+)
+def test_placements_decide_as_ocm_s_re2_does(fleet: Path, expression: str) -> None:  # noqa: F811
+    without = gpu_inference(fleet)
+    add_cel(fleet, expression)  # true for every cluster in Go: the CEL removes none
+    placement = gpu_inference(fleet)
+    assert placement["filtered"] == without["filtered"]
+    assert placement["decisions"] == without["decisions"] != []
+    code, _, err = cli(fleet, "validate", "--strict")
+    assert code == 0, err
+
+
+def gpu_inference(fleet: Path) -> dict[str, Any]:  # noqa: F811
+    code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
+    assert code == 0, err
+    found: dict[str, Any] = next(
+        p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference"
+    )
+    return found
+
+
+def test_a_repeat_count_past_1000_misconfigures_as_in_ocm(fleet: Path) -> None:  # noqa: F811
+    add_cel(fleet, "managedCluster.metadata.name.find('a{1,1001}') == ''")
+    code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
+    assert code == 0, err
+    placement = next(p for p in json.loads(out)["placements"] if p["name"] == "gpu-inference")
+    misconfigured = next(
+        c for c in placement["conditions"] if c["type"] == "PlacementMisconfigured"
+    )
+    assert misconfigured["status"] == "True"
+    assert misconfigured["message"] == (
+        "Predicate:instantiation failed: error parsing regexp: invalid repeat count: `{1,1001}`"
+    )
+    assert placement["decisions"] == []
+    code, _, err = cli(fleet, "validate")
+    assert code == 1 and "invalid repeat count" in err and "Traceback" not in err
