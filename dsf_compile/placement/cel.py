@@ -31,6 +31,7 @@ from dsf_compile.placement.cel_cost import (
     CostLimitExceeded,
     TooLarge,
     metered_cost,
+    open_overloads,
 )
 from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import (
@@ -163,9 +164,8 @@ def _runnable(source: str) -> CelExpression:
         program = cel.compile(renamed)
     except (CelSyntaxError, ValueError, RuntimeError, TypeError):
         return CelExpression(source, unsupported="dsf cannot read it to bound its cost as OCM does")
-    return CelExpression(
-        source, program=program, tree=tree, constants=Constants(closed_nodes(tree))
-    )
+    constants = Constants(closed_nodes(tree), open_overloads(tree, VARIABLE))
+    return CelExpression(source, program=program, tree=tree, constants=constants)
 
 
 def is_constant(expression: CelExpression) -> bool:

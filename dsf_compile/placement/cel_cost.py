@@ -29,7 +29,7 @@ from typing import Any
 from dsf_compile.placement import cel_regex
 from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import CelFunctionError
-from dsf_compile.placement.cel_syntax import Node
+from dsf_compile.placement.cel_syntax import Node, children
 
 #: ``k8s.io/apiserver/pkg/apis/cel.PerCallLimit``: OCM's cost limit for one expression.
 PER_CALL_LIMIT = 1_000_000
@@ -83,6 +83,9 @@ class Constants:
     and what each cost and gave when first evaluated: the same on every cluster."""
 
     closed: frozenset[int]
+    #: ``id`` of the calls whose overload cel-go's checker leaves open (see
+    #: :func:`open_overloads`): cel-go charges them 1, whatever the sizes.
+    open: frozenset[int] = frozenset()
     #: ``id`` of a part → (value, cost, complete); incomplete: it passed the limit after
     #: costing that much.
     seen: dict[int, tuple[Any, int, bool]] = field(default_factory=dict)
@@ -221,7 +224,9 @@ class _Meter:
         args = [evaluate(a) for a in arg_nodes]
         if target is not None:
             args.insert(0, evaluate(target))
-        if name not in _RESULT_COSTED:
+        if id(node) in self.constants.open:
+            self.charge(1)
+        elif name not in _RESULT_COSTED:
             self.charge(call_cost(name, args))  # charged first: bounds what it builds
         if _ERR in args:
             return _ERR
@@ -307,6 +312,77 @@ class _Meter:
 
 
 _MISSING = object()
+
+
+# ------------------------------------------------------------------ static types
+
+
+#: The operators with several overloads by operand type: with both operands ``dyn``
+#: cel-go's checker cannot choose one, the program keeps no overload id, and
+#: ``costCall`` charges 1 (``==`` has one parametric overload: always by size).
+_OVERLOADED = frozenset({"_+_", "_<_", "_<=_", "_>_", "_>=_", "@in"})
+#: What the checker knows of a value: ``map`` is OCM's ``managedCluster`` (a
+#: ``map(string, dyn)``), ``maps`` a list of such maps (``scores()``), ``dyns`` a list of
+#: ``dyn``; anything else is a concrete type.
+_DYN, _MAP, _MAPS, _DYNS, _TYPED = "dyn", "map", "maps", "dyns", "typed"
+
+
+def open_overloads(tree: Node, variable: str) -> frozenset[int]:
+    """The calls of ``tree`` whose operands are all ``dyn`` for cel-go's checker.
+
+    OCM declares ``managedCluster`` as ``map(string, dyn)``: a field read from it, a
+    ``parseJSON`` result, an element of such a list are ``dyn``; ``name + name`` on two
+    of them then costs 1 in OCM, as the program does not know it adds strings.
+    """
+    found: set[int] = set()
+    _static(tree, {variable: _MAP}, found)
+    return frozenset(found)
+
+
+def _static(node: Node, scope: dict[str, str], found: set[int]) -> str:
+    kind = node[0]
+    if kind == "ident":
+        return scope.get(node[1], _TYPED)
+    if kind in ("select", "has", "index"):
+        inner = _static(node[1], scope, found)
+        if kind == "index":
+            _static(node[2], scope, found)
+        if kind == "has":
+            return _TYPED
+        return {_MAP: _DYN, _DYN: _DYN, _MAPS: _MAP, _DYNS: _DYN}.get(inner, _TYPED)
+    if kind == "fold":
+        return _static_fold(node, scope, found)
+    if kind == "call":
+        return _static_call(node, scope, found)
+    parts = [_static(child, scope, found) for child in children(node)]
+    if kind == "list":
+        return _DYNS if _DYN in parts else _TYPED
+    if kind == "cond":
+        return _DYN if _DYN in parts[1:] else _TYPED
+    return _TYPED
+
+
+def _static_call(node: Node, scope: dict[str, str], found: set[int]) -> str:
+    _, name, target, arg_nodes = node
+    types = [_static(a, scope, found) for a in ((target,) if target else ()) + arg_nodes]
+    if name in _OVERLOADED and len(types) == 2 and set(types) <= {_DYN}:
+        found.add(id(node))
+    return {"scores": _MAPS, "parseJSON": _DYN, "dyn": _DYN}.get(name, _TYPED)
+
+
+def _static_fold(node: Node, scope: dict[str, str], found: set[int]) -> str:
+    _, macro, var, range_node, first, second = node
+    source = _static(range_node, scope, found)
+    inner = dict(scope)
+    inner[var] = {_DYN: _DYN, _DYNS: _DYN, _MAPS: _MAP}.get(source, _TYPED)
+    last = _static(first, inner, found)
+    if second is not None:
+        last = _static(second, inner, found)
+    if macro == "map":
+        return _DYNS if last == _DYN else _TYPED
+    return source if macro == "filter" else _TYPED
+
+
 _SIZE_COSTED = frozenset(
     {"startsWith", "endsWith", "@in", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_+_"}
     | {"matches", "contains"}

@@ -112,6 +112,11 @@ def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
         # string + by the sizes: ceil((3 + 3) * 0.1); list + 1, the two list literals 10 each
         ("'abc' + 'def'", 1),
         ("[1] + [2]", 21),
+        # managedCluster is map(string, dyn): dyn + dyn leaves the overload open, cost 1;
+        # dyn + string is add_string, by the sizes: ceil((4 + 96) * 0.1)
+        ("managedCluster.metadata.labels.env + managedCluster.metadata.labels.env", 9),
+        ("managedCluster.metadata.labels.env + '" + "a" * 96 + "'", 14),
+        ("[managedCluster.metadata.labels.env].map(x, x + x)", 10 + 10 + 4 + 12 + 3 + 1),
     ],
 )
 def test_costs_are_cel_go_s(expression: str, cost: int) -> None:
