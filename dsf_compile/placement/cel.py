@@ -21,16 +21,31 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsf_compile.placement import cel_library, cel_values
+from dsf_compile.placement.cel_cost import (
+    LIMIT_MESSAGE,
+    Constants,
+    CostLimitExceeded,
+    TooLarge,
+    metered_cost,
+    open_overloads,
+)
 from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,
     UNSUPPORTED_VARIABLES,
     CelFunctionError,
     regex_error,
+)
+from dsf_compile.placement.cel_syntax import (
+    CelSyntaxError,
+    call_names,
+    children,
+    closed_nodes,
+    parse,
 )
 
 # The interpreter logs every failing Python function through ``logging`` (and Python's
@@ -52,19 +67,20 @@ _STANDARD = frozenset(
         "getSeconds", "getMilliseconds", "null_type",
     }
 )  # fmt: skip
+#: The name ``matches`` is evaluated under: the interpreter's own ``matches`` is not RE2
+#: and cannot be replaced, so the program that runs calls this one instead.
+_RE2_MATCHES = "dsfRe2Matches"
 #: The functions supplied here, by name: strings, lists and regex, then the object types.
 LIBRARY = {**cel_library.FUNCTIONS, **cel_values.FUNCTIONS}
 _KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
-#: The most comprehensions (``map``, ``filter``, ``all``, ``exists``…) evaluated in one
-#: expression: nested, each multiplies the work, and OCM's cost limit is not replayed.
-MAX_COMPREHENSIONS = 3
 #: Variables a macro binds: ``list.exists(x, …)``.
 _BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
-#: A regex function called with a constant pattern: cel-go's regex library compiles it
-#: at compile time, so a bad one is a compile error.
-_CONSTANT_REGEX_RE = re.compile(
-    r"""\.\s*(?:matches|find|findAll)\s*\(\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
-)
+#: The regex functions. The Kubernetes library compiles a constant pattern of ``find``
+#: and ``findAll`` when OCM builds the program (``cel.OptimizeRegex``), so a bad one fails
+#: it ("instantiation failed"); OCM's program options do not optimize ``matches``, whose
+#: bad constant pattern is an evaluation error on each cluster instead.
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+_PRECOMPILED = frozenset({"find", "findAll"})
 _OPTIONAL_SYNTAX_RE = re.compile(r"\.\?|\[\?|\boptional\.")
 
 
@@ -80,6 +96,10 @@ class CelExpression:
     program: Any = None
     error: str | None = None
     unsupported: str | None = None
+    #: The expression's tree, which :mod:`.cel_cost` meters before the program runs.
+    tree: Any = field(default=None, repr=False, compare=False)
+    #: Its parts that are the same on every cluster, metered once.
+    constants: Constants | None = field(default=None, repr=False, compare=False)
 
 
 ScoreLookup = Callable[[str, str], Sequence[Mapping[str, object]] | None]
@@ -99,13 +119,6 @@ def compile_expression(source: str) -> CelExpression:
                 source, unsupported="it uses CEL optional types, which dsf does not evaluate"
             )
         return CelExpression(source, error=f"compilation failed: {_syntax_error(str(err))}")
-    comprehensions = len(_BOUND_RE.findall(source))
-    if comprehensions > MAX_COMPREHENSIONS:
-        return CelExpression(
-            source,
-            unsupported=f"it has {comprehensions} comprehensions (at most {MAX_COMPREHENSIONS} "
-            "are evaluated: OCM's cost limit is not replayed), which dsf does not evaluate",
-        )
     names = {n for n in program.functions() if n[:1].isalpha()}
     variables = set(program.variables()) - set(_BOUND_RE.findall(source)) - {VARIABLE}
     unsupported = sorted((names & UNSUPPORTED_FUNCTIONS) | (variables & UNSUPPORTED_VARIABLES))
@@ -116,12 +129,51 @@ def compile_expression(source: str) -> CelExpression:
     if variables or names - _KNOWN:
         message = _undeclared(source, sorted(variables), sorted(names - _KNOWN))
         return CelExpression(source, error=f"compilation failed: {message}")
-    for match in _CONSTANT_REGEX_RE.finditer(source):
-        pattern = match.group(1) if match.group(1) is not None else match.group(2)
-        problem = regex_error(_unescape(pattern))
-        if problem is not None:
-            return CelExpression(source, error=f"compilation failed: {problem}")
-    return CelExpression(source, program=program)
+    runnable = _runnable(source)
+    for function, problem in bad_constant_patterns(runnable):
+        if function in _PRECOMPILED:
+            return CelExpression(source, error=f"instantiation failed: {problem}")
+    return runnable
+
+
+def bad_constant_patterns(expression: CelExpression) -> list[tuple[str, str]]:
+    """``(function, Go's error)`` for each constant pattern of ``matches``, ``find`` or
+    ``findAll`` that Go's ``regexp`` refuses, decoded as CEL decodes the literal."""
+    found: list[tuple[str, str]] = []
+    stack = [expression.tree] if expression.tree is not None else []
+    while stack:
+        node = stack.pop()
+        if node[0] == "call" and node[1] in _REGEX_FUNCTIONS and node[2] is not None:
+            pattern = node[3][0] if node[3] else None
+            if pattern is not None and pattern[0] == "lit" and isinstance(pattern[1], str):
+                problem = regex_error(pattern[1])
+                if problem is not None:
+                    found.append((node[1], problem))
+        stack.extend(children(node))
+    return found
+
+
+def _runnable(source: str) -> CelExpression:
+    """The program that runs (``matches`` on RE2) and the tree its cost is metered on."""
+    try:
+        tree = parse(source)
+        renamed = source
+        for offset, name in reversed(call_names(source)):
+            if name == "matches":
+                renamed = renamed[:offset] + _RE2_MATCHES + renamed[offset + len(name) :]
+        program = cel.compile(renamed)
+    except (CelSyntaxError, ValueError, RuntimeError, TypeError):
+        return CelExpression(source, unsupported="dsf cannot read it to bound its cost as OCM does")
+    constants = Constants(closed_nodes(tree), open_overloads(tree, VARIABLE))
+    return CelExpression(source, program=program, tree=tree, constants=constants)
+
+
+def is_constant(expression: CelExpression) -> bool:
+    """Whether ``expression`` reads nothing of the cluster (same value on every one)."""
+    tree = expression.tree
+    if tree is None or expression.constants is None:
+        return False
+    return tree[0] == "lit" or id(tree) in expression.constants.closed
 
 
 def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
@@ -131,8 +183,14 @@ def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
     most evaluations).
     """
 
+    return cel.Context(variables={VARIABLE: cluster}, functions=_functions(scores))
+
+
+def _functions(scores: ScoreLookup) -> dict[str, Callable[..., Any]]:
+    """The library and ``scores()`` (sdk-go's clusterScores) over ``scores``."""
+
     def cluster_scores(receiver: object, name: object) -> list[Mapping[str, object]]:
-        # sdk-go's clusterScores: the receiver's metadata.name, then the lister's Get
+        # the receiver's metadata.name, then the lister's Get
         metadata = receiver.get("metadata") if isinstance(receiver, dict) else None
         cluster_name = metadata.get("name") if isinstance(metadata, dict) else None
         if not isinstance(cluster_name, str) or not isinstance(name, str):
@@ -142,9 +200,7 @@ def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
             raise CelFunctionError(f'failed to get score: addonplacementscore "{name}" not found')
         return [dict(item) for item in found]
 
-    return cel.Context(
-        variables={VARIABLE: cluster}, functions={**LIBRARY, "scores": cluster_scores}
-    )
+    return {**LIBRARY, "scores": cluster_scores, _RE2_MATCHES: cel_library.matches}
 
 
 def evaluate(
@@ -157,12 +213,43 @@ def evaluate(
 
     ``context`` is :func:`cluster_context` of the same cluster and scores, when reused.
     """
+    return evaluate_costed(expression, cluster, scores, context)[0]
+
+
+def evaluate_costed(
+    expression: CelExpression,
+    cluster: Mapping[str, Any],
+    scores: ScoreLookup,
+    context: Any = None,
+) -> tuple[object, int]:
+    """:func:`evaluate`, and what the evaluation cost in cel-go's units."""
     if expression.program is None:
         raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+    cost = bound_cost(expression, cluster, scores)
     try:
-        return expression.program.execute(context or cluster_context(cluster, scores))
+        return expression.program.execute(context or cluster_context(cluster, scores)), cost
     except Exception as err:  # the interpreter raises many types for evaluation errors
-        raise CelEvaluationError(_first_line(str(err))) from None
+        message = _first_line(str(err)).replace(f"'{_RE2_MATCHES}'", "'matches'")
+        raise CelEvaluationError(message) from None
+
+
+def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> int:
+    """cel-go's cost of ``expression`` on ``cluster``; :class:`CelEvaluationError` with
+    cel-go's message past OCM's limit (OCM then drops the cluster)."""
+    if expression.tree is None:
+        raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+    try:
+        return metered_cost(
+            expression.tree, {VARIABLE: cluster}, _functions(scores), expression.constants
+        )
+    except CostLimitExceeded:
+        raise CelEvaluationError(LIMIT_MESSAGE) from None
+    except (TooLarge, RecursionError) as err:
+        raise CelEvaluationError(
+            f"dsf does not evaluate it: {err or 'nested too deeply'}"
+        ) from None
+    except Exception as err:  # a value the meter does not model: no bound, so no run
+        raise CelEvaluationError(f"dsf could not bound its cost: {err}") from None
 
 
 def is_true(
@@ -229,8 +316,3 @@ _STRING_LITERAL_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "error"
-
-
-def _unescape(literal: str) -> str:
-    # CEL string escapes in a constant pattern: enough for \\, \' and \" (the rest stay)
-    return re.sub(r"\\([\\'\"])", r"\1", literal)

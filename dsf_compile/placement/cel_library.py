@@ -12,11 +12,10 @@ into an evaluation error (absorbed by ``||``/``&&`` where CEL absorbs errors).
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable
 from typing import Any
 
-from dsf_compile.placement.cel_engine import engine as cel
+from dsf_compile.placement import cel_regex
 
 
 class CelFunctionError(Exception):
@@ -36,26 +35,8 @@ INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
 def regex_error(pattern: str) -> str | None:
-    """Why ``pattern`` is not an RE2 regex (the engine CEL's ``matches`` uses), or None."""
-    try:
-        cel.evaluate("''.matches(p)", {"p": pattern})
-    except Exception as err:  # the interpreter's message names the problem
-        message = " ".join(str(err).split())
-        message = message.removeprefix("Function 'matches' error: ")
-        return message.split(". Check function arguments")[0][:300]
-    return None
-
-
-def _compiled(pattern: object) -> re.Pattern[str]:
-    if not isinstance(pattern, str):
-        raise CelFunctionError("no such overload")
-    problem = regex_error(pattern)
-    if problem is not None:
-        raise CelFunctionError(problem)
-    try:
-        return re.compile(pattern)
-    except re.error as err:
-        raise CelFunctionError(str(err)) from None
+    """Go's error compiling ``pattern`` (RE2 syntax, as cel-go and Kubernetes use), or None."""
+    return cel_regex.regex_error(pattern)
 
 
 def string_arg(value: object) -> str:
@@ -194,19 +175,32 @@ def _extreme(pick: Callable[..., Any], name: str) -> Callable[[object], object]:
     return apply
 
 
+def _regex(pattern: object) -> str:
+    if not isinstance(pattern, str):
+        raise CelFunctionError("no such overload")
+    return pattern
+
+
 def _find(text: object, pattern: object) -> str:
-    found = _compiled(pattern).search(string_arg(text))
-    return found.group(0) if found else ""
+    try:
+        return cel_regex.find(string_arg(text), _regex(pattern))
+    except cel_regex.RegexError as err:
+        raise CelFunctionError(f"Illegal regex: {err}") from None
 
 
 def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
-    n = int_arg(limit)
-    out: list[str] = []
-    for found in _compiled(pattern).finditer(string_arg(text)):
-        if 0 <= n <= len(out) or len(out) >= _MAX_ITEMS:
-            break
-        out.append(found.group(0))
-    return out
+    try:
+        return cel_regex.find_all(string_arg(text), _regex(pattern), int_arg(limit), _MAX_ITEMS)
+    except cel_regex.RegexError as err:
+        raise CelFunctionError(f"Illegal regex: {err}") from None
+
+
+def matches(text: object, pattern: object) -> bool:
+    """cel-go's ``matches`` on RE2 (the interpreter's own engine is not RE2)."""
+    try:
+        return cel_regex.matches(string_arg(text), _regex(pattern))
+    except cel_regex.RegexError as err:
+        raise CelFunctionError(str(err)) from None
 
 
 #: The string, list and regex functions, by name (a member call passes the receiver

@@ -20,10 +20,18 @@ from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.placements import CLUSTERSET_LABEL, Placement
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
-from dsf_compile.placement.cel import CelEvaluationError, CelExpression, evaluate
+from dsf_compile.placement.cel import (
+    CelEvaluationError,
+    CelExpression,
+    bad_constant_patterns,
+    evaluate,
+    is_constant,
+)
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
 from dsf_compile.placement.prioritizers import BUILTINS
 from dsf_compile.placement.scheduler import (
     Cluster,
+    ScoreIndex,
     cel_view,
     cluster_from_inventory,
     compile_cached,
@@ -138,6 +146,9 @@ def check_placements(
     bindings = [b.model for b in inputs.bindings]
     bound = {b.metadata.namespace for b in bindings}
     groups = _ClusterGroups(inputs)
+    # one index for every Placement: each cluster's CEL context is built once, and an
+    # expression's result per cluster shared (validate gives no scores: every one absent)
+    index = ScoreIndex.of(None)
     for located in inputs.placements:
         found_errors, used = _check_coordinates(located, catalog)
         errors += found_errors
@@ -169,7 +180,7 @@ def check_placements(
             continue
         grouping = groups.for_placement(placement)
         representatives = [g.representative for g in grouping.groups]
-        result = schedule(placement, representatives, bindings, None, (), at)
+        result = schedule(placement, representatives, bindings, index, (), at)
         misconfigured = any(
             c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
         )
@@ -449,26 +460,64 @@ def _check_cel(
                 name = match.group(1) if match.group(1) is not None else match.group(2)
                 if name not in catalog.scores and catalog.complete:
                     errors.append(located.problem(pointer, _unknown_score(name, catalog)))
-            kind = _non_boolean(compiled, clusters)
-            if kind is not None:
-                errors.append(
-                    located.problem(
-                        pointer, f"evaluates to {kind}, not a bool: every cluster would fail it"
-                    )
-                )
+            for problem in _evaluation_problems(compiled, clusters, located, pointer):
+                (errors if problem.severity == "error" else warnings).append(problem)
     return errors, warnings
 
 
-def _non_boolean(compiled: CelExpression, clusters: Sequence[Cluster]) -> str | None:
+def _evaluation_problems(
+    compiled: CelExpression,
+    clusters: Sequence[Cluster],
+    located: Located[Placement],
+    pointer: Pointer,
+) -> list[Problem]:
+    """What evaluating ``compiled`` tells: a bad constant ``matches`` pattern, a result
+    that is not a bool, a cost past OCM's limit (an error when it is past whatever the
+    cluster, else a warning naming the first cluster)."""
+    found = [
+        located.problem(
+            pointer,
+            f"matches: {problem} (OCM evaluates the pattern on each cluster and fails "
+            "the expression there: every cluster that reaches it is dropped)",
+        )
+        for function, problem in bad_constant_patterns(compiled)
+        if function == "matches"
+    ]
+    kind, over_limit = _tried(compiled, clusters)
+    if kind is not None:
+        message = f"evaluates to {kind}, not a bool: every cluster would fail it"
+        found.append(located.problem(pointer, message))
+    elif over_limit is not None:
+        severity = "error" if is_constant(compiled) else "warning"
+        found.append(located.problem(pointer, _over_limit(compiled, over_limit), severity))
+    return found
+
+
+def _over_limit(compiled: CelExpression, cluster: str) -> str:
+    if is_constant(compiled):
+        return (
+            f"costs more than OCM's CEL cost limit ({PER_CALL_LIMIT}), whatever the cluster: "
+            f"OCM fails it on every cluster ({LIMIT_MESSAGE})"
+        )
+    return (
+        f"costs more than OCM's CEL cost limit ({PER_CALL_LIMIT}) on cluster {cluster!r}: "
+        f"OCM drops such a cluster ({LIMIT_MESSAGE})"
+    )
+
+
+def _tried(compiled: CelExpression, clusters: Sequence[Cluster]) -> tuple[str | None, str | None]:
     """The type an expression gives instead of a bool, tried on the inventory (CEL's result
-    type does not depend on the cluster); None when it gives a bool or only errors."""
+    type does not depend on the cluster; None when it gives a bool or only errors), and
+    the first cluster on which it passes OCM's cost limit (trying stops there)."""
     for cluster in clusters[:_TRIED_CLUSTERS]:
         try:
             value = evaluate(compiled, cluster.cel_view(), lambda _c, _n: [])
-        except CelEvaluationError:
+        except CelEvaluationError as err:
+            if str(err) == LIMIT_MESSAGE:
+                return None, cluster.name
             continue
-        return None if isinstance(value, bool) else _CEL_TYPES.get(type(value), "dyn")
-    return None
+        return (None if isinstance(value, bool) else _CEL_TYPES.get(type(value), "dyn")), None
+    return None, None
 
 
 #: How many inventory clusters an expression is tried on to learn its result type.

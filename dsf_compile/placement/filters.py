@@ -88,7 +88,7 @@ def passes_predicates(
         )
         claims = selector.claimSelector
         claims_ok = claims is None or _expressions_match(claims.matchExpressions, cluster.claims)
-        if labels_ok and claims_ok and all(index.cel_true(e, cluster) for e in expressions):
+        if labels_ok and claims_ok and index.cel_all_true(expressions, cluster):
             return True
     return False
 

@@ -17,7 +17,14 @@ from typing import Any
 from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import AddOnPlacementScore
 from dsf_compile.inputs.quantity import quantity_value
-from dsf_compile.placement.cel import CelExpression, cluster_context, compile_expression, is_true
+from dsf_compile.placement.cel import (
+    CelEvaluationError,
+    CelExpression,
+    cluster_context,
+    compile_expression,
+    evaluate_costed,
+)
+from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, RUNTIME_BUDGET
 from dsf_contract.fields import in_utc
 from dsf_contract.scores import CONDITION_TYPE
 
@@ -117,6 +124,11 @@ def cluster_from_inventory(
     )
 
 
+#: After an expression passed OCM's cost limit on this many clusters of a run, the rest
+#: are taken to pass it too (see :meth:`ScoreIndex.cel_true`).
+CEL_LIMIT_CLUSTERS = 5
+
+
 @dataclass(frozen=True)
 class ScoreIndex:
     """AddOnPlacementScores by (cluster namespace, name), and their items by name.
@@ -161,11 +173,45 @@ class ScoreIndex:
         if found is None:
             context = self.memo.get(cluster.name)
             if context is None:
-                context = cluster_context(cluster.cel_view(), self.cel_scores)
+                # the context holds the lookup, and the memo the context: a lookup bound
+                # to this index would make a cycle through the interpreter's context,
+                # which Python's collector cannot see into, and no run would be freed
+                context = cluster_context(cluster.cel_view(), self.scores_lookup())
                 self.memo[cluster.name] = context
-            found = is_true(expression, cluster.cel_view(), self.cel_scores, context)
+            found = self._cel_outcome(expression, cluster, context)
             self.memo[key] = found
         return bool(found)
+
+    def _cel_outcome(self, expression: CelExpression, cluster: Cluster, context: Any) -> bool:
+        # Metering an expression up to OCM's limit takes a second or two here; once it
+        # passed the limit on CEL_LIMIT_CLUSTERS clusters of a run, it is taken to pass it
+        # on the rest (OCM drops them too), so that a hostile expression cannot make a run
+        # last a fleet's size in seconds.
+        over = ("cel-over-limit", expression.source)
+        if self.memo.get(over, 0) >= CEL_LIMIT_CLUSTERS:
+            return False
+        try:
+            value, cost = evaluate_costed(
+                expression, cluster.cel_view(), self.scores_lookup(), context
+            )
+        except CelEvaluationError as err:
+            if str(err) == LIMIT_MESSAGE:
+                self.memo[over] = self.memo.get(over, 0) + 1
+            return False
+        self.memo["cel-cost", expression.source, cluster.name] = cost
+        return value is True
+
+    def cel_all_true(self, expressions: Iterable[CelExpression], cluster: Cluster) -> bool:
+        """Whether every expression of one CEL selector is true for ``cluster``, within
+        OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails)."""
+        budget = RUNTIME_BUDGET
+        for expression in expressions:
+            if not self.cel_true(expression, cluster):
+                return False
+            budget -= self.memo.get(("cel-cost", expression.source, cluster.name), 0)
+            if budget < 0:
+                return False
+        return True
 
     def addon_table(
         self, resource_name: str, score_name: str
@@ -184,10 +230,20 @@ class ScoreIndex:
 
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)``: the object's items in order; None when absent."""
-        found = self.objects.get((cluster, name))
-        if found is None:
-            return None
-        return [{"name": item.name, "value": item.value} for item in found.status.scores]
+        return _cel_scores(self.objects, cluster, name)
+
+    def scores_lookup(self) -> functools.partial[list[dict[str, object]] | None]:
+        """:meth:`cel_scores` without a reference to this index (see :meth:`cel_true`)."""
+        return functools.partial(_cel_scores, self.objects)
+
+
+def _cel_scores(
+    objects: Mapping[tuple[str, str], AddOnPlacementScore], cluster: str, name: str
+) -> list[dict[str, object]] | None:
+    found = objects.get((cluster, name))
+    if found is None:
+        return None
+    return [{"name": item.name, "value": item.value} for item in found.status.scores]
 
 
 #: Every distinct expression is compiled once per run, however many Placements use it.
