@@ -434,6 +434,8 @@ def _render(call: _Call) -> int:
     from dsf_compile.render_command import render
 
     rendered = render(call.root)
+    if rendered.recovered:
+        call.say(rendered.recovered)
     for leftover in rendered.leftovers:
         call.say(f"warning: cannot remove the temporary file {leftover}")
     said = rendered.said
@@ -470,6 +472,8 @@ def _check(call: _Call) -> int:
     if changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
+    if changes.debris:
+        call.say(changes.debris.line("dsf-compile render"))
     call.say(f"rendered/ is stale: {changes.summary()}; run 'dsf-compile render'")
     return EXIT_INVALID
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from dsf_compile import journal
 from dsf_compile.cli import run
 from dsf_compile.errors import RenderError
-from dsf_compile.render import write
 from dsf_compile.render.changes_text import format_changes
 from dsf_compile.render.record import RECORD
 from dsf_compile.render.write import compare_tree, write_tree
@@ -266,7 +266,7 @@ def test_a_render_waits_for_the_lock_and_then_fails_cleanly(
     rendered = fleet / "rendered"
     (rendered / "kustomization.yaml").write_text("stale\n")
     before = _tree(rendered)
-    monkeypatch.setattr(write, "LOCK_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(journal, "LOCK_WAIT_SECONDS", 0.2)
     holder = os.open(rendered, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
@@ -321,15 +321,19 @@ def test_a_failure_at_any_step_leaves_the_previous_tree_or_the_new_one(
                 assert "restored" in str(error) or "intact" in str(error)
                 assert _tree(folder) == before, f"failure at operation {n}"
                 continue
-        # The update went through; only a previous file it could not drop may be left.
+        # The update went through; only a previous file it could not drop may be left,
+        # with the journal that has the next render remove it.
         left = {p for p, v in _tree(folder).items() if v != "dir"} - set(_tree(expected))
         assert {p.rpartition("/")[2] for p in left} == {
             p.rpartition("/")[2] for p in changes.leftovers
-        }
-        assert all(p.endswith(".dsf-old") for p in left)
+        } | ({".dsf-journal"} if left else set())
+        assert all(p.endswith((".dsf-old", ".dsf-journal")) for p in left)
         if calls["n"] < n:  # no operation failed: every step has been tried
             assert not left
             break
+        if left:  # the next render finishes the update and removes them
+            assert write_tree(folder, NEW).recovery.action == "finished"
+            assert _tree(folder) == _tree(expected)
     assert n > 8
 
 

@@ -87,6 +87,8 @@ def _format_markdown(changes: Changes) -> str:
         return "### dsf-compile diff\n\nNo change to `rendered/`.\n"
     shards = _shards_changed(changes)
     where = f" Shards changed: {shards}." if shards else ""
+    if changes.debris:
+        where += f" {markdown(changes.debris.line('dsf-compile render'))}."
     out = [
         f"### dsf-compile diff\n\n{changes.summary()}.{where}\n\n"
         "| change | file | object |\n| --- | --- | --- |\n"
