@@ -393,6 +393,8 @@ def _sync(call: _Call) -> int:
         _print_error(error, err)
         return EXIT_INVALID
     call.problems(synced.warnings)
+    if synced.recovered:
+        call.say(synced.recovered)
     state = "updated" if synced.lockfile_changed else "unchanged"
     call.say(f"{synced.active} Active, {len(synced.inactive)} Inactive; dsf.lock.json {state}")
     return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
@@ -418,6 +420,8 @@ def _discover(call: _Call) -> int:
         )
         return EXIT_FAILURE
     found = discover_clusters(call.root, args.hub_kubeconfig)  # HubReadError: exit 2, one line each
+    if found.recovered:
+        call.say(found.recovered)
     joined = f" (joined: {', '.join(found.added)})" if found.added else ""
     left = f" (left: {', '.join(found.removed)})" if found.removed else ""
     state = "updated" if found.changed else "unchanged"
@@ -483,7 +487,8 @@ def _optimize(call: _Call) -> int:
 
     args = call.args
     state = _hub_state(args, call.root) or _no_scores()
-    for plan in optimize_fleet(call.root, state, args.at or _now(), args.time_limit):
+    plans = optimize_fleet(call.root, state, args.at or _now(), args.time_limit, call.say)
+    for plan in plans:
         call.problems(plan.warnings)
         state_word = "written" if plan.changed else "unchanged"
         shown = ", ".join(plan.left_out[:20])
@@ -549,7 +554,7 @@ def _schemas(call: _Call) -> int:
     from dsf_compile.schemas import write_schemas
 
     check = call.args.check
-    stale = write_schemas(call.root / "schemas", check=check)
+    stale = write_schemas(call.root / "schemas", check=check, notice=call.say)
     for name in stale:
         if check:
             print(f"schemas/{name} is stale; run 'dsf-compile schemas'", file=call.out)

@@ -33,8 +33,9 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from dsf_compile.errors import DsfError, InputError
@@ -45,7 +46,7 @@ from dsf_compile.files import (
     TEMP_TOKEN_HEX,
     create_new,
 )
-from dsf_compile.render.tree import Tree, check_kind, remove_quietly, where
+from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
 from dsf_contract.escaping import terminal
 
 LOCK_WAIT_SECONDS = 60.0
@@ -135,8 +136,8 @@ def _parse_plan(document: Any) -> Plan | None:
     if len(renames) + len(removals) > MAX_JOURNAL_ENTRIES:
         return None
     plan = Plan(
-        tuple(tuple(e) for e in renames if isinstance(e, list) and len(e) == 3),  # type: ignore[misc]
-        tuple(tuple(e) for e in removals if isinstance(e, list) and len(e) == 2),  # type: ignore[misc]
+        tuple(tuple(e) for e in renames if isinstance(e, list) and len(e) == 3),
+        tuple(tuple(e) for e in removals if isinstance(e, list) and len(e) == 2),
     )
     if len(plan.renames) != len(renames) or len(plan.removals) != len(removals):
         return None
@@ -168,20 +169,23 @@ def _read_journal(tree: Tree) -> tuple[str, Plan | None]:
     return ("commit", plan) if plan is not None else ("unreadable", None)
 
 
-def _write_journal(tree: Tree, text: str) -> None:
-    """Put ``text`` at the journal's name all at once (a rename), durably (``fsync``)."""
+def _write_journal(tree: Tree, text: str, *, durable: bool) -> None:
+    """Put ``text`` at the journal's name all at once (a rename); ``durable``: on the disk
+    (``fsync``) before this returns."""
     root = tree.fds[""]
     fd, staged = create_new(f".{JOURNAL}.", STAGED_SUFFIX, dir_fd=root)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(text.encode("utf-8"))
-            out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
         os.replace(staged, JOURNAL, src_dir_fd=root, dst_dir_fd=root)
     except BaseException:
         remove_quietly(staged, root)
         raise
-    os.fsync(root)  # the rename itself reaches the disk
+    if durable:
+        os.fsync(root)  # the rename itself reaches the disk
 
 
 def _drop_journal(tree: Tree) -> None:
@@ -207,8 +211,9 @@ class Recovery:
     def line(self) -> str:
         """One line for the user: what was found, what was done and why."""
         done = f"{self.action} its update ({self.why}); " if self.action else ""
+        place = f"{self.label}/" if self.label else "the repository's folder"
         return (
-            f"recovered {self.label}/ after an interrupted dsf-compile: {done}"
+            f"recovered {place} after an interrupted dsf-compile: {done}"
             f"removed {len(self.removed)} temporary file(s) of its own"
         )
 
@@ -352,12 +357,15 @@ class Replacement:
 
     ``existing``: the paths where a file is now (its previous file is kept until the end);
     ``error``: the error raised when the update cannot be made (the previous files are
-    then in place).
+    then in place); ``durable``: every staged file is flushed to the disk (``fsync``)
+    before the commit, so that a power loss, too, leaves the previous files or the new ones
+    (one ``fsync`` per file: for a few files, not for ``rendered/``'s thousands).
     """
 
     tree: Tree
     existing: Collection[str]
     error: type[DsfError]
+    durable: bool = False
     staged: list[tuple[str, int, str, str, str]] = field(default_factory=list)
     undo: list[tuple[int, str, str]] = field(default_factory=list)  # folder, from, to
     journaled: bool = False
@@ -369,13 +377,13 @@ class Replacement:
         self.journaled = len(writes) + len(removals) > 1
         plan = Plan()
         try:
-            if self.journaled:
-                _write_journal(self.tree, _STAGING)
+            if self.journaled:  # not flushed: a kill keeps it, and it only undoes
+                _write_journal(self.tree, _STAGING, durable=False)
             self._stage(writes)
             gone = tuple((p, temporary_name(p.rpartition("/")[2], BACKUP_SUFFIX)) for p in removals)
             plan = Plan(tuple((p, s, kept) for p, _, _, s, kept in self.staged), gone)
             if self.journaled:
-                _write_journal(self.tree, plan.text())
+                _write_journal(self.tree, plan.text(), durable=True)
         except OSError as err:
             self._roll_back()
             raise self.error(
@@ -419,6 +427,9 @@ class Replacement:
             self.staged.append((relative, folder, name, staged, kept))
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
+                if self.durable:
+                    out.flush()
+                    os.fsync(out.fileno())
 
     def _replace_all(self, plan: Plan) -> None:
         for _, folder, name, staged, kept in self.staged:
@@ -428,14 +439,14 @@ class Replacement:
                 except FileNotFoundError:
                     kept = ""  # gone meanwhile: nothing to put back
             os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
-            self.undo.append((folder, kept, name) if kept else (folder, "", name))
+            self.undo.append((folder, kept, name))
         # Renamed away, not unlinked: renaming moves the name (never a link's target) and
         # can be undone until the whole update succeeded.
         for relative, kept in plan.removals:
-            folder, name = self.tree.locate(relative)
-            assert folder is not None
-            os.rename(name, kept, src_dir_fd=folder, dst_dir_fd=folder)
-            self.undo.append((folder, kept, name))
+            at, name = self.tree.locate(relative)
+            assert at is not None
+            os.rename(name, kept, src_dir_fd=at, dst_dir_fd=at)
+            self.undo.append((at, kept, name))
 
     def _roll_back(self) -> str:
         """Undo every rename, remove staged files and new folders; say what could not be
@@ -481,3 +492,53 @@ class Replacement:
             except OSError:
                 leftovers.append(where(JOURNAL, self.tree.label))
         return leftovers  # the next run removes them (the journal stays for it: see recover)
+
+
+# ---------------------------------------------------------------- a command's files
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What :func:`replace_files` did: the files it wrote, and what it recovered first."""
+
+    written: tuple[str, ...]
+    recovery: Recovery
+
+    @property
+    def recovered(self) -> str:
+        """The line to show the user about a killed command's leftovers (or ``""``)."""
+        return self.recovery.line() if self.recovery.found else ""
+
+
+def replace_files(
+    folder: Path, files: Mapping[str, bytes], *, label: str, error: type[DsfError]
+) -> Replaced:
+    """Bring the files ``files`` names (paths under ``folder``) to their bytes, all or
+    nothing and durably, under ``folder``'s lock, after recovering what a killed command
+    left there; files whose bytes are already right are not rewritten.
+
+    ``folder`` is created if missing; a link at its last component (or below) is refused,
+    never followed.
+    """
+    try:
+        tree = Tree.open(folder, create=True, label=label)
+    except OSError as err:
+        raise error(f"cannot open {label}/: {err}") from err
+    try:
+        lock(tree, fcntl.LOCK_EX, error)
+        folders = sorted({p.rpartition("/")[0] for p in files} | {""})
+        recovery = recover(tree, folders)
+        found = {p: tree.read(p) for p in files}
+        existing = {p for p, now in found.items() if now is not None}
+        writes = [(p, data) for p, data in files.items() if _bytes(found[p]) != data]
+        if writes:
+            Replacement(tree, existing, error, durable=True).run(writes, [])
+        return Replaced(tuple(p for p, _ in writes), recovery)
+    except OSError as err:
+        raise error(f"cannot update {label}/: {err}") from err
+    finally:
+        tree.close()
+
+
+def _bytes(found: Found | None) -> bytes | None:
+    return None if found is None else found.data

@@ -31,6 +31,8 @@ OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 def where(key: str, label: str = RENDERED) -> str:
     """``rendered/KEY`` as messages name it (``rendered`` itself for the empty key)."""
+    if not label:  # the repository's own folder
+        return key
     return f"{label}/{key}" if key else label
 
 
