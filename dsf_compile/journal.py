@@ -113,7 +113,9 @@ class Plan:
         return json.dumps({**body, "removals": self.removals}, separators=(",", ":")) + "\n"
 
 
-_STAGING = json.dumps({"journal": 1, "state": "staging"}) + "\n"
+def _staging(folders: Sequence[str]) -> str:
+    """The journal while staging: the folders the staging creates (an undo removes them)."""
+    return json.dumps({"journal": 1, "state": "staging", "folders": list(folders)}) + "\n"
 
 
 def _named_for(relative: str, name: str, suffix: str, *, optional: bool = False) -> bool:
@@ -151,22 +153,25 @@ def _parse_plan(document: Any) -> Plan | None:
     return plan if fits else None
 
 
-def _read_journal(tree: Tree) -> tuple[str, Plan | None]:
+def _read_journal(tree: Tree) -> tuple[str, Plan | None, list[str]]:
     """The journal's state (``""`` when there is none, ``staging``, ``commit``, or
-    ``unreadable``) and a committed journal's plan."""
+    ``unreadable``), a committed journal's plan, and the folders a staging one made."""
     found = tree.read(JOURNAL)  # a link or a folder at its name is refused, never followed
     if found is None:
-        return "", None
+        return "", None, []
     try:
         document = json.loads((found.data or b"").decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return "unreadable", None
+        return "unreadable", None, []
     if not isinstance(document, dict) or document.get("journal") != 1:
-        return "unreadable", None
+        return "unreadable", None, []
     if document.get("state") == "staging":
-        return "staging", None
+        folders = document.get("folders")
+        if not isinstance(folders, list) or len(folders) > MAX_JOURNAL_ENTRIES:
+            return "unreadable", None, []
+        return "staging", None, [f for f in folders if isinstance(f, str) and SAFE_PATH.match(f)]
     plan = _parse_plan(document) if document.get("state") == "commit" else None
-    return ("commit", plan) if plan is not None else ("unreadable", None)
+    return ("commit", plan, []) if plan is not None else ("unreadable", None, [])
 
 
 def _write_journal(tree: Tree, text: str, *, durable: bool) -> None:
@@ -210,7 +215,8 @@ class Recovery:
 
     def line(self) -> str:
         """One line for the user: what was found, what was done and why."""
-        done = f"{self.action} its update ({self.why}); " if self.action else ""
+        verb = {"finished": "finished", "undone": "undid"}.get(self.action, "")
+        done = f"{verb} its update ({self.why}); " if verb else ""
         place = f"{self.label}/" if self.label else "the repository's folder"
         return (
             f"recovered {place} after an interrupted dsf-compile: {done}"
@@ -266,10 +272,13 @@ def recover(tree: Tree, folders: Sequence[str] | None = None) -> Recovery:
     sweep (default: the whole tree)."""
     if not tree.exists:
         return Recovery(tree.label)
-    state, plan = _read_journal(tree)
+    state, plan, made = _read_journal(tree)
     if plan is not None:
         _finish(tree, plan)
     removed = _sweep(tree, folders)
+    for key in sorted(made, reverse=True):  # deepest first; only those left empty
+        tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
+        tree.remove_folder(key)
     if state:
         _drop_journal(tree)
         os.fsync(tree.fds[""])
@@ -378,7 +387,7 @@ class Replacement:
         plan = Plan()
         try:
             if self.journaled:  # not flushed: a kill keeps it, and it only undoes
-                _write_journal(self.tree, _STAGING, durable=False)
+                _write_journal(self.tree, _staging(self._new_folders(writes)), durable=False)
             self._stage(writes)
             gone = tuple((p, temporary_name(p.rpartition("/")[2], BACKUP_SUFFIX)) for p in removals)
             plan = Plan(tuple((p, s, kept) for p, _, _, s, kept in self.staged), gone)
@@ -416,6 +425,16 @@ class Replacement:
                     f"not writable, so {where(relative, self.tree.label)} cannot be deleted; "
                     "nothing was changed"
                 )
+
+    def _new_folders(self, writes: Sequence[tuple[str, bytes]]) -> list[str]:
+        """The folders staging ``writes`` will create, parents first."""
+        new: set[str] = set()
+        for relative, _ in writes:
+            key = relative.rpartition("/")[0]
+            while key and key not in new and self.tree.folder(key) is None:
+                new.add(key)
+                key = key.rpartition("/")[0]
+        return sorted(new)
 
     def _stage(self, writes: Sequence[tuple[str, bytes]]) -> None:
         """Write every file beside its target as a new ``.NAME.<random>.dsf-tmp``, flushed."""

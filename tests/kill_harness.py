@@ -1,0 +1,180 @@
+"""Killing a real ``dsf-compile`` command at many moments, and what the next run must find.
+
+The moments are a seeded spread over a run of the same command measured on this machine,
+in the same test or benchmark (from the interpreter's start, measured by a ``--help``,
+to the end of the measured run): never a sleep tuned to one machine. Each kill is a
+``SIGKILL`` of the command's own process, as CI timeouts, the OOM killer and cancelled
+workflows do it. Used by ``tests/test_crash.py`` and ``bench/crash_bench.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: dsf's temporary files and its journal: never left after a command that succeeded.
+DEBRIS = re.compile(r"(?:^|/)(?:\..+\.[0-9a-f]{12}\.dsf-(?:tmp|old)|\.dsf-journal)\Z", re.DOTALL)
+
+Files = dict[str, bytes]
+
+
+def command(root: Path, *argv: str) -> list[str]:
+    """``python -m dsf_compile --root ROOT ARGV…``, as a user runs it."""
+    return [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv]
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stderr: str
+
+
+def run(root: Path, *argv: str) -> Ran:
+    """The command, to its end, in this process (the same code as the command line runs;
+    only the killed runs need a process of their own)."""
+    from dsf_compile.cli import run as cli_run
+
+    out, err = io.StringIO(), io.StringIO()
+    code = cli_run(["--root", str(root), *argv], out, err)
+    return Ran(code, err.getvalue())
+
+
+def files_under(root: Path, outputs: Sequence[str]) -> Files:
+    """Every file under ``outputs`` (files or folders of ``root``), hidden ones included."""
+    found: Files = {}
+    for output in outputs:
+        base = root / output
+        if base.is_file():
+            found[output] = base.read_bytes()
+        for parent, _, names in os.walk(base):
+            for name in names:
+                path = Path(parent, name)
+                found[str(path.relative_to(root))] = path.read_bytes()
+    return found
+
+
+def debris(files: Files) -> list[str]:
+    """The temporary files and journals of dsf's among ``files``."""
+    return sorted(p for p in files if DEBRIS.search(p))
+
+
+def without_debris(files: Files) -> Files:
+    return {p: data for p, data in files.items() if not DEBRIS.search(p)}
+
+
+def timed(argv: list[str]) -> float:
+    """Seconds one run of ``argv`` takes, start to end (it must succeed)."""
+    start = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    elapsed = time.monotonic() - start
+    assert done.returncode == 0, done.stderr
+    return elapsed
+
+
+def moments(seed: int, kills: int, start: float, end: float) -> list[float]:
+    """``kills`` moments spread over [start, end]: one at a seeded random place in each of
+    ``kills`` equal slices, so that every part of the run is hit."""
+    rng = random.Random(seed)
+    width = (end - start) / kills
+    return [start + width * (i + rng.random()) for i in range(kills)]
+
+
+def kill_at(argv: list[str], delay: float) -> int:
+    """Start ``argv``, ``SIGKILL`` it ``delay`` seconds later; its exit status (-9 when the
+    kill came first, 0 when it had finished)."""
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT
+    )
+    try:
+        process.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+    return process.wait(timeout=60)
+
+
+@dataclass
+class Tally:
+    """What the kills found: how many came before anything was written, left the new
+    files, or left debris that the next run recovered."""
+
+    killed: int = 0  # the kill came before the command's end
+    untouched: int = 0  # no debris, the previous files
+    finished: int = 0  # no debris, the new files
+    recovered: int = 0  # debris the next run removed
+    debris_files: list[int] = field(default_factory=list)
+
+    def line(self) -> str:
+        spread = f"{min(self.debris_files)}-{max(self.debris_files)}" if self.debris_files else "-"
+        return (
+            f"{self.killed} killed mid-run; {self.untouched} left the previous files, "
+            f"{self.finished} the new ones, {self.recovered} debris ({spread} files) "
+            "that the next run recovered"
+        )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A command over a prepared repository: its state before (``template``, copied for
+    every kill), what it writes (``outputs``), the files before and after a full run."""
+
+    argv: tuple[str, ...]
+    template: Path
+    outputs: tuple[str, ...]
+    old: Files
+    new: Files
+    check: Callable[[Path, Files], None] | None = None  # more checks before the next run
+
+
+def measure(scenario: Scenario, scratch: Path) -> tuple[float, float]:
+    """(interpreter start, one whole run) of the scenario's command, in seconds."""
+    root = scratch / "measured"
+    shutil.copytree(scenario.template, root, symlinks=True)
+    start = timed([sys.executable, "-m", "dsf_compile", "--help"])
+    whole = timed(command(root, *scenario.argv))
+    assert without_debris(files_under(root, scenario.outputs)) == scenario.new
+    shutil.rmtree(root)
+    return start, whole
+
+
+def kill_and_recover(scenario: Scenario, scratch: Path, delays: Sequence[float]) -> Tally:
+    """Kill the command at each delay, then check the tree and run it again.
+
+    After a kill: with no debris, the files are the previous ones or the new ones, whole;
+    with debris, the next run of the command recovers it (saying so) — either way that
+    run succeeds and leaves exactly the new files, nothing else.
+    """
+    tally = Tally()
+    for n, delay in enumerate(delays):
+        root = scratch / f"kill{n}"
+        shutil.copytree(scenario.template, root, symlinks=True)
+        status = kill_at(command(root, *scenario.argv), delay)
+        tally.killed += status == -signal.SIGKILL
+        after = files_under(root, scenario.outputs)
+        left = debris(after)
+        if not left:
+            assert after in (scenario.old, scenario.new), f"kill {n} at {delay:.3f}s: mixed"
+            tally.untouched += after == scenario.old
+            tally.finished += after == scenario.new and after != scenario.old
+        if scenario.check is not None:
+            scenario.check(root, after)
+        again = run(root, *scenario.argv)
+        assert again.returncode == 0, again.stderr
+        assert "Traceback" not in again.stderr
+        assert files_under(root, scenario.outputs) == scenario.new, f"kill {n} at {delay:.3f}s"
+        if left:
+            assert "recovered" in again.stderr, again.stderr
+            tally.recovered += 1
+            tally.debris_files.append(len(left))
+        shutil.rmtree(root)
+    return tally

@@ -1,0 +1,376 @@
+"""Crash safety: every command that writes files, killed at many moments (``SIGKILL`` on
+the real command), leaves the previous files or the new ones, and the next run removes
+whatever the killed one left, saying so (``dsf_compile.journal``).
+
+Two kinds of test: the real commands killed at a seeded spread of moments over a run of
+the same command measured here (``tests/kill_harness.py``), and, in-process, a "kill"
+(an exception nothing catches) at every single file operation of an update, so that
+every step of the protocol is covered whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dsf_compile.cli import run as cli_run
+from dsf_compile.errors import WriteError
+from dsf_compile.journal import replace_files
+from dsf_compile.render.write import compare_tree, write_tree
+from tests import kill_harness as harness
+from tests.fleet_repo import copy_fleet
+from tests.sync_servers import LoopbackServer, json_body
+
+SEED = 31
+KILLS = 4
+
+
+def cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli_run(["--root", str(root), *argv], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def spread(scenario: harness.Scenario, scratch: Path, kills: int = KILLS) -> harness.Tally:
+    start, whole = harness.measure(scenario, scratch)
+    delays = harness.moments(SEED, kills, start, whole)
+    return harness.kill_and_recover(scenario, scratch, delays)
+
+
+# ---------------------------------------------------------------- render
+
+
+def render_fleets(scratch: Path, clusters: int, scorers: int) -> tuple[Path, Path]:
+    """Inputs before (``a``, three clusters more) and after (``b``: every Prometheus
+    interval changed, so that most ManifestWorks are rewritten), each rendered."""
+    from bench.render_bench import generate_fleet
+
+    a, b = scratch / "a", scratch / "b"
+    generate_fleet(a, clusters + 3, scorers)
+    generate_fleet(b, clusters, scorers)
+    scorers_file = b / "scorers" / "generated.yaml"
+    scorers_file.write_text(scorers_file.read_text().replace("interval: 30", "interval: 31"))
+    for root in (a, b):
+        done = harness.run(root, "render")
+        assert done.returncode == 0, done.stderr
+    return a, b
+
+
+INPUTS = ("scorers", "clusters", "dsf.lock.json")
+
+
+def use_inputs(root: Path, source: Path) -> None:
+    for name in INPUTS:
+        target = root / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        copy = shutil.copytree if (source / name).is_dir() else shutil.copy2
+        copy(source / name, target)
+
+
+def render_scenario(scratch: Path, clusters: int, scorers: int) -> harness.Scenario:
+    """``render`` of ``b``'s inputs over ``a``'s rendered tree (and ``a``'s no-op cache);
+    before each next run: ``render --check`` and, every other kill, the way back to ``a``."""
+    a, b = render_fleets(scratch, clusters, scorers)
+    template = scratch / "template"
+    template.mkdir()
+    for name in ("rendered", ".dsf-cache"):
+        shutil.copytree(a / name, template / name)
+    use_inputs(template, b)
+    outputs = ("rendered",)
+    old, new = harness.files_under(a, outputs), harness.files_under(b, outputs)
+    turns = iter(range(10**6))
+
+    def check(root: Path, after: harness.Files) -> None:
+        checked = harness.run(root, "render", "--check")
+        clean = after == new
+        assert checked.returncode == (0 if clean else 1), checked.stderr
+        if harness.debris(after):
+            assert "left by a killed dsf-compile" in checked.stderr, checked.stderr
+            assert "'dsf-compile render' finishes or undoes it" in checked.stderr
+        assert harness.files_under(root, outputs) == after  # --check wrote nothing
+        if next(turns) % 2:  # the way back: the previous inputs give the previous tree
+            use_inputs(root, a)
+            back = harness.run(root, "render")
+            assert back.returncode == 0, back.stderr
+            assert harness.files_under(root, outputs) == old
+            use_inputs(root, b)
+
+    return harness.Scenario(("render",), template, outputs, old, new, check)
+
+
+def test_render_killed_at_many_moments(tmp_path: Path) -> None:
+    scenario = render_scenario(tmp_path, clusters=20, scorers=4)
+    tally = spread(scenario, tmp_path, kills=6)
+    print(tally.line())
+
+
+# ---------------------------------------------------------------- schemas, optimize
+
+
+def test_schemas_killed_at_many_moments(tmp_path: Path) -> None:
+    before = copy_fleet(tmp_path / "before", with_rendered=False)
+    assert cli(before, "schemas")[0] == 0
+    new = harness.files_under(before, ("schemas",))
+    for file in (before / "schemas").iterdir():  # every schema stale: all are rewritten
+        file.write_text(file.read_text().replace('"type"', '"type" ', 1))
+    old = harness.files_under(before, ("schemas",))
+    scenario = harness.Scenario(("schemas",), before, ("schemas",), old, new)
+    print(spread(scenario, tmp_path).line())
+
+
+def test_optimize_killed_at_many_moments(tmp_path: Path) -> None:
+    pytest.importorskip("scipy.optimize")
+    before = copy_fleet(tmp_path / "before", with_rendered=False)
+    outputs = ("placements/optimized",)
+    new = harness.files_under(before, outputs)
+    plan = before / "placements/optimized/default-gpu-apps.yaml"
+    plan.write_text(plan.read_text().replace("objective", "objective-before", 1))
+    old = harness.files_under(before, outputs)
+    argv = ("optimize", "--scores", str(before / "snapshots"), "--at", "2026-11-22T10:00:00Z")
+    scenario = harness.Scenario(argv, before, outputs, old, new)
+    print(spread(scenario, tmp_path).line())
+
+
+# ---------------------------------------------------------------- sync, sync --clusters
+
+SCORER = """\
+apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
+kind: DynamicScorer
+metadata:
+  name: {name}
+spec:
+  description: {name} scorer
+  configURL: {url}
+  configSyncMode: Full
+  scoreDestination: AddOnPlacementScore
+"""
+
+
+def scorer_config(interval: int) -> dict[str, object]:
+    return {
+        "source": {"type": "Prometheus", "path": "/api/v1/query_range", "params": {"range": 3600}},
+        "scoring": {"path": "/scoring", "params": {"name": "crash_score", "interval": interval}},
+    }
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as srv:
+        yield srv
+
+
+def sync_scenario(scratch: Path, server: LoopbackServer, scorers: int) -> harness.Scenario:
+    """``sync`` of ``scorers`` Full scorers answering on loopback, whose /config changed
+    since the lockfile was written."""
+    root = scratch / "before"
+    (root / "scorers").mkdir(parents=True)
+    (root / "clusters").mkdir()
+    url = server.url("/config")
+    for i in range(scorers):
+        name = f"scorer-{i:03d}"
+        (root / "scorers" / f"{name}.yaml").write_text(SCORER.format(name=name, url=url))
+    outputs = ("dsf.lock.json",)
+    server.route("/config", json_body(scorer_config(30)))
+    assert cli(root, "sync")[0] == 0
+    old = harness.files_under(root, outputs)
+    server.route("/config", json_body(scorer_config(60)))
+    after = scratch / "after"
+    shutil.copytree(root, after)
+    assert cli(after, "sync")[0] == 0
+    new = harness.files_under(after, outputs)
+    assert new != old
+    return harness.Scenario(("sync",), root, outputs, old, new)
+
+
+def test_sync_killed_at_many_moments(tmp_path: Path, server: LoopbackServer) -> None:
+    print(spread(sync_scenario(tmp_path, server, scorers=20), tmp_path).line())
+
+
+def test_sync_clusters_killed_at_many_moments(tmp_path: Path) -> None:
+    from tests.test_sync_clusters import HubKube
+
+    hub = HubKube()
+    hub.start()
+    try:
+        root = copy_fleet(tmp_path / "before", with_rendered=False)
+        (root / "clusters" / "inventory.yaml").unlink()
+        kubeconfig = tmp_path / "hub.kubeconfig"
+        kubeconfig.write_text(hub.kubeconfig("HUB-TOKEN"), encoding="utf-8")
+        for name in ("worker01", "worker02", "edge01"):
+            hub.add_cluster(name, labels={"region": "eu-west", "gpu": "false"})
+        argv = ("sync", "--clusters", "--hub-kubeconfig", str(kubeconfig))
+        assert cli(root, *argv)[0] == 0
+        outputs = ("clusters",)
+        old = harness.files_under(root, outputs)
+        hub.add_cluster("worker03", labels={"region": "us-east", "gpu": "false"})
+        after = tmp_path / "after"
+        shutil.copytree(root, after)
+        assert cli(after, *argv)[0] == 0
+        new = harness.files_under(after, outputs)
+        assert new != old
+        scenario = harness.Scenario(argv, root, outputs, old, new)
+        print(spread(scenario, tmp_path).line())
+    finally:
+        hub.stop()
+
+
+# ---------------------------------------------------------------- every step, in-process
+
+
+class Killed(BaseException):
+    """A kill: nothing catches it (no rollback runs), as nothing runs after SIGKILL."""
+
+
+_STEPS = ("open", "replace", "rename", "link", "unlink", "mkdir", "rmdir", "fsync", "fdopen")
+
+
+def _kill_at(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
+    """Make the ``n``-th file operation of the kinds in _STEPS a kill."""
+    calls = {"n": 0}
+    for name in _STEPS:
+        real = getattr(os, name)
+
+        def step(*args: object, _real: Callable[..., object] = real, **kwargs: object) -> object:
+            calls["n"] += 1
+            if calls["n"] == n:
+                raise Killed
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(os, name, step)
+    return calls
+
+
+OLD = {"a.yaml": "a: 1\n", "b.yaml": "b: 1\n", "c.yaml": "c: 1\n", "d/x.yaml": "x: 1\n"}
+NEW = {"a.yaml": "a: 2\n", "b.yaml": "b: 1\n", "e/new.yaml": "e: 2\n", "e/f/g.yaml": "g\n"}
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): "dir" if p.is_dir() else p.read_text()
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def test_render_killed_at_every_step_finishes_or_undoes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old_tree, new_tree = tmp_path / "old", tmp_path / "new"
+    write_tree(old_tree, OLD)
+    write_tree(new_tree, NEW)
+    outcomes: dict[str, int] = {}
+    n = 0
+    while True:
+        n += 1
+        folder = tmp_path / f"run{n}"
+        write_tree(folder, OLD)
+        with monkeypatch.context() as patch:
+            calls = _kill_at(patch, n)
+            try:
+                write_tree(folder, NEW)
+            except Killed:
+                pass
+        if calls["n"] < n:  # not killed: every step has been tried
+            assert _tree(folder) == _tree(new_tree)
+            break
+        left = harness.debris({p: b"" for p in _tree(folder)})
+        if not left:  # old or new, whole
+            assert _tree(folder) in (_tree(old_tree), _tree(new_tree)), f"step {n}"
+        checked = compare_tree(folder, NEW)
+        assert checked.empty == (_tree(folder) == _tree(new_tree)), f"step {n}"
+        if n % 2:  # the next render, with the new files
+            changes = write_tree(folder, NEW)
+            assert _tree(folder) == _tree(new_tree), f"step {n}"
+        else:  # or the way back
+            changes = write_tree(folder, OLD)
+            assert _tree(folder) == _tree(old_tree), f"step {n}"
+        action = changes.recovery.action or ("swept" if changes.recovery.removed else "none")
+        assert bool(left) == changes.recovery.found, f"step {n}: {left}"
+        outcomes[action] = outcomes.get(action, 0) + 1
+    # every kind of kill happened: before the journal, while staging, while renaming
+    assert {"none", "undone", "finished"} <= set(outcomes), outcomes
+
+
+def test_several_files_killed_at_every_step_are_old_or_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = {f"s{i}.json": f"old {i}\n".encode() for i in range(4)}
+    new = {f"s{i}.json": f"new {i}\n".encode() for i in range(4)}
+    n = 0
+    while True:
+        n += 1
+        folder = tmp_path / f"run{n}"
+        replace_files(folder, old, label="schemas", error=WriteError)
+        with monkeypatch.context() as patch:
+            calls = _kill_at(patch, n)
+            try:
+                replace_files(folder, new, label="schemas", error=WriteError)
+            except Killed:
+                pass
+        if calls["n"] < n:
+            break
+        seen = {p.name: p.read_bytes() for p in folder.iterdir()}
+        if not harness.debris(dict(seen)):
+            assert seen in (old, new), f"step {n}"
+        again = replace_files(folder, new, label="schemas", error=WriteError)
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == new, f"step {n}"
+        assert again.recovery.found == bool(harness.debris(dict(seen)))
+    assert n > 10
+
+
+# ---------------------------------------------------------------- what the user sees
+
+
+def test_check_names_the_debris_and_writes_nothing_then_render_recovers(
+    tmp_path: Path,
+) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    rendered = root / "rendered"
+    staged = rendered / "hub" / ".kustomization.yaml.0123456789ab.dsf-tmp"
+    staged.write_text("half\n")
+    (rendered / ".dsf-journal").write_text('{"journal": 1, "state": "staging", "folders": []}\n')
+    before = harness.files_under(root, ("rendered",))
+    code, _, err = cli(root, "render", "--check")
+    assert code == 1
+    assert (
+        "dsf-compile: rendered/ holds an interrupted update (its journal) left by a killed "
+        "dsf-compile: rendered/.dsf-journal, rendered/hub/.kustomization.yaml.0123456789ab."
+        "dsf-tmp; 'dsf-compile render' finishes or undoes it and removes them\n"
+    ) in err
+    assert harness.files_under(root, ("rendered",)) == before
+    code, _, err = cli(root, "render")
+    assert code == 0, err
+    assert err.splitlines()[0] == (
+        "dsf-compile: recovered rendered/ after an interrupted dsf-compile: undid its update "
+        "(it was killed while staging the new files, before any file was replaced); removed "
+        "1 temporary file(s) of its own"
+    )
+    assert not harness.debris(harness.files_under(root, ("rendered",)))
+    assert cli(root, "render", "--check")[0] == 0
+
+
+def test_a_planted_journal_is_not_trusted(tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path / "fleet")
+    rendered = root / "rendered"
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("mine\n")
+    planted = {
+        "journal": 1,
+        "state": "commit",
+        "renames": [["../../outside.yaml", ".outside.yaml.0123456789ab.dsf-tmp", ""]],
+        "removals": [["kustomization.yaml", "../x"]],
+    }
+    (rendered / ".dsf-journal").write_text(json.dumps(planted))
+    code, _, err = cli(root, "render")
+    assert code == 0, err
+    assert "undid its update (its journal is not one dsf wrote in full" in err
+    assert outside.read_text() == "mine\n"
+    assert cli(root, "render", "--check")[0] == 0
