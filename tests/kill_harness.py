@@ -21,6 +21,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.sync_servers import LoopbackServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: dsf's temporary files and its journal: never left after a command that succeeded.
@@ -178,3 +182,114 @@ def kill_and_recover(scenario: Scenario, scratch: Path, delays: Sequence[float])
             tally.debris_files.append(len(left))
         shutil.rmtree(root)
     return tally
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+def render_fleets(scratch: Path, clusters: int, scorers: int) -> tuple[Path, Path]:
+    """Inputs before (``a``, three clusters more) and after (``b``: every Prometheus
+    interval changed, so that most ManifestWorks are rewritten), each rendered."""
+    from bench.render_bench import generate_fleet
+
+    a, b = scratch / "a", scratch / "b"
+    generate_fleet(a, clusters + 3, scorers)
+    generate_fleet(b, clusters, scorers)
+    scorers_file = b / "scorers" / "generated.yaml"
+    scorers_file.write_text(scorers_file.read_text().replace("interval: 30", "interval: 31"))
+    for root in (a, b):
+        done = run(root, "render")
+        assert done.returncode == 0, done.stderr
+    return a, b
+
+
+INPUTS = ("scorers", "clusters", "dsf.lock.json")
+
+
+def use_inputs(root: Path, source: Path) -> None:
+    for name in INPUTS:
+        target = root / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        copy = shutil.copytree if (source / name).is_dir() else shutil.copy2
+        copy(source / name, target)
+
+
+def render_scenario(scratch: Path, clusters: int, scorers: int) -> Scenario:
+    """``render`` of ``b``'s inputs over ``a``'s rendered tree (and ``a``'s no-op cache);
+    before each next run: ``render --check`` and, every other kill, the way back to ``a``."""
+    a, b = render_fleets(scratch, clusters, scorers)
+    template = scratch / "template"
+    template.mkdir()
+    for name in ("rendered", ".dsf-cache"):
+        shutil.copytree(a / name, template / name)
+    use_inputs(template, b)
+    outputs = ("rendered",)
+    old, new = files_under(a, outputs), files_under(b, outputs)
+    turns = iter(range(10**6))
+
+    def check(root: Path, after: Files) -> None:
+        checked = run(root, "render", "--check")
+        clean = after == new
+        assert checked.returncode == (0 if clean else 1), checked.stderr
+        if debris(after):
+            assert "left by a killed dsf-compile" in checked.stderr, checked.stderr
+            assert "'dsf-compile render' finishes or undoes it" in checked.stderr
+        assert files_under(root, outputs) == after  # --check wrote nothing
+        if next(turns) % 2:  # the way back: the previous inputs give the previous tree
+            use_inputs(root, a)
+            back = run(root, "render")
+            assert back.returncode == 0, back.stderr
+            assert files_under(root, outputs) == old
+            use_inputs(root, b)
+
+    return Scenario(("render",), template, outputs, old, new, check)
+
+
+SCORER = """\
+apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
+kind: DynamicScorer
+metadata:
+  name: {name}
+spec:
+  description: {name} scorer
+  configURL: {url}
+  configSyncMode: Full
+  scoreDestination: AddOnPlacementScore
+"""
+
+
+def scorer_config(interval: int) -> dict[str, object]:
+    return {
+        "source": {"type": "Prometheus", "path": "/api/v1/query_range", "params": {"range": 3600}},
+        "scoring": {"path": "/scoring", "params": {"name": "crash_score", "interval": interval}},
+    }
+
+
+def sync_scenario(
+    scratch: Path, server: LoopbackServer, scorers: int, delay: float = 0.0
+) -> Scenario:
+    """``sync`` of ``scorers`` Full scorers answering on loopback, whose /config changed
+    since the lockfile was written (each answering after ``delay`` seconds)."""
+    root = scratch / "before"
+    (root / "scorers").mkdir(parents=True)
+    (root / "clusters").mkdir()
+    url = server.url("/config")
+    for i in range(scorers):
+        name = f"scorer-{i:03d}"
+        (root / "scorers" / f"{name}.yaml").write_text(SCORER.format(name=name, url=url))
+    outputs = ("dsf.lock.json",)
+    from tests.sync_servers import json_body
+
+    server.route("/config", json_body(scorer_config(30)))
+    assert run(root, "sync").returncode == 0
+    old = files_under(root, outputs)
+    server.route("/config", json_body(scorer_config(60), delay=delay))
+    after = scratch / "after"
+    shutil.copytree(root, after)
+    assert run(after, "sync").returncode == 0
+    new = files_under(after, outputs)
+    assert new != old
+    return Scenario(("sync",), root, outputs, old, new)

@@ -26,7 +26,7 @@ from dsf_compile.journal import replace_files
 from dsf_compile.render.write import compare_tree, write_tree
 from tests import kill_harness as harness
 from tests.fleet_repo import copy_fleet
-from tests.sync_servers import LoopbackServer, json_body
+from tests.sync_servers import LoopbackServer
 
 SEED = 31
 KILLS = 4
@@ -47,69 +47,8 @@ def spread(scenario: harness.Scenario, scratch: Path, kills: int = KILLS) -> har
 # ---------------------------------------------------------------- render
 
 
-def render_fleets(scratch: Path, clusters: int, scorers: int) -> tuple[Path, Path]:
-    """Inputs before (``a``, three clusters more) and after (``b``: every Prometheus
-    interval changed, so that most ManifestWorks are rewritten), each rendered."""
-    from bench.render_bench import generate_fleet
-
-    a, b = scratch / "a", scratch / "b"
-    generate_fleet(a, clusters + 3, scorers)
-    generate_fleet(b, clusters, scorers)
-    scorers_file = b / "scorers" / "generated.yaml"
-    scorers_file.write_text(scorers_file.read_text().replace("interval: 30", "interval: 31"))
-    for root in (a, b):
-        done = harness.run(root, "render")
-        assert done.returncode == 0, done.stderr
-    return a, b
-
-
-INPUTS = ("scorers", "clusters", "dsf.lock.json")
-
-
-def use_inputs(root: Path, source: Path) -> None:
-    for name in INPUTS:
-        target = root / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-        copy = shutil.copytree if (source / name).is_dir() else shutil.copy2
-        copy(source / name, target)
-
-
-def render_scenario(scratch: Path, clusters: int, scorers: int) -> harness.Scenario:
-    """``render`` of ``b``'s inputs over ``a``'s rendered tree (and ``a``'s no-op cache);
-    before each next run: ``render --check`` and, every other kill, the way back to ``a``."""
-    a, b = render_fleets(scratch, clusters, scorers)
-    template = scratch / "template"
-    template.mkdir()
-    for name in ("rendered", ".dsf-cache"):
-        shutil.copytree(a / name, template / name)
-    use_inputs(template, b)
-    outputs = ("rendered",)
-    old, new = harness.files_under(a, outputs), harness.files_under(b, outputs)
-    turns = iter(range(10**6))
-
-    def check(root: Path, after: harness.Files) -> None:
-        checked = harness.run(root, "render", "--check")
-        clean = after == new
-        assert checked.returncode == (0 if clean else 1), checked.stderr
-        if harness.debris(after):
-            assert "left by a killed dsf-compile" in checked.stderr, checked.stderr
-            assert "'dsf-compile render' finishes or undoes it" in checked.stderr
-        assert harness.files_under(root, outputs) == after  # --check wrote nothing
-        if next(turns) % 2:  # the way back: the previous inputs give the previous tree
-            use_inputs(root, a)
-            back = harness.run(root, "render")
-            assert back.returncode == 0, back.stderr
-            assert harness.files_under(root, outputs) == old
-            use_inputs(root, b)
-
-    return harness.Scenario(("render",), template, outputs, old, new, check)
-
-
 def test_render_killed_at_many_moments(tmp_path: Path) -> None:
-    scenario = render_scenario(tmp_path, clusters=20, scorers=4)
+    scenario = harness.render_scenario(tmp_path, clusters=20, scorers=4)
     tally = spread(scenario, tmp_path, kills=6)
     print(tally.line())
 
@@ -143,25 +82,6 @@ def test_optimize_killed_at_many_moments(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- sync, sync --clusters
 
-SCORER = """\
-apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
-kind: DynamicScorer
-metadata:
-  name: {name}
-spec:
-  description: {name} scorer
-  configURL: {url}
-  configSyncMode: Full
-  scoreDestination: AddOnPlacementScore
-"""
-
-
-def scorer_config(interval: int) -> dict[str, object]:
-    return {
-        "source": {"type": "Prometheus", "path": "/api/v1/query_range", "params": {"range": 3600}},
-        "scoring": {"path": "/scoring", "params": {"name": "crash_score", "interval": interval}},
-    }
-
 
 @pytest.fixture
 def server() -> Iterator[LoopbackServer]:
@@ -169,31 +89,8 @@ def server() -> Iterator[LoopbackServer]:
         yield srv
 
 
-def sync_scenario(scratch: Path, server: LoopbackServer, scorers: int) -> harness.Scenario:
-    """``sync`` of ``scorers`` Full scorers answering on loopback, whose /config changed
-    since the lockfile was written."""
-    root = scratch / "before"
-    (root / "scorers").mkdir(parents=True)
-    (root / "clusters").mkdir()
-    url = server.url("/config")
-    for i in range(scorers):
-        name = f"scorer-{i:03d}"
-        (root / "scorers" / f"{name}.yaml").write_text(SCORER.format(name=name, url=url))
-    outputs = ("dsf.lock.json",)
-    server.route("/config", json_body(scorer_config(30)))
-    assert cli(root, "sync")[0] == 0
-    old = harness.files_under(root, outputs)
-    server.route("/config", json_body(scorer_config(60)))
-    after = scratch / "after"
-    shutil.copytree(root, after)
-    assert cli(after, "sync")[0] == 0
-    new = harness.files_under(after, outputs)
-    assert new != old
-    return harness.Scenario(("sync",), root, outputs, old, new)
-
-
 def test_sync_killed_at_many_moments(tmp_path: Path, server: LoopbackServer) -> None:
-    print(spread(sync_scenario(tmp_path, server, scorers=20), tmp_path).line())
+    print(spread(harness.sync_scenario(tmp_path, server, scorers=20), tmp_path).line())
 
 
 def test_sync_clusters_killed_at_many_moments(tmp_path: Path) -> None:
