@@ -248,19 +248,6 @@ def render_scenario(scratch: Path, clusters: int, scorers: int) -> Scenario:
     return Scenario(("render",), template, outputs, old, new, check)
 
 
-SCORER = """\
-apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
-kind: DynamicScorer
-metadata:
-  name: {name}
-spec:
-  description: {name} scorer
-  configURL: {url}
-  configSyncMode: Full
-  scoreDestination: AddOnPlacementScore
-"""
-
-
 def scorer_config(interval: int) -> dict[str, object]:
     return {
         "source": {"type": "Prometheus", "path": "/api/v1/query_range", "params": {"range": 3600}},
@@ -273,16 +260,17 @@ def sync_scenario(
 ) -> Scenario:
     """``sync`` of ``scorers`` Full scorers answering on loopback, whose /config changed
     since the lockfile was written (each answering after ``delay`` seconds)."""
+    from tests.sync_servers import json_body
+    from tests.test_sync_hostile import SCORER_YAML
+
     root = scratch / "before"
     (root / "scorers").mkdir(parents=True)
     (root / "clusters").mkdir()
     url = server.url("/config")
     for i in range(scorers):
         name = f"scorer-{i:03d}"
-        (root / "scorers" / f"{name}.yaml").write_text(SCORER.format(name=name, url=url))
+        (root / "scorers" / f"{name}.yaml").write_text(SCORER_YAML.format(name=name, url=url))
     outputs = ("dsf.lock.json",)
-    from tests.sync_servers import json_body
-
     server.route("/config", json_body(scorer_config(30)))
     assert run(root, "sync").returncode == 0
     old = files_under(root, outputs)

@@ -13,9 +13,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from dsf_compile.render.write import compare_tree, write_tree
 from tests import kill_harness as harness
 from tests.fleet_repo import copy_fleet
 from tests.sync_servers import LoopbackServer
+from tests.test_write_safety import fail_at
 
 SEED = 31
 KILLS = 4
@@ -133,18 +133,7 @@ _STEPS = ("open", "replace", "rename", "link", "unlink", "mkdir", "rmdir", "fsyn
 
 def _kill_at(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
     """Make the ``n``-th file operation of the kinds in _STEPS a kill."""
-    calls = {"n": 0}
-    for name in _STEPS:
-        real = getattr(os, name)
-
-        def step(*args: object, _real: Callable[..., object] = real, **kwargs: object) -> object:
-            calls["n"] += 1
-            if calls["n"] == n:
-                raise Killed
-            return _real(*args, **kwargs)
-
-        monkeypatch.setattr(os, name, step)
-    return calls
+    return fail_at(monkeypatch, n, Killed, _STEPS)
 
 
 OLD = {"a.yaml": "a: 1\n", "b.yaml": "b: 1\n", "c.yaml": "c: 1\n", "d/x.yaml": "x: 1\n"}

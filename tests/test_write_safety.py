@@ -285,16 +285,26 @@ NEW = {"a.yaml": "a: 2\n", "b.yaml": "b: 1\n", "e/new.yaml": "e: 2\n"}
 OPERATIONS = ("replace", "rename", "link", "unlink", "rmdir", "mkdir", "fdopen")
 
 
-def _fail_at(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
-    """Make the ``n``-th file operation of the kinds in OPERATIONS raise EIO."""
+def _eio() -> BaseException:
+    return OSError(5, "Input/output error (injected)")
+
+
+def fail_at(
+    monkeypatch: pytest.MonkeyPatch,
+    n: int,
+    error: Callable[[], BaseException] = _eio,
+    operations: tuple[str, ...] = OPERATIONS,
+) -> dict[str, int]:
+    """Make the ``n``-th file operation of the kinds in ``operations`` raise ``error()``
+    (EIO by default)."""
     calls = {"n": 0}
-    for name in OPERATIONS:
+    for name in operations:
         real = getattr(os, name)
 
         def failing(*args: object, _real: Callable[..., object] = real, **kwargs: object) -> object:
             calls["n"] += 1
             if calls["n"] == n:
-                raise OSError(5, "Input/output error (injected)")
+                raise error()
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(os, name, failing)
@@ -313,7 +323,7 @@ def test_a_failure_at_any_step_leaves_the_previous_tree_or_the_new_one(
         write_tree(folder, OLD)
         before = _tree(folder)
         with monkeypatch.context() as patch:
-            calls = _fail_at(patch, n)
+            calls = fail_at(patch, n)
             try:
                 changes = write_tree(folder, NEW)
             except RenderError as error:
