@@ -216,7 +216,9 @@ def test_check_names_the_debris_and_writes_nothing_then_render_recovers(
     tmp_path: Path,
 ) -> None:
     root = copy_fleet(tmp_path / "fleet")
-    rendered = root / "rendered"
+    assert cli(root, "render")[0] == 0  # the no-op cache vouches for this tree ...
+    assert cli(root, "render", "--check")[0] == 0
+    rendered = root / "rendered"  # ... but never for one with a journal
     staged = rendered / "hub" / ".kustomization.yaml.0123456789ab.dsf-tmp"
     staged.write_text("half\n")
     (rendered / ".dsf-journal").write_text('{"journal": 1, "state": "staging", "folders": []}\n')
@@ -257,3 +259,26 @@ def test_a_planted_journal_is_not_trusted(tmp_path: Path) -> None:
     assert "undid its update (its journal is not one dsf wrote in full" in err
     assert outside.read_text() == "mine\n"
     assert cli(root, "render", "--check")[0] == 0
+
+
+def test_sync_and_schemas_remove_what_a_killed_run_left(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    scenario = harness.sync_scenario(tmp_path, server, scorers=2)
+    root = scenario.template
+    planted = root / ".dsf.lock.json.0123456789ab.dsf-tmp"
+    planted.write_text("half")
+    code, _, err = cli(root, "sync")
+    assert code == 0, err
+    assert (
+        "dsf-compile: recovered the repository's folder after an interrupted dsf-compile: "
+        "removed 1 temporary file(s) of its own\n"
+    ) in err
+    assert not planted.exists()
+    assert cli(root, "schemas")[0] == 0
+    staged = root / "schemas" / ".summaries.schema.json.0123456789ab.dsf-old"
+    staged.write_text("old")
+    code, _, err = cli(root, "schemas")
+    assert code == 0
+    assert "recovered schemas/ after an interrupted dsf-compile: removed 1" in err
+    assert not staged.exists()
