@@ -242,10 +242,15 @@ class Debris:
         more = len(self.files) - min(len(self.files), 3)
         # names from the repository: a pull request may have planted them
         shown = terminal(", ".join(names)) + (f" and {more} more" if more else "")
-        what = "an interrupted update (its journal)" if self.journal else "temporary files"
+        if self.journal:
+            what, does = (
+                "an interrupted update (its journal)",
+                "finishes or undoes it and removes them",
+            )
+        else:
+            what, does = "temporary files", "removes them"
         return (
-            f"{self.label}/ holds {what} left by a killed dsf-compile: {shown}; "
-            f"'{command}' finishes or undoes it and removes them"
+            f"{self.label}/ holds {what} left by a killed dsf-compile: {shown}; '{command}' {does}"
         )
 
 
