@@ -26,6 +26,7 @@ journal: its rename is all-or-nothing by itself; its temporary name is still swe
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -282,8 +283,9 @@ def recover(tree: Tree, folders: Sequence[str] | None = None) -> Recovery:
         _finish(tree, plan)
     removed = _sweep(tree, folders)
     for key in sorted(made, reverse=True):  # deepest first; only those left empty
-        tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
-        tree.remove_folder(key)
+        with contextlib.suppress(InputError):  # a link on the way: nothing of ours there
+            tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
+            tree.remove_folder(key)
     if state:
         _drop_journal(tree)
         os.fsync(tree.fds[""])
