@@ -89,15 +89,14 @@ def _format_markdown(changes: Changes) -> str:
     where = f" Shards changed: {shards}." if shards else ""
     if changes.debris:
         where += f" {markdown(changes.debris.line('dsf-compile render'))}."
-    out = [
-        f"### dsf-compile diff\n\n{changes.summary()}.{where}\n\n"
-        "| change | file | object |\n| --- | --- | --- |\n"
-    ]
+    out = [f"### dsf-compile diff\n\n{changes.summary()}.{where}\n"]
     rows = [
         *(("added", p, t) for p, t in changes.added.items()),
         *(("changed", p, n) for p, (_, n) in changes.changed.items()),
         *(("removed", p, t) for p, t in changes.removed.items()),
     ]
+    if rows:
+        out.append("\n| change | file | object |\n| --- | --- | --- |\n")
     for change, relative, text in rows:
         out.append(f"| {change} | `{RENDERED}/{relative}` | {markdown(_describe(text))} |\n")
     for relative, (old, new) in changes.changed.items():
