@@ -269,6 +269,8 @@ def _sync(call: _Call) -> int:
         _print_error(error, err)
         return EXIT_INVALID
     call.problems(synced.warnings)
+    if synced.recovered:
+        call.say(synced.recovered)
     state = "updated" if synced.lockfile_changed else "unchanged"
     call.report.result(active=synced.active, inactive=list(synced.inactive), lockfile=state)
     call.say(f"{synced.active} Active, {len(synced.inactive)} Inactive; dsf.lock.json {state}")
@@ -302,6 +304,8 @@ def _discover(call: _Call) -> int:
         call.report.failed(error.problems, "")
         _print_error(error, err)
         return EXIT_INVALID
+    if found.recovered:
+        call.say(found.recovered)
     joined = f" (joined: {', '.join(found.added)})" if found.added else ""
     left = f" (left: {', '.join(found.removed)})" if found.removed else ""
     state = "updated" if found.changed else "unchanged"
@@ -318,6 +322,8 @@ def _render(call: _Call) -> int:
     from dsf_compile.render_command import render
 
     rendered = render(call.root)
+    if rendered.recovered:
+        call.say(rendered.recovered)
     for leftover in rendered.leftovers:
         call.report.warn(f"cannot remove the temporary file {leftover}")
     said = rendered.said
@@ -347,6 +353,8 @@ def _check(call: _Call) -> int:
     if changes is None or changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
+    if changes.debris:
+        call.say(changes.debris.line("dsf-compile render"))
     call.say(f"rendered/ is stale: {changes.summary()}; run 'dsf-compile render'")
     return EXIT_INVALID
 
@@ -386,7 +394,8 @@ def _optimize(call: _Call) -> int:
 
     args = call.args
     state = _hub_state(args, call.root) or _no_scores()
-    for plan in optimize_fleet(call.root, state, args.at or _now(), args.time_limit):
+    plans = optimize_fleet(call.root, state, args.at or _now(), args.time_limit, call.say)
+    for plan in plans:
         call.problems(plan.warnings)
         state_word = "written" if plan.changed else "unchanged"
         shown = ", ".join(plan.left_out[:20])
@@ -448,7 +457,7 @@ def _schemas(call: _Call) -> int:
     from dsf_compile.schemas import write_schemas
 
     check = call.args.check
-    stale = write_schemas(call.root / "schemas", check=check)
+    stale = write_schemas(call.root / "schemas", check=check, notice=call.say)
     for name in stale:
         if check:
             print(f"schemas/{name} is stale; run 'dsf-compile schemas'", file=call.out)

@@ -66,5 +66,9 @@ class RenderError(DsfError):
     """Rendering failed for a reason that is not an input problem (for example I/O)."""
 
 
+class WriteError(DsfError):
+    """Files could not be written (I/O); the previous ones are in place."""
+
+
 class UsageError(DsfError):
     """The command line is wrong."""

@@ -15,6 +15,18 @@ from pathlib import Path
 NEW_FILE_MODE = 0o666
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
+# The names dsf gives its own temporary files, beside the file they stand for: a staged
+# new file ``.NAME.<hex>.dsf-tmp``, a previous one kept until an update succeeded
+# ``.NAME.<hex>.dsf-old``, and the journal of an update of several files. The next run
+# removes any of them a killed one left (:mod:`dsf_compile.journal`).
+STAGED_SUFFIX = ".dsf-tmp"
+BACKUP_SUFFIX = ".dsf-old"
+JOURNAL = ".dsf-journal"
+TEMP_TOKEN_HEX = 12
+TEMP_NAME_EXTRA = 2 + TEMP_TOKEN_HEX + max(len(STAGED_SUFFIX), len(BACKUP_SUFFIX))
+"""Characters a temporary name adds to its file's name (``.`` + ``.<hex>`` + suffix): a
+file dsf writes must have a name at most ``NAME_MAX`` (255) minus this long."""
+
 
 def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:
     """Create a file that did not exist, named ``PREFIX<random>SUFFIX`` in ``dir_fd``.
@@ -24,7 +36,7 @@ def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:
     (write-only) and the name.
     """
     for _ in range(100):
-        name = f"{prefix}{secrets.token_hex(6)}{suffix}"
+        name = f"{prefix}{secrets.token_hex(TEMP_TOKEN_HEX // 2)}{suffix}"
         try:
             return os.open(name, _CREATE, NEW_FILE_MODE, dir_fd=dir_fd), name
         except FileExistsError:

@@ -15,8 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dsf_compile.errors import InputError, UnreachableFleetError, UsageError
-from dsf_compile.files import atomic_write, read_regular_file
+from dsf_compile.errors import (
+    InputError,
+    SyncError,
+    UnreachableFleetError,
+    UsageError,
+    WriteError,
+)
+from dsf_compile.files import read_regular_file
 from dsf_compile.inputs.load import MAX_FILE_BYTES, list_input_files, read_yaml_file
 from dsf_compile.inputs.prerequisites import prerequisite_notes
 from dsf_compile.inputs.validate import (
@@ -219,6 +225,7 @@ class SyncResult:
     active: int
     lockfile_changed: bool
     warnings: tuple[Problem, ...]
+    recovered: str = ""  # what a killed sync left and this one removed, for the user
 
 
 def sync_fleet(
@@ -282,7 +289,7 @@ def sync_fleet(
             for name in lost
         ]
         raise UnreachableFleetError(problems, len(lost), counted_active, fraction)
-    changed = write_lockfile(root, lock)
+    written = write_lockfile(root, lock)
     inactive = tuple(
         sorted(
             n
@@ -297,7 +304,7 @@ def sync_fleet(
         for name in inactive
     ]
     active = sum(1 for e in lock.scorers.values() if e.health == "Active")
-    return SyncResult(inactive, active, changed, tuple(warnings))
+    return SyncResult(inactive, active, bool(written.written), tuple(warnings), written.recovered)
 
 
 def explain_fleet(
@@ -443,15 +450,22 @@ class Optimized:
 
 
 def optimize_fleet(
-    root: Path, state: HubState, at: datetime, time_limit: float | None = None
+    root: Path,
+    state: HubState,
+    at: datetime,
+    time_limit: float | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> list[Optimized]:
     """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``.
 
     ``time_limit`` (seconds, default 60) bounds the solver over the whole
     command; past it, or past the size bound, an InputError and nothing is written.
+    ``notice`` is told, in one line, what a killed ``optimize`` left and this one recovered.
     """
     import time
 
+    from dsf_compile.inputs.names import OPTIMIZED_FOLDER
+    from dsf_compile.journal import replace_files
     from dsf_compile.placement.optimize import DEFAULT_TIME_LIMIT
     from dsf_compile.placement.proposal import Proposal, propose
 
@@ -475,23 +489,20 @@ def optimize_fleet(
             problems += error.problems
     if problems:
         raise InputError(problems)
-    written = []
-    for plan in plans:
-        target = root / plan.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = plan.text.encode("utf-8")
-        try:
-            unchanged = read_regular_file(target, max_bytes=MAX_FILE_BYTES) == data
-        except FileNotFoundError:
-            unchanged = False
-        if not unchanged:
-            atomic_write(target, data)
-        written.append(
-            Optimized(
-                plan.path, plan.objective, not unchanged, plan.left_out, plan.warnings, plan.text
-            )
-        )
-    return written
+    # every plan in one update: all of them or none, also when the command is killed
+    replaced = replace_files(
+        root / OPTIMIZED_FOLDER,
+        {plan.path.removeprefix(f"{OPTIMIZED_FOLDER}/"): plan.text.encode() for plan in plans},
+        label=OPTIMIZED_FOLDER,
+        error=WriteError,
+    )
+    if replaced.recovered and notice is not None:
+        notice(replaced.recovered)
+    changed = {f"{OPTIMIZED_FOLDER}/{p}" for p in replaced.written}
+    return [
+        Optimized(p.path, p.objective, p.path in changed, p.left_out, p.warnings, p.text)
+        for p in plans
+    ]
 
 
 def discover_clusters(
@@ -506,7 +517,7 @@ def discover_clusters(
     allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
     before anything is written.
     """
-    from dsf_compile.files import atomic_write
+    from dsf_compile.journal import replace_files
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
         Discovery,
@@ -529,15 +540,17 @@ def discover_clusters(
     now, then = names_in(text), names_in(before) if before else {}
     if not allow_mass_removal:
         _guard_removal(now, then, settings.sync.maxClusterRemovalFraction)
-    changed = text != before
-    if changed:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, text.encode("utf-8"))
+    folder, _, name = DISCOVERED_FILE.rpartition("/")
+    # always: it also removes what a killed sync --clusters left beside the file
+    written = replace_files(
+        root / folder, {name: text.encode("utf-8")}, label=folder, error=SyncError
+    )
     return Discovery(
         clusters=tuple(sorted(now)),
         added=tuple(sorted(now.keys() - then.keys())),
         removed=tuple(sorted(then.keys() - now.keys())),
-        changed=changed,
+        changed=bool(written.written),
+        recovered=written.recovered,
     )
 
 

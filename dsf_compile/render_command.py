@@ -29,11 +29,12 @@ NOTHING_CHANGED = "0 added, 0 changed, 0 removed"
 @dataclass(frozen=True)
 class Rendered:
     """What ``render`` did: what it said, a summary of the changes, the temporary files it
-    could not remove."""
+    could not remove, and what it recovered of a killed render (one line, or empty)."""
 
     said: fastpath.Remembered
     summary: str
     leftovers: tuple[str, ...] = ()
+    recovered: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ def render(root: Path) -> Rendered:
         lasting = tuple(w for w in result.warnings if not is_reshard_notice(w))
         written = {**changes.added, **{p: new for p, (_, new) in changes.changed.items()}}
         fastpath.remember(root, digest, replace(said, warnings=lasting), written, changes.settled)
-    return Rendered(said, changes.summary(), tuple(changes.leftovers))
+    recovered = changes.recovery.line() if changes.recovery.found else ""
+    return Rendered(said, changes.summary(), tuple(changes.leftovers), recovered)
 
 
 def check(root: Path, *, use_cache: bool = True) -> Checked:

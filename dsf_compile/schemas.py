@@ -8,23 +8,20 @@ stale. The CRDs' structural form of the same schemas is
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from dsf_compile.errors import InputError
-from dsf_compile.files import (
-    FileTooLargeError,
-    NotRegularFileError,
-    atomic_write,
-    read_regular_file,
-)
+from dsf_compile.errors import InputError, WriteError
+from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
 from dsf_compile.inputs.optimization import PlacementOptimization
 from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import Settings
+from dsf_compile.journal import replace_files
 from dsf_compile.sync.lock import Lockfile
 from dsf_contract.problem import Problem
 from dsf_contract.scoring_api import ScorerConfig, ScoringRequest, ScoringResponse
@@ -59,25 +56,27 @@ def encode_schema(model: type[BaseModel]) -> str:
     return json.dumps(json_schema(model), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_schemas(folder: Path, *, check: bool) -> list[str]:
+def write_schemas(
+    folder: Path, *, check: bool, notice: Callable[[str], None] | None = None
+) -> list[str]:
     """Write (or with ``check``, compare) every schema; return the file names that were stale.
 
-    Raises :class:`InputError` when ``folder`` or one of its schema files is something
-    else than a folder or a regular file (a link, a FIFO...), or cannot be read.
+    The stale ones are written in one update (:func:`dsf_compile.journal.replace_files`):
+    all or none, also when the command is killed; ``notice`` is told, in one line, what a
+    killed ``schemas`` left and this one recovered. Raises :class:`InputError` when
+    ``folder`` or one of its schema files is something else than a folder or a regular
+    file (a link, a FIFO...), or cannot be read.
     """
-    stale = []
     _check_folder(folder)
+    encoded = {
+        f"{name}.schema.json": encode_schema(model).encode() for name, model in SCHEMAS.items()
+    }
+    # Bytes, not text: a file that is not UTF-8 is simply stale.
+    stale = [n for n, data in encoded.items() if _read_current(folder / n, len(data)) != data]
     if not check:
-        folder.mkdir(parents=True, exist_ok=True)
-    for name, model in SCHEMAS.items():
-        file = folder / f"{name}.schema.json"
-        data = encode_schema(model).encode("utf-8")
-        # Bytes, not text: a file that is not UTF-8 is simply stale.
-        if _read_current(file, len(data)) == data:
-            continue
-        stale.append(file.name)
-        if not check:
-            atomic_write(file, data)
+        replaced = replace_files(folder, encoded, label=folder.name, error=WriteError)
+        if replaced.recovered and notice is not None:
+            notice(replaced.recovered)
     return stale
 
 

@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
+from dsf_compile import journal
 from dsf_compile.cli import run
 from dsf_compile.conformance import run_scorer_check
 from dsf_compile.files import NotRegularFileError, read_regular_file
 from dsf_compile.inputs.settings import SyncSettings
-from dsf_compile.sync import lock as lock_module
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from dsf_compile.untrusted import redact, safe_message, string_problem
@@ -329,10 +329,10 @@ def test_sync_on_a_full_disk_is_one_line_and_keeps_the_old_lockfile(
     root = make_fleet(tmp_path, {"good": server.route("/config", json_body(CONFIG))})
     (root / LOCKFILE).write_text('{"version": 1, "scorers": {}}\n')
 
-    def full(file: Path, data: bytes) -> None:
+    def full(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(lock_module, "atomic_write", full)
+    monkeypatch.setattr(journal, "create_new", full)
     code, _, err = cli(root, "sync")
     assert code == 2
     assert err.splitlines()[-1] == (

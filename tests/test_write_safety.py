@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from dsf_compile import journal
 from dsf_compile.cli import run
 from dsf_compile.errors import RenderError
-from dsf_compile.render import write
 from dsf_compile.render.changes_text import format_changes
 from dsf_compile.render.record import RECORD
 from dsf_compile.render.write import compare_tree, write_tree
@@ -266,7 +266,7 @@ def test_a_render_waits_for_the_lock_and_then_fails_cleanly(
     rendered = fleet / "rendered"
     (rendered / "kustomization.yaml").write_text("stale\n")
     before = _tree(rendered)
-    monkeypatch.setattr(write, "LOCK_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(journal, "LOCK_WAIT_SECONDS", 0.2)
     holder = os.open(rendered, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
@@ -285,16 +285,26 @@ NEW = {"a.yaml": "a: 2\n", "b.yaml": "b: 1\n", "e/new.yaml": "e: 2\n"}
 OPERATIONS = ("replace", "rename", "link", "unlink", "rmdir", "mkdir", "fdopen")
 
 
-def _fail_at(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
-    """Make the ``n``-th file operation of the kinds in OPERATIONS raise EIO."""
+def _eio() -> BaseException:
+    return OSError(5, "Input/output error (injected)")
+
+
+def fail_at(
+    monkeypatch: pytest.MonkeyPatch,
+    n: int,
+    error: Callable[[], BaseException] = _eio,
+    operations: tuple[str, ...] = OPERATIONS,
+) -> dict[str, int]:
+    """Make the ``n``-th file operation of the kinds in ``operations`` raise ``error()``
+    (EIO by default)."""
     calls = {"n": 0}
-    for name in OPERATIONS:
+    for name in operations:
         real = getattr(os, name)
 
         def failing(*args: object, _real: Callable[..., object] = real, **kwargs: object) -> object:
             calls["n"] += 1
             if calls["n"] == n:
-                raise OSError(5, "Input/output error (injected)")
+                raise error()
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(os, name, failing)
@@ -313,7 +323,7 @@ def test_a_failure_at_any_step_leaves_the_previous_tree_or_the_new_one(
         write_tree(folder, OLD)
         before = _tree(folder)
         with monkeypatch.context() as patch:
-            calls = _fail_at(patch, n)
+            calls = fail_at(patch, n)
             try:
                 changes = write_tree(folder, NEW)
             except RenderError as error:
@@ -321,15 +331,19 @@ def test_a_failure_at_any_step_leaves_the_previous_tree_or_the_new_one(
                 assert "restored" in str(error) or "intact" in str(error)
                 assert _tree(folder) == before, f"failure at operation {n}"
                 continue
-        # The update went through; only a previous file it could not drop may be left.
+        # The update went through; only a previous file it could not drop may be left,
+        # with the journal that has the next render remove it.
         left = {p for p, v in _tree(folder).items() if v != "dir"} - set(_tree(expected))
         assert {p.rpartition("/")[2] for p in left} == {
             p.rpartition("/")[2] for p in changes.leftovers
-        }
-        assert all(p.endswith(".dsf-old") for p in left)
+        } | ({".dsf-journal"} if left else set())
+        assert all(p.endswith((".dsf-old", ".dsf-journal")) for p in left)
         if calls["n"] < n:  # no operation failed: every step has been tried
             assert not left
             break
+        if left:  # the next render finishes the update and removes them
+            assert write_tree(folder, NEW).recovery.action == "finished"
+            assert _tree(folder) == _tree(expected)
     assert n > 8
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsf_compile.files import TEMP_NAME_EXTRA
 from dsf_compile.render.shards import shard_digits as digits_of
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
@@ -38,12 +39,10 @@ if TYPE_CHECKING:
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.
 MAX_FILE_NAME_BYTES = 255
 #: The most bytes a writer adds to a file's name for the temporary names it writes beside
-#: it: ``render``'s staged and kept copies (``.NAME.<12 hex>.dsf-tmp``, ``….dsf-old``,
-#: ``render/tree_update.py``) and ``files.atomic_write``'s (``.NAME.<12 hex>.tmp``). A
-#: writer that adds more must raise this: every derived file name is checked against
-#: ``MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES``, and a test renders the longest name
-#: allowed through the real writer.
-WRITER_AFFIX_BYTES = 22
+#: it (``.NAME.<hex>.dsf-tmp`` and ``….dsf-old``, owned by :mod:`dsf_compile.files`): every
+#: derived file name is checked against ``MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES``, and a
+#: test renders the longest name allowed through the real writer.
+WRITER_AFFIX_BYTES = TEMP_NAME_EXTRA
 #: The longest file name the compiler derives from a name in Git.
 MAX_DERIVED_FILE_NAME_BYTES = MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES
 #: A Policy's namespace and name together (the governance framework's webhook refuses

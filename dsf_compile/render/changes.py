@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from dsf_compile.journal import Debris, Recovery
+
 
 @dataclass(frozen=True)
 class Settled:
@@ -32,6 +34,8 @@ class Changes:
     ``hidden`` names the files whose current bytes must not be shown, and why (not
     UTF-8, unreadable, or not written by the compiler); their "old" text is empty.
     ``leftovers`` are temporary files an otherwise complete update could not remove.
+    ``recovery``: what the render finished or undid of a killed one before it compared;
+    ``debris``: what a check found of a killed render (it changes nothing: the tree is stale).
     """
 
     added: dict[str, str] = field(default_factory=dict)
@@ -42,10 +46,12 @@ class Changes:
     hidden: dict[str, str] = field(default_factory=dict)
     leftovers: list[str] = field(default_factory=list)
     settled: Settled | None = None
+    recovery: Recovery = field(default_factory=Recovery)
+    debris: Debris | None = None
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.changed or self.removed)
+        return not (self.added or self.changed or self.removed or self.debris)
 
     def summary(self) -> str:
         return f"{len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed"

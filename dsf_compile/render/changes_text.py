@@ -102,18 +102,19 @@ def _format_markdown(changes: Changes) -> str:
         return "### dsf-compile diff\n\nNo change to `rendered/`.\n"
     shards = _shards_changed(changes)
     where = f" Shards changed: {shards}." if shards else ""
+    if changes.debris:
+        where += f" {markdown(changes.debris.line('dsf-compile render'))}."
     count = _count_changed(changes)
     if count:
         where += f"\n\n> [!WARNING]\n> **The number of shards changes**, {markdown(count)}."
-    out = [
-        f"### dsf-compile diff\n\n{changes.summary()}.{where}\n\n"
-        "| change | file | object |\n| --- | --- | --- |\n"
-    ]
+    out = [f"### dsf-compile diff\n\n{changes.summary()}.{where}\n"]
     rows = [
         *(("added", p, t) for p, t in changes.added.items()),
         *(("changed", p, n) for p, (_, n) in changes.changed.items()),
         *(("removed", p, t) for p, t in changes.removed.items()),
     ]
+    if rows:
+        out.append("\n| change | file | object |\n| --- | --- | --- |\n")
     for change, relative, text in rows:
         out.append(f"| {change} | `{RENDERED}/{relative}` | {markdown(_describe(text))} |\n")
     for relative, (old, new) in changes.changed.items():

@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
+from dsf_compile.files import JOURNAL, FileTooLargeError, NotRegularFileError, read_regular_file
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
@@ -296,6 +296,8 @@ def unchanged(root: Path) -> Remembered | None:
     try:
         cache_path = root / CACHE
         if cache_path.is_symlink() or not cache_path.is_file():
+            return None
+        if os.path.lexists(root / RENDERED / JOURNAL):  # a killed render: recover it
             return None
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
         if cache.get("version") != _VERSION or cache.get("inputs") != _inputs_digest(root):

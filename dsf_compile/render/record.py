@@ -6,19 +6,19 @@ A render deletes only what this record lists; a line the compiler could not have
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from dsf_compile.errors import InputError
+from dsf_compile.journal import SAFE_PATH
 from dsf_compile.render.tree import RENDERED, Tree, refuse
 from dsf_contract.problem import Problem
 
 RECORD = ".dsf-files"
 RECORD_HEADER = "# Files written by dsf-compile; it deletes only these. Do not edit.\n"
 
-# A path the compiler writes: plain names, none hidden (so never ``.``, ``..``, the record
-# or a staged file), ``/`` between them. Anything else in the record was not written by it.
-_OWNED_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*\Z")
+# A path the compiler writes (never hidden: never the record, the journal or a staged
+# file). Anything else in the record was not written by it.
+_OWNED_PATH = SAFE_PATH
 
 
 def record_text(paths: Iterable[str]) -> str:

@@ -29,14 +29,16 @@ OPEN_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def where(key: str) -> str:
+def where(key: str, label: str = RENDERED) -> str:
     """``rendered/KEY`` as messages name it (``rendered`` itself for the empty key)."""
-    return f"{RENDERED}/{key}" if key else RENDERED
+    if not label:  # the repository's own folder
+        return key
+    return f"{label}/{key}" if key else label
 
 
-def refuse(key: str, message: str) -> InputError:
+def refuse(key: str, message: str, label: str = RENDERED) -> InputError:
     """The error that stops a render at ``rendered/KEY``."""
-    return InputError([Problem(where(key), 0, 0, "", message)])
+    return InputError([Problem(where(key, label), 0, 0, "", message)])
 
 
 def _kind(mode: int) -> str:
@@ -55,16 +57,20 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_kind(key: str, mode: int, want: Callable[[int], bool], what: str) -> None:
+def check_kind(
+    key: str, mode: int, want: Callable[[int], bool], what: str, label: str = RENDERED
+) -> None:
     """Refuse ``rendered/KEY`` unless its ``mode`` is ``what`` (never a link)."""
+    again = "render again" if label == RENDERED else "run the command again"
     if stat.S_ISLNK(mode):
         raise refuse(
             key,
-            f"is a symbolic link; dsf-compile never follows links in {RENDERED}/: "
-            "remove it and render again",
+            f"is a symbolic link; dsf-compile never follows links in {label}/: "
+            f"remove it and {again}",
+            label,
         )
     if not want(mode):
-        raise refuse(key, f"is {_kind(mode)}, not {what}; remove it and render again")
+        raise refuse(key, f"is {_kind(mode)}, not {what}; remove it and {again}", label)
 
 
 @dataclass(frozen=True)
@@ -87,13 +93,17 @@ class Tree:
     inside that descriptor, so no path component is ever resolved through a link.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = RENDERED) -> None:
+        self.label = label  # how messages name the folder
         self.fds: dict[str, int] = {}
         self.made: list[str] = []
 
     @classmethod
-    def open(cls, folder: Path, *, create: bool) -> Tree:
-        tree = cls()
+    def open(cls, folder: Path, *, create: bool, label: str = RENDERED) -> Tree:
+        """``folder`` opened without following a link at its last component (``label``
+        is how messages name it); the tree does not exist when it is absent and not
+        ``create``."""
+        tree = cls(label)
         parent = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fd = tree._open_folder(parent, folder.name, "", create)
@@ -125,17 +135,17 @@ class Tree:
             except FileExistsError:
                 pass
             before = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        check_kind(key, before.st_mode, stat.S_ISDIR, "a directory")
+        check_kind(key, before.st_mode, stat.S_ISDIR, "a directory", self.label)
         try:
             fd = os.open(name, OPEN_DIRECTORY, dir_fd=parent)
         except OSError as err:
             if err.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-                raise refuse(key, "changed while dsf-compile was reading it") from err
+                raise refuse(key, "changed while dsf-compile was reading it", self.label) from err
             raise
         after = os.fstat(fd)
         if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
             os.close(fd)
-            raise refuse(key, "changed while dsf-compile was reading it")
+            raise refuse(key, "changed while dsf-compile was reading it", self.label)
         return fd
 
     def folder(self, key: str, *, create: bool = False) -> int | None:
@@ -151,6 +161,22 @@ class Tree:
             self.fds[key] = fd
         return fd
 
+    def remove_folder(self, key: str) -> bool:
+        """Remove the folder ``rendered/KEY`` if it is empty (never the tree itself, never
+        through a link); whether it is gone."""
+        parent_key, _, name = key.rpartition("/")
+        parent = self.fds.get(parent_key)
+        if not key or parent is None:
+            return False
+        try:
+            os.rmdir(name, dir_fd=parent)  # fails on a non-empty folder, and on a link
+        except OSError:
+            return False
+        fd = self.fds.pop(key, None)
+        if fd is not None:  # a later create must make the folder again, not use this one
+            os.close(fd)
+        return True
+
     def locate(self, relative: str, *, create: bool = False) -> tuple[int | None, str]:
         """The descriptor of the folder holding ``relative``, and the file's name in it."""
         parent_key, _, name = relative.rpartition("/")
@@ -165,12 +191,13 @@ class Tree:
             before = os.stat(name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
             return None
-        check_kind(relative, before.st_mode, stat.S_ISREG, "a regular file")
+        check_kind(relative, before.st_mode, stat.S_ISREG, "a regular file", self.label)
+        changed = "changed while dsf-compile was reading it"
         try:
             fd = os.open(name, OPEN_FILE, dir_fd=parent)
         except OSError as err:
             if err.errno in (errno.ELOOP, errno.ENOENT):
-                raise refuse(relative, "changed while dsf-compile was reading it") from err
+                raise refuse(relative, changed, self.label) from err
             return Found(None, f"cannot be read: {err.strerror}")
         try:
             after = os.fstat(fd)
@@ -178,7 +205,7 @@ class Tree:
                 before.st_dev,
                 before.st_ino,
             ):
-                raise refuse(relative, "changed while dsf-compile was reading it")
+                raise refuse(relative, changed, self.label)
             if after.st_size > MAX_READ_BYTES:
                 return Found(None, f"is larger than {MAX_READ_BYTES >> 20} MiB")
             # one read when the size holds (a render reads every file: per-file calls

@@ -2,7 +2,8 @@
 
 The compiler records the files it owns in ``rendered/.dsf-files``. A render
 
-1. locks ``rendered/`` (a second render waits for the first),
+1. locks ``rendered/`` (a second render waits for the first) and finishes or undoes
+   what a killed render left (``dsf_compile.journal``),
 2. compares every rendered file with the tree (files with the same bytes are left alone),
 3. checks that every change is possible and stages every new or changed file, and the
    new record, as a new temporary file beside its target,
@@ -13,10 +14,11 @@ The compiler records the files it owns in ``rendered/.dsf-files``. A render
    this is safe): what each file's ``lstat`` was when its bytes were last seen equal to
    the render's, and a stamp that every later change to a file will reach.
 
-So from the outside an update happens completely or not at all. Files the compiler did
+So from the outside an update happens completely or not at all, also when the process is
+killed: the journal (``dsf_compile.journal``) lets the next run finish or undo it. Files the compiler did
 not write are never touched.
 
-Here: the lock and the comparison; the settling is ``settle.py``. ``rendered/`` is hostile input, opened
+Here: the comparison; the lock and the journal are ``dsf_compile.journal``'s; the settling is ``settle.py``. ``rendered/`` is hostile input, opened
 without following links (``tree.py``); the record is ``record.py``, the update's
 staging and undo ``tree_update.py``; the changes are reported by ``changes_text.py``.
 """
@@ -25,43 +27,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from pathlib import Path
 
 from dsf_compile.errors import RenderError
+from dsf_compile.journal import inspect, lock, recover
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import read_owned
 from dsf_compile.render.settle import Clock, settle
-from dsf_compile.render.tree import (
-    RENDERED,
-    Tree,
-)
-from dsf_compile.render.tree_update import Update
-
-LOCK_WAIT_SECONDS = 60.0
-"""How long a render waits for another one writing the same ``rendered/``."""
-
-
-def _lock(tree: Tree, operation: int) -> None:
-    """Lock ``rendered/`` itself (``flock`` on its directory descriptor).
-
-    Locking the directory rather than a lock file adds no file to the tree (nothing for
-    ``render --check`` or a GitOps tool to see), follows no link (the descriptor was
-    opened with ``O_NOFOLLOW``), and is released by the kernel when the process ends.
-    """
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
-        try:
-            fcntl.flock(tree.fds[""], operation | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise RenderError(
-                    f"another dsf-compile is writing {RENDERED}/; gave up waiting after "
-                    f"{LOCK_WAIT_SECONDS:g} s"
-                ) from None
-            time.sleep(0.05)
-
+from dsf_compile.render.tree import RENDERED, Tree
+from dsf_compile.render.tree_update import update_tree
 
 # ---------------------------------------------------------------- comparing
 
@@ -120,8 +94,10 @@ def compare_tree(folder: Path, files: dict[str, str]) -> Changes:
         tree = Tree.open(folder, create=False)
         try:
             if tree.exists:
-                _lock(tree, fcntl.LOCK_SH)
-            return _compare(tree, files)[0]
+                lock(tree, fcntl.LOCK_SH, RenderError)
+            changes = _compare(tree, files)[0]
+            changes.debris = inspect(tree)
+            return changes
         finally:
             tree.close()
     except OSError as err:
@@ -139,7 +115,8 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
         raise RenderError(f"cannot open {RENDERED}/: {err}") from err
     clock = Clock(folder)
     try:
-        _lock(tree, fcntl.LOCK_EX)
+        lock(tree, fcntl.LOCK_EX, RenderError)
+        recovery = recover(tree)  # what a killed render left, before anything is compared
         first = clock.stamp()  # before any file is looked at
         changes, existing, same = _compare(tree, files)
         foreign = sorted(p for p in changes.changed if p not in changes.owned)
@@ -148,8 +125,9 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
                 f"{RENDERED}/{foreign[0]} exists but was not written by dsf-compile; "
                 "move it away and render again"
             )
+        changes.recovery = recovery
         if not changes.empty or changes.record_stale:
-            Update(tree, existing).run(changes, files)
+            update_tree(tree, existing, changes, files)
         if first is not None:
             changes.settled = settle(tree, clock, files, same, first)
         return changes

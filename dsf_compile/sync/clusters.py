@@ -46,6 +46,7 @@ class Discovery:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     changed: bool
+    recovered: str = ""  # what a killed sync --clusters left and this one removed
 
 
 def _sorted_map(value: Any) -> dict[str, Any]:

@@ -15,9 +15,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from dsf_compile.errors import SyncError
-from dsf_compile.files import atomic_write, read_regular_file
+from dsf_compile.errors import InputError, SyncError
+from dsf_compile.files import read_regular_file
 from dsf_compile.inputs.scorer import DynamicScorerSpec
+from dsf_compile.journal import Replaced, replace_files
 from dsf_compile.untrusted import first_string_problem, redact
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import Frozen, Health, SyncMode
@@ -165,23 +166,21 @@ def check_lockfile_target(root: Path) -> list[Problem]:
     ]
 
 
-def write_lockfile(root: Path, lock: Lockfile) -> bool:
-    """Replace the lockfile atomically; return whether its bytes changed.
+def write_lockfile(root: Path, lock: Lockfile) -> Replaced:
+    """Replace the lockfile atomically, after removing what a killed sync left.
 
     Raises :class:`SyncError` when it cannot be written (disk full, a folder in its
     place); the previous lockfile is then left as it was.
     """
-    file = root / LOCKFILE
     data = encode_lockfile(lock).encode("utf-8")
-    try:
-        if read_regular_file(file, max_bytes=MAX_LOCKFILE_BYTES) == data:
-            return False
-    except OSError:
-        pass  # missing or unreadable: it is replaced (or the write below says why not)
-    try:
-        atomic_write(file, data)
-    except OSError as err:
+    try:  # the repository's folder as the user named it: links above it are followed
+        return replace_files(root.resolve(), {LOCKFILE: data}, label="", error=SyncError)
+    except InputError as error:  # something else than a regular file in its place
+        message = error.problems[0].message
+        raise SyncError(f"cannot write {LOCKFILE}: {message}") from None
+    except SyncError as error:
+        cause = error.__cause__
+        reason = (cause.strerror or str(cause)) if isinstance(cause, OSError) else str(error)
         raise SyncError(
-            f"cannot write {LOCKFILE}: {err.strerror or err}; the previous lockfile is unchanged"
+            f"cannot write {LOCKFILE}: {reason}; the previous lockfile is unchanged"
         ) from None
-    return True

@@ -1,0 +1,570 @@
+"""Files replaced together: the previous ones or the new ones, even when the process is killed.
+
+Every command that writes files of the repository — ``render`` (``rendered/``),
+``optimize`` (``placements/optimized/``), ``schemas`` (``schemas/``), ``sync`` (the
+lockfile), ``sync --clusters`` (``clusters/discovered.yaml``) — goes through
+:class:`Replacement`, in a folder opened without following links (:class:`Tree`):
+
+1. the folder is locked (``flock`` on its descriptor, released by the kernel when the
+   process ends: a lock held is a command running, never one that died);
+2. whatever a killed command left there is recovered first (:func:`recover`);
+3. for more than one file, the journal ``.dsf-journal`` is written, saying "staging";
+4. every new file is staged as ``.NAME.<hex>.dsf-tmp`` beside its target, and flushed;
+5. the journal is replaced (a rename, then ``fsync``) by the whole plan: every rename and
+   every removal, with the names of the previous files' backups. This is the commit point;
+6. the staged files are renamed into place and the removed files renamed away
+   (``.NAME.<hex>.dsf-old``), every previous file kept until the last step succeeded: on
+   an error every rename is undone;
+7. the backups are deleted, then the journal.
+
+A kill before 5 has replaced nothing: the next run *undoes* the update (it removes what was
+staged). A kill after 5 has every new file staged and the plan on disk: the next run
+*finishes* it (the renames and removals still to do). Either way it then removes every
+temporary file of dsf's there, then the journal, and says so in one line. One file needs no
+journal: its rename is all-or-nothing by itself; its temporary name is still swept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import stat
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsf_compile.errors import DsfError, InputError
+from dsf_compile.files import (
+    BACKUP_SUFFIX,
+    JOURNAL,
+    STAGED_SUFFIX,
+    TEMP_TOKEN_HEX,
+    create_new,
+)
+from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
+from dsf_contract.escaping import terminal
+
+LOCK_WAIT_SECONDS = 60.0
+"""How long a command waits for another one writing the same folder."""
+
+MAX_JOURNAL_ENTRIES = 1_000_000
+"""More renames than any real tree holds: a larger journal was not written by dsf."""
+
+#: A path dsf writes: plain names, none hidden (never ``.``, ``..``, a record, a journal
+#: or a temporary file), ``/`` between them.
+SAFE_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*\Z")
+# What a journal may name: such a path, or one whose file is hidden (render's record).
+_PLANNED_PATH = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*/)*\.?[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+_TEMP = re.compile(
+    rf"\.(.+)\.[0-9a-f]{{{TEMP_TOKEN_HEX}}}(?:{re.escape(STAGED_SUFFIX)}|{re.escape(BACKUP_SUFFIX)})\Z",
+    re.DOTALL,
+)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is one dsf gives a staged file or a backup (``.NAME.<hex>.dsf-tmp``)."""
+    return _TEMP.match(name) is not None
+
+
+def temporary_name(name: str, suffix: str) -> str:
+    """A fresh temporary name for ``name``: ``.NAME.<hex>SUFFIX``."""
+    return f".{name}.{secrets.token_hex(TEMP_TOKEN_HEX // 2)}{suffix}"
+
+
+def lock(tree: Tree, operation: int, error: type[DsfError]) -> None:
+    """Lock the tree's folder itself (``flock`` on its directory descriptor).
+
+    Locking the directory rather than a lock file adds no file to the tree (nothing for
+    ``render --check`` or a GitOps tool to see), follows no link (the descriptor was
+    opened with ``O_NOFOLLOW``), and is released by the kernel when the process ends.
+    """
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(tree.fds[""], operation | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise error(
+                    f"another dsf-compile is writing {tree.label}/; gave up waiting after "
+                    f"{LOCK_WAIT_SECONDS:g} s"
+                ) from None
+            time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- the journal
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A committed journal: ``renames`` (path, staged name, backup name or ``""``) and
+    ``removals`` (path, backup name)."""
+
+    renames: tuple[tuple[str, str, str], ...] = ()
+    removals: tuple[tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        body = {"journal": 1, "state": "commit", "renames": self.renames}
+        return json.dumps({**body, "removals": self.removals}, separators=(",", ":")) + "\n"
+
+
+def _staging(folders: Sequence[str]) -> str:
+    """The journal while staging: the folders the staging creates (an undo removes them)."""
+    return json.dumps({"journal": 1, "state": "staging", "folders": list(folders)}) + "\n"
+
+
+def _named_for(relative: str, name: str, suffix: str, *, optional: bool = False) -> bool:
+    """Whether ``name`` is a temporary name of ``relative``'s file with ``suffix``."""
+    if optional and name == "":
+        return True
+    found = _TEMP.match(name)
+    return (
+        found is not None
+        and found.group(1) == relative.rpartition("/")[2]
+        and name.endswith(suffix)
+    )
+
+
+def _parse_plan(document: Any) -> Plan | None:
+    """The plan of a committed journal; None for anything dsf could not have written."""
+    renames, removals = document.get("renames"), document.get("removals")
+    if not isinstance(renames, list) or not isinstance(removals, list):
+        return None
+    if len(renames) + len(removals) > MAX_JOURNAL_ENTRIES:
+        return None
+    plan = Plan(
+        tuple(tuple(e) for e in renames if isinstance(e, list) and len(e) == 3),
+        tuple(tuple(e) for e in removals if isinstance(e, list) and len(e) == 2),
+    )
+    if len(plan.renames) != len(renames) or len(plan.removals) != len(removals):
+        return None
+    for entry in [*plan.renames, *plan.removals]:
+        if not all(isinstance(part, str) for part in entry) or not _PLANNED_PATH.match(entry[0]):
+            return None
+    fits = all(
+        _named_for(p, staged, STAGED_SUFFIX) and _named_for(p, kept, BACKUP_SUFFIX, optional=True)
+        for p, staged, kept in plan.renames
+    ) and all(_named_for(p, kept, BACKUP_SUFFIX) for p, kept in plan.removals)
+    return plan if fits else None
+
+
+def _read_journal(tree: Tree) -> tuple[str, Plan | None, list[str]]:
+    """The journal's state (``""`` when there is none, ``staging``, ``commit``, or
+    ``unreadable``), a committed journal's plan, and the folders a staging one made."""
+    found = tree.read(JOURNAL)  # a link or a folder at its name is refused, never followed
+    if found is None:
+        return "", None, []
+    try:
+        document = json.loads((found.data or b"").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "unreadable", None, []
+    if not isinstance(document, dict) or document.get("journal") != 1:
+        return "unreadable", None, []
+    if document.get("state") == "staging":
+        folders = document.get("folders")
+        if not isinstance(folders, list) or len(folders) > MAX_JOURNAL_ENTRIES:
+            return "unreadable", None, []
+        return "staging", None, [f for f in folders if isinstance(f, str) and SAFE_PATH.match(f)]
+    plan = _parse_plan(document) if document.get("state") == "commit" else None
+    return ("commit", plan, []) if plan is not None else ("unreadable", None, [])
+
+
+def _write_journal(tree: Tree, text: str, *, durable: bool) -> None:
+    """Put ``text`` at the journal's name all at once (a rename); ``durable``: on the disk
+    (``fsync``) before this returns."""
+    root = tree.fds[""]
+    fd, staged = create_new(f".{JOURNAL}.", STAGED_SUFFIX, dir_fd=root)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(text.encode("utf-8"))
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
+        os.replace(staged, JOURNAL, src_dir_fd=root, dst_dir_fd=root)
+    except BaseException:
+        remove_quietly(staged, root)
+        raise
+    if durable:
+        os.fsync(root)  # the rename itself reaches the disk
+
+
+def _drop_journal(tree: Tree) -> None:
+    remove_quietly(JOURNAL, tree.fds[""])
+
+
+# ---------------------------------------------------------------- recovery
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What the next run found of a killed one, and did about it."""
+
+    label: str = ""
+    action: str = ""  # "finished", "undone", or "" (no journal: only temporary files)
+    why: str = ""
+    removed: tuple[str, ...] = ()  # temporary files removed, named under ``label``
+
+    @property
+    def found(self) -> bool:
+        return bool(self.action or self.removed)
+
+    def line(self) -> str:
+        """One line for the user: what was found, what was done and why."""
+        verb = {"finished": "finished", "undone": "undid"}.get(self.action, "")
+        done = f"{verb} its update ({self.why}); " if verb else ""
+        place = f"{self.label}/" if self.label else "the repository's folder"
+        return (
+            f"recovered {place} after an interrupted dsf-compile: {done}"
+            f"removed {len(self.removed)} temporary file(s) of its own"
+        )
+
+
+@dataclass(frozen=True)
+class Debris:
+    """What a killed command left, found without changing anything (``render --check``)."""
+
+    label: str
+    journal: bool = False
+    files: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.journal or bool(self.files)
+
+    def line(self, command: str) -> str:
+        """One line naming the debris and the command that removes it."""
+        names = [where(JOURNAL, self.label)] if self.journal else []
+        names += list(self.files[:3])
+        more = len(self.files) - min(len(self.files), 3)
+        # names from the repository: a pull request may have planted them
+        shown = terminal(", ".join(names)) + (f" and {more} more" if more else "")
+        if self.journal:
+            what, does = (
+                "an interrupted update (its journal)",
+                "finishes or undoes it and removes them",
+            )
+        else:
+            what, does = "temporary files", "removes them"
+        return (
+            f"{self.label}/ holds {what} left by a killed dsf-compile: {shown}; '{command}' {does}"
+        )
+
+
+_WHY = {
+    "commit": "it was killed while moving the staged files into place, after every new file "
+    "had been staged and the plan written",
+    "staging": "it was killed while staging the new files, before any file was replaced",
+    "unreadable": "its journal is not one dsf wrote in full, so nothing of it is trusted",
+}
+
+
+def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:
+    """What a killed command left in ``tree`` (read-only): its journal and temporary files."""
+    if not tree.exists:
+        return Debris(tree.label)
+    journal = _exists(tree.fds[""], JOURNAL)
+    files = tuple(where(f"{k}/{n}".lstrip("/"), tree.label) for k, _, n in _debris(tree, folders))
+    return Debris(tree.label, journal, files)
+
+
+def recover(tree: Tree, folders: Sequence[str] | None = None) -> Recovery:
+    """Finish (committed journal) or undo (any other) what a killed command left in
+    ``tree``, then remove its temporary files and its journal. ``folders``: the folders to
+    sweep (default: the whole tree)."""
+    if not tree.exists:
+        return Recovery(tree.label)
+    state, plan, made = _read_journal(tree)
+    if plan is not None:
+        _finish(tree, plan)
+    removed = _sweep(tree, folders)
+    for key in sorted(made, reverse=True):  # deepest first; only those left empty
+        with contextlib.suppress(InputError):  # a link on the way: nothing of ours there
+            tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
+            tree.remove_folder(key)
+    if state:
+        _drop_journal(tree)
+        os.fsync(tree.fds[""])
+    action = {"": "", "commit": "finished"}.get(state, "undone")
+    return Recovery(tree.label, action, _WHY.get(state, ""), tuple(removed))
+
+
+def _finish(tree: Tree, plan: Plan) -> None:
+    """The renames and removals of a committed plan still to do (each one at most once)."""
+    for relative, staged, _ in plan.renames:
+        folder, name = tree.locate(relative)
+        if folder is not None and _is_regular(folder, staged):
+            os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
+    for relative, kept in plan.removals:
+        folder, name = tree.locate(relative)
+        if folder is not None and not _exists(folder, kept) and _is_regular(folder, name):
+            os.unlink(name, dir_fd=folder)
+    _prune(tree, [p for p, _ in plan.removals])
+
+
+def _exists(folder: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _is_regular(folder: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _debris(tree: Tree, folders: Sequence[str] | None) -> list[tuple[str, int, str]]:
+    """(folder key, folder descriptor, name) of every regular file named like dsf's
+    temporary files; the whole tree (never through a link), or only ``folders``."""
+    found = []
+    pending = list(folders) if folders is not None else [""]
+    while pending:
+        key = pending.pop()
+        try:
+            fd = tree.folder(key)
+        except InputError:
+            continue  # a link or a file where a folder is: nothing of ours inside
+        if fd is None:
+            continue
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if folders is None:
+                        pending.append(f"{key}/{entry.name}".lstrip("/"))
+                elif is_temporary(entry.name) and entry.is_file(follow_symlinks=False):
+                    found.append((key, fd, entry.name))
+    return sorted(found, key=lambda item: (item[0], item[2]))
+
+
+def _sweep(tree: Tree, folders: Sequence[str] | None) -> list[str]:
+    """Remove every temporary file of dsf's, and the folders that held only them."""
+    removed = []
+    emptied = []
+    for key, fd, name in _debris(tree, folders):
+        remove_quietly(name, fd)
+        removed.append(where(f"{key}/{name}".lstrip("/"), tree.label))
+        emptied.append(f"{key}/x")
+    _prune(tree, emptied)
+    return removed
+
+
+def _prune(tree: Tree, paths: Collection[str]) -> None:
+    """Remove the folders of ``paths`` that are now empty, upward (never the tree itself)."""
+    for relative in sorted(paths, reverse=True):
+        key = relative.rpartition("/")[0].lstrip("/")
+        while key and tree.remove_folder(key):
+            key = key.rpartition("/")[0]
+
+
+# ---------------------------------------------------------------- the update
+
+
+@dataclass
+class Replacement:
+    """One all-or-nothing update of ``tree``: stage, commit, rename with undo, clean up.
+
+    ``existing``: the paths where a file is now (its previous file is kept until the end);
+    ``error``: the error raised when the update cannot be made (the previous files are
+    then in place); ``durable``: every staged file is flushed to the disk (``fsync``)
+    before the commit, so that a power loss, too, leaves the previous files or the new ones
+    (one ``fsync`` per file: for a few files, not for ``rendered/``'s thousands).
+    """
+
+    tree: Tree
+    existing: Collection[str]
+    error: type[DsfError]
+    durable: bool = False
+    staged: list[tuple[str, int, str, str, str]] = field(default_factory=list)
+    undo: list[tuple[int, str, str]] = field(default_factory=list)  # folder, from, to
+    journaled: bool = False
+
+    def run(self, writes: Sequence[tuple[str, bytes]], removals: Sequence[str]) -> list[str]:
+        """Write ``writes`` and delete ``removals``, all or nothing; return the backups
+        that could not be deleted after an otherwise complete update."""
+        self._check_removals(removals)
+        self.journaled = len(writes) + len(removals) > 1
+        plan = Plan()
+        try:
+            if self.journaled:  # not flushed: a kill keeps it, and it only undoes
+                _write_journal(self.tree, _staging(self._new_folders(writes)), durable=False)
+            self._stage(writes)
+            gone = tuple((p, temporary_name(p.rpartition("/")[2], BACKUP_SUFFIX)) for p in removals)
+            plan = Plan(tuple((p, s, kept) for p, _, _, s, kept in self.staged), gone)
+            if self.journaled:
+                _write_journal(self.tree, plan.text(), durable=True)
+        except OSError as err:
+            self._roll_back()
+            raise self.error(
+                f"cannot write {self.tree.label}/: {err}; the previous tree is intact"
+            ) from err
+        try:
+            self._replace_all(plan)
+        except OSError as err:
+            trouble = self._roll_back()
+            state = (
+                "the previous tree is restored"
+                if not trouble
+                else f"the previous tree could not be fully restored ({trouble}); the next "
+                "run finishes the update"
+            )
+            raise self.error(f"cannot update {self.tree.label}/: {err}; {state}") from err
+        return self._clean_up(plan)
+
+    def _check_removals(self, removals: Sequence[str]) -> None:
+        """Before anything changes: every file to delete is a regular file in a writable folder."""
+        for relative in removals:
+            folder, name = self.tree.locate(relative)
+            assert folder is not None  # it was read a moment ago
+            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+            check_kind(relative, mode, stat.S_ISREG, "a regular file", self.tree.label)
+            if not os.access(".", os.W_OK, dir_fd=folder):
+                parent = relative.rpartition("/")[0]
+                raise self.error(
+                    f"cannot update {self.tree.label}/: {where(parent, self.tree.label)} is "
+                    f"not writable, so {where(relative, self.tree.label)} cannot be deleted; "
+                    "nothing was changed"
+                )
+
+    def _new_folders(self, writes: Sequence[tuple[str, bytes]]) -> list[str]:
+        """The folders staging ``writes`` will create, parents first."""
+        new: set[str] = set()
+        for relative, _ in writes:
+            key = relative.rpartition("/")[0]
+            while key and key not in new and self.tree.folder(key) is None:
+                new.add(key)
+                key = key.rpartition("/")[0]
+        return sorted(new)
+
+    def _stage(self, writes: Sequence[tuple[str, bytes]]) -> None:
+        """Write every file beside its target as a new ``.NAME.<random>.dsf-tmp``, flushed."""
+        for relative, data in writes:
+            folder, name = self.tree.locate(relative, create=True)
+            assert folder is not None
+            fd, staged = create_new(f".{name}.", STAGED_SUFFIX, dir_fd=folder)
+            kept = temporary_name(name, BACKUP_SUFFIX) if relative in self.existing else ""
+            self.staged.append((relative, folder, name, staged, kept))
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                if self.durable:
+                    out.flush()
+                    os.fsync(out.fileno())
+
+    def _replace_all(self, plan: Plan) -> None:
+        for _, folder, name, staged, kept in self.staged:
+            if kept:  # a second name for the previous file, to put it back on failure
+                try:
+                    os.link(name, kept, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+                except FileNotFoundError:
+                    kept = ""  # gone meanwhile: nothing to put back
+            os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
+            self.undo.append((folder, kept, name))
+        # Renamed away, not unlinked: renaming moves the name (never a link's target) and
+        # can be undone until the whole update succeeded.
+        for relative, kept in plan.removals:
+            at, name = self.tree.locate(relative)
+            assert at is not None
+            os.rename(name, kept, src_dir_fd=at, dst_dir_fd=at)
+            self.undo.append((at, kept, name))
+
+    def _roll_back(self) -> str:
+        """Undo every rename, remove staged files and new folders; say what could not be
+        undone (then the journal stays, and the next run finishes the update)."""
+        trouble = []
+        for folder, kept, name in reversed(self.undo):
+            try:
+                if kept:
+                    os.replace(kept, name, src_dir_fd=folder, dst_dir_fd=folder)
+                else:
+                    os.unlink(name, dir_fd=folder)
+            except OSError as err:
+                trouble.append(str(err))
+        for _, folder, _, staged, kept in self.staged:
+            remove_quietly(staged, folder)
+            remove_quietly(kept, folder)  # left only when its rename never happened
+        for key in reversed(self.tree.made):
+            self.tree.remove_folder(key)
+        if self.journaled and not trouble:
+            _drop_journal(self.tree)
+        return "; ".join(trouble)
+
+    def _clean_up(self, plan: Plan) -> list[str]:
+        """After success: drop the previous files, prune folders the removals emptied,
+        then the journal."""
+        leftovers = []
+        kept = [(p, k) for p, _, k in plan.renames if k] + list(plan.removals)
+        for relative, backup in kept:
+            folder, _ = self.tree.locate(relative)
+            try:
+                assert folder is not None
+                os.unlink(backup, dir_fd=folder)
+            except FileNotFoundError:
+                pass  # the previous file had gone before it could be kept
+            except (OSError, AssertionError):
+                leftovers.append(
+                    where(f"{relative.rpartition('/')[0]}/{backup}".lstrip("/"), self.tree.label)
+                )
+        _prune(self.tree, [p for p, _ in plan.removals])
+        if self.journaled and not leftovers:
+            try:
+                os.unlink(JOURNAL, dir_fd=self.tree.fds[""])
+            except OSError:
+                leftovers.append(where(JOURNAL, self.tree.label))
+        return leftovers  # the next run removes them (the journal stays for it: see recover)
+
+
+# ---------------------------------------------------------------- a command's files
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What :func:`replace_files` did: the files it wrote, and what it recovered first."""
+
+    written: tuple[str, ...]
+    recovery: Recovery
+
+    @property
+    def recovered(self) -> str:
+        """The line to show the user about a killed command's leftovers (or ``""``)."""
+        return self.recovery.line() if self.recovery.found else ""
+
+
+def replace_files(
+    folder: Path, files: Mapping[str, bytes], *, label: str, error: type[DsfError]
+) -> Replaced:
+    """Bring the files ``files`` names (paths under ``folder``) to their bytes, all or
+    nothing and durably, under ``folder``'s lock, after recovering what a killed command
+    left there; files whose bytes are already right are not rewritten.
+
+    ``folder`` is created if missing; a link at its last component (or below) is refused,
+    never followed.
+    """
+    try:
+        tree = Tree.open(folder, create=True, label=label)
+    except OSError as err:
+        raise error(f"cannot open {label}/: {err}") from err
+    try:
+        lock(tree, fcntl.LOCK_EX, error)
+        folders = sorted({p.rpartition("/")[0] for p in files} | {""})
+        recovery = recover(tree, folders)
+        found = {p: tree.read(p) for p in files}
+        existing = {p for p, now in found.items() if now is not None}
+        writes = [(p, data) for p, data in files.items() if _bytes(found[p]) != data]
+        if writes:
+            Replacement(tree, existing, error, durable=True).run(writes, [])
+        return Replaced(tuple(p for p, _ in writes), recovery)
+    except OSError as err:
+        raise error(f"cannot update {label}/: {err}") from err
+    finally:
+        tree.close()
+
+
+def _bytes(found: Found | None) -> bytes | None:
+    return None if found is None else found.data
