@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_VERSION
 
+#: The claim a compliant cluster reports when ``requireCompliance`` is set (upstream's
+#: policy watcher's name; ``agent.complianceClaim.claimName`` may rename it).
+DEFAULT_CLAIM_NAME = "policy-watcher-claim"
 #: OCM's governance policy framework: the Policies the claim is made from.
 POLICY_GROUP = "policy.open-cluster-management.io"
 POLICY_VERSION = "v1"

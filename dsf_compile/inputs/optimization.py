@@ -25,8 +25,6 @@ from dsf_contract.summary import DimensionFormat
 
 #: The label every object ``optimize`` writes carries (``docs/optimize.md``).
 GENERATED_BY_LABEL = f"{API_GROUP}/generated-by"
-#: The claim a compliant cluster reports when ``requireCompliance`` is set (upstream's convention).
-COMPLIANCE_CLAIM = "policy-watcher-claim"
 #: Supply and demand labels (upstream's sample conventions).
 SUPPLY_KIND, SUPPLY_AMOUNT, SUPPLY_DEVICE = (
     "resource-supply-kind",

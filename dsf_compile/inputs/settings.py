@@ -19,10 +19,10 @@ from dsf_compile.inputs.agent_image import (
     with_default_image,
 )
 from dsf_compile.inputs.inventory import LabelSelector
-from dsf_compile.inputs.optimization import COMPLIANCE_CLAIM
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 from dsf_compile.render.shards import MAX_SHARDS
 from dsf_contract.agent_cli import Aggregation
+from dsf_contract.compliance import DEFAULT_CLAIM_NAME
 from dsf_contract.fields import (
     DnsLabel,
     DnsSubdomain,
@@ -242,7 +242,7 @@ class ComplianceClaimSettings(Frozen):
         description="Keep the ClusterClaim on every cluster; also on when a PlacementOptimization sets requireCompliance.",
     )
     claimName: DnsSubdomain = Field(
-        default=COMPLIANCE_CLAIM,
+        default=DEFAULT_CLAIM_NAME,
         description="The ClusterClaim the agent writes (empty, noncompliant or compliant).",
     )
     pollSeconds: PositiveInt = Field(
