@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds each request may take in all, answer included (default 10)",
     )
 
+    from dsf_compile.backtest.options import add_backtest_parser
+
+    add_backtest_parser(commands)
+
     schemas = commands.add_parser(
         "schemas", help="write the JSON Schemas of every format into schemas/"
     )
@@ -532,6 +536,12 @@ def _verify(call: _Call) -> int:
     return EXIT_OK
 
 
+def _backtest(call: _Call) -> int:
+    from dsf_compile.backtest.command import run_backtest
+
+    return run_backtest(call.args, call.root, call.out, _now())
+
+
 def _scorer_check(call: _Call) -> int:
     from dsf_compile.conformance import run_scorer_check
 
@@ -563,6 +573,7 @@ _COMMANDS: dict[str, Callable[[_Call], int]] = {
     "diff": _check,
     "optimize": _optimize,
     "explain": _explain,
+    "backtest": _backtest,
     "scorer-check": _scorer_check,
     "schemas": _schemas,
 }
