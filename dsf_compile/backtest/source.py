@@ -33,6 +33,7 @@ from dsf_contract.http import (
     read_capped,
 )
 
+_NOT_AN_ANSWER = "not a Prometheus API answer nor an export line (is this the API's base URL?)"
 #: The longest window one instant query reads.
 CHUNK_SECONDS = 86_400
 
@@ -118,9 +119,9 @@ async def _export(client: Any, base: str, reader: HistoryReader, budget: _Budget
         try:
             document = orjson.loads(line)
         except orjson.JSONDecodeError:
-            raise HistoryReadError(f"{url}: line {number}: not an export line") from None
+            raise HistoryReadError(f"{url}: line {number}: {_NOT_AN_ANSWER}") from None
         if not isinstance(document, dict):
-            raise HistoryReadError(f"{url}: line {number}: not an export line")
+            raise HistoryReadError(f"{url}: line {number}: {_NOT_AN_ANSWER}")
         problem = reader.add(
             document.get("metric"), document.get("timestamps"), document.get("values")
         )
