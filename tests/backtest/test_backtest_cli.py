@@ -240,3 +240,32 @@ def test_missing_file_and_usage_errors(day: Any, tmp_path: Path) -> None:
     assert code == 2 and "history.maxSteps" in err and "--step" in err
     code, _, err = backtest("--history", "x", "default/nothing")
     assert code == 2 and "no Placement default/nothing" in err
+
+
+#: A node_modules folder with ``mermaid`` and ``jsdom`` (``.ci/run`` installs them).
+MERMAID_MODULES = "DSF_MERMAID_NODE_MODULES"
+
+
+def test_markdown_gantt_charts_parse_with_mermaid(export_file: Path, day: Any) -> None:
+    """Mermaid's own parser (``mermaid.parse`` of mermaid 11, run by node in jsdom) reads
+    every chart; a broken chart is caught by it (checked alongside)."""
+    import os
+
+    modules = os.environ.get(MERMAID_MODULES)
+    if not modules or shutil.which("node") is None:
+        pytest.skip(f"node and ${MERMAID_MODULES} (mermaid, jsdom from npm; .ci/run) needed")
+    code, out, err = backtest("--history", str(export_file), *window_args(day), "--format",
+                              "markdown", "--steady", "0,3")
+    assert code == 0, err
+    script = Path(__file__).with_name("mermaid_check.mjs")
+
+    def parse(text: str) -> dict[str, Any]:
+        done = subprocess.run(["node", str(script), modules], input=text, capture_output=True,
+                              text=True, timeout=120, check=True)
+        result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+        return result
+
+    checked = parse(out)
+    assert checked["blocks"] == out.count("```mermaid") >= 3
+    assert checked["failed"] == 0, checked["errors"]
+    assert parse("```mermaid\nganttx\n    title x\n```\n")["failed"] == 1
