@@ -40,7 +40,13 @@ class StepIndex(ScoreIndex):
     def addon_table(self, resource_name: str, score_name: str) -> Mapping[str, Any]:
         """The coordinate at this step (cluster → (value or None, validUntil))."""
         assert self.history is not None
-        return self.history.coordinate(resource_name, score_name).table(self.step)
+        key = ("addon", resource_name, score_name)
+        found = self.memo.get(key)
+        if found is None:  # once per step, for every Placement ranking by it
+            found = self.memo[key] = self.history.coordinate(resource_name, score_name).table(
+                self.step
+            )
+        return found  # type: ignore[no-any-return]
 
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)`` at this step; None before the cluster's first sample."""

@@ -13,7 +13,7 @@ column. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -239,35 +239,21 @@ class _CoordinateHistory:
         names = list(self.clusters)
         return frozenset(names[r] for r in rows.tolist())
 
-    def table(self, step: int) -> StepTable:
-        """The coordinate at ``step``, as :meth:`ScoreIndex.addon_table` gives it."""
-        return StepTable(self, step)
-
-
-class StepTable(Mapping[str, tuple[int | None, datetime | None]]):
-    """Cluster → (the item's value or None, validUntil), read lazily from the arrays."""
-
-    def __init__(self, coordinate: _CoordinateHistory, step: int) -> None:
-        self._c = coordinate
-        self._step = step
-
-    def __getitem__(self, cluster: str) -> tuple[int | None, datetime | None]:
-        row = self._c.clusters[cluster]
-        if self._c.state[row, self._step] == ABSENT:
-            raise KeyError(cluster)
-        value = int(self._c.values[row, self._step])
-        until = self._c.history.moment(int(self._c.until_ms[row, self._step]))
-        return (None if value == _MISSING else value), until
-
-    def __iter__(self) -> Iterator[str]:
-        return (c for c in self._c.clusters if c in self)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __contains__(self, cluster: object) -> bool:
-        row = self._c.clusters.get(cluster) if isinstance(cluster, str) else None
-        return row is not None and self._c.state[row, self._step] != ABSENT
+    def table(self, step: int) -> dict[str, tuple[int | None, datetime | None]]:
+        """The coordinate at ``step``, as :meth:`ScoreIndex.addon_table` gives it (cluster →
+        the item's value or None, validUntil), for the clusters that have the object."""
+        moment = self.history.moment
+        return {
+            cluster: (None if value == _MISSING else value, moment(until))
+            for cluster, value, state, until in zip(
+                self.clusters,
+                self.values[:, step].tolist(),
+                self.state[:, step].tolist(),
+                self.until_ms[:, step].tolist(),
+                strict=True,
+            )
+            if state != ABSENT
+        }
 
 
 def rebuild_all(
