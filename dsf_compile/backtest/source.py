@@ -11,6 +11,7 @@ windows of at most a day (Prometheus, Thanos), which return every sample in the 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +35,8 @@ from dsf_contract.http import (
 )
 
 _NOT_AN_ANSWER = "not a Prometheus API answer nor an export line (is this the API's base URL?)"
+#: A read-only bearer token for the history API (never on the command line, never printed).
+TOKEN_VARIABLE = "DSF_HISTORY_TOKEN"
 #: The longest window one instant query reads.
 CHUNK_SECONDS = 86_400
 
@@ -76,7 +79,11 @@ async def _read(base: str, reader: HistoryReader) -> list[Series]:
         return []
     budget = _Budget(reader.limits.max_bytes)
     timeout = httpx.Timeout(60.0)
-    async with new_client(UserAgent.SYNC, transport=None, timeout=timeout) as client:
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with new_client(
+        UserAgent.SYNC, transport=None, timeout=timeout, headers=headers
+    ) as client:
         exported = await _export(client, base, reader, budget)
         if not exported:
             await _instant_queries(client, base, reader, budget)

@@ -66,8 +66,17 @@ def test_file_replay_reports_every_key(export_file: Path, day: Any) -> None:
     assert document["steps"] == 289 and document["step"] == "5m"
     inference = next(p for p in document["placements"] if p["name"] == "gpu-inference")
     assert set(inference) == {
-        "namespace", "name", "changes", "changesPerDay", "churn", "selected", "timeline",
-        "minMargin", "expiredSteps", "meanLoss", "warnings",
+        "namespace",
+        "name",
+        "changes",
+        "changesPerDay",
+        "churn",
+        "selected",
+        "timeline",
+        "minMargin",
+        "expiredSteps",
+        "meanLoss",
+        "warnings",
     }
     # random scores: the Placement flips, each flip moves one cluster out and one in
     assert inference["changes"] > 10
@@ -82,7 +91,9 @@ def test_file_replay_reports_every_key(export_file: Path, day: Any) -> None:
     assert inference["minMargin"]["value"] >= 0
 
 
-def test_gzip_and_saved_history_replay_the_same(export_file: Path, day: Any, tmp_path: Path) -> None:
+def test_gzip_and_saved_history_replay_the_same(
+    export_file: Path, day: Any, tmp_path: Path
+) -> None:
     plain = replay_json(str(export_file), day)
     packed = tmp_path / "history.jsonl.gz"
     packed.write_bytes(gzip.compress(export_file.read_bytes()))
@@ -143,8 +154,16 @@ def test_steady_sweep_baseline_and_gate(export_file: Path, day: Any, tmp_path: P
     code, out, _ = backtest("--history", str(export_file), *window_args(day), "--format", "json")
     base.write_text(out)
     code, out, err = backtest(
-        "default/gpu-inference", "--history", str(export_file), *window_args(day),
-        "--format", "json", "--steady", "0,5", "--baseline", str(base),
+        "default/gpu-inference",
+        "--history",
+        str(export_file),
+        *window_args(day),
+        "--format",
+        "json",
+        "--steady",
+        "0,5",
+        "--baseline",
+        str(base),
     )
     assert code == 0, err
     (inference,) = json.loads(out)["placements"]
@@ -153,8 +172,15 @@ def test_steady_sweep_baseline_and_gate(export_file: Path, day: Any, tmp_path: P
     assert by_weight[5]["meanLoss"] > by_weight[0]["meanLoss"] == 0.0
     assert inference["baseline"]["changes"] == inference["changes"]
     code, out, err = backtest(
-        "--history", str(export_file), *window_args(day), "--format", "markdown",
-        "--baseline", str(base), "--max-changes-per-day", "5",
+        "--history",
+        str(export_file),
+        *window_args(day),
+        "--format",
+        "markdown",
+        "--baseline",
+        str(base),
+        "--max-changes-per-day",
+        "5",
     )
     assert code == 1
     assert "default/gpu-inference" in err and "changes per day" in err
@@ -173,15 +199,17 @@ def test_a_broken_line_is_located(tmp_path: Path, export_file: Path, day: Any) -
 
 def test_a_line_that_is_not_a_series(tmp_path: Path, day: Any) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"metric": {"__name__": "dynamic_score", "ds_cluster": "worker01", '
-                   '"ds_score_name": "example_performance_score"}, "values": [1, 2], '
-                   '"timestamps": [1]}\n')
+    bad.write_text(
+        '{"metric": {"__name__": "dynamic_score", "ds_cluster": "worker01", '
+        '"ds_score_name": "example_performance_score"}, "values": [1, 2], '
+        '"timestamps": [1]}\n'
+    )
     code, _, err = backtest("--history", str(bad), *window_args(day))
     assert code == 1 and f"{bad}:1:1: error: timestamps:" in err
 
 
 class _Html(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+    def do_GET(self) -> None:
         body = b"<html><body>login</body></html>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
@@ -194,7 +222,7 @@ class _Html(BaseHTTPRequestHandler):
 
 
 class _Endless(_Html):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -254,14 +282,21 @@ def test_markdown_gantt_charts_parse_with_mermaid(export_file: Path, day: Any) -
     modules = os.environ.get(MERMAID_MODULES)
     if not modules or shutil.which("node") is None:
         pytest.skip(f"node and ${MERMAID_MODULES} (mermaid, jsdom from npm; .ci/run) needed")
-    code, out, err = backtest("--history", str(export_file), *window_args(day), "--format",
-                              "markdown", "--steady", "0,3")
+    code, out, err = backtest(
+        "--history", str(export_file), *window_args(day), "--format", "markdown", "--steady", "0,3"
+    )
     assert code == 0, err
     script = Path(__file__).with_name("mermaid_check.mjs")
 
     def parse(text: str) -> dict[str, Any]:
-        done = subprocess.run(["node", str(script), modules], input=text, capture_output=True,
-                              text=True, timeout=120, check=True)
+        done = subprocess.run(
+            ["node", str(script), modules],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
         return result
 

@@ -20,15 +20,18 @@ STEPS = np.arange(0, 40 * 30_000, 30_000, dtype=np.int64) + 1_000_000
 samples = st.lists(
     st.tuples(
         st.integers(min_value=0, max_value=1_300_000),
-        st.one_of(st.floats(min_value=-1e6, max_value=1e6), st.sampled_from([-101.5, 100.0, 99.99])),
+        st.one_of(
+            st.floats(min_value=-1e6, max_value=1e6), st.sampled_from([-101.5, 100.0, 99.99])
+        ),
     ),
     max_size=30,
 )
 lines = st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), samples), max_size=6)
 
 
-def reference(parsed: list[tuple[str, list[tuple[int, float]]]], how: str, step_ms: int,
-              fold_all: bool):
+def reference(
+    parsed: list[tuple[str, list[tuple[int, float]]]], how: str, step_ms: int, fold_all: bool
+):
     """The spec, step by step: the state, validUntil and items at ``step_ms``."""
     latest = {}
     for node, points in parsed:
@@ -54,12 +57,17 @@ def _value(score: float) -> int:
 @given(lines, st.sampled_from(["last", "max", "min", "avg", "sum"]), st.booleans())
 def test_rebuilt_objects_follow_the_spec(found: list, how: str, fold_all: bool) -> None:
     """``fold_all``: every series renders one name (``all``), folded by the aggregation."""
-    reader = HistoryReader(frozenset({"c1"}), frozenset({"my_score"}), 0, 2_000_000,
-                           Limits(10**9, 1000, 10**6))
+    reader = HistoryReader(
+        frozenset({"c1"}), frozenset({"my_score"}), 0, 2_000_000, Limits(10**9, 1000, 10**6)
+    )
     merged: dict[str, dict[int, float]] = {}
     for node, points in found:  # duplicates: the later line wins a timestamp
-        metric = {"__name__": "dynamic_score", "ds_cluster": "c1", "ds_score_name": "my_score",
-                  "ds_node": node}
+        metric = {
+            "__name__": "dynamic_score",
+            "ds_cluster": "c1",
+            "ds_score_name": "my_score",
+            "ds_node": node,
+        }
         assert reader.add(metric, [t for t, _ in points], [v for _, v in points]) is None
         for t, v in points:
             merged.setdefault(node, {})[t] = v
