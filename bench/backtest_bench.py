@@ -16,6 +16,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import orjson
@@ -89,7 +90,7 @@ def write_fleet(root: Path, clusters: int, placements: int) -> None:
     (root / "placements" / "placements.yaml").write_text(_documents(objects))
 
 
-def _documents(objects: list[dict[str, object]]) -> str:
+def _documents(objects: Sequence[Mapping[str, object]]) -> str:
     return "".join("---\n" + json.dumps(o) + "\n" for o in objects)
 
 

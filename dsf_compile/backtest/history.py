@@ -12,7 +12,6 @@ Parsing is bounded (bytes, series, points) and every problem is located ``FILE:L
 from __future__ import annotations
 
 import gzip
-import io
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ class HistoryReader:
     _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
     _points: int = 0
 
-    def add(self, metric: Mapping[str, Any], timestamps: Any, values: Any) -> str | None:
+    def add(self, metric: Any, timestamps: Any, values: Any) -> str | None:
         """Add one series' samples; the problem (``field: message``) when they are not history."""
         problem = _check_metric(metric)
         if problem is not None:
@@ -205,8 +204,8 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
         raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
     with handle:
         stream: IO[bytes] = handle
-        if handle.peek(2)[:2] == _GZIP_MAGIC if hasattr(handle, "peek") else False:
-            stream = gzip.GzipFile(fileobj=handle)
+        if handle.peek(2)[:2] == _GZIP_MAGIC:
+            stream = gzip.GzipFile(fileobj=handle)  # type: ignore[assignment]  # reads bytes
         try:
             for number, line in _lines(stream, reader.limits.max_bytes, str(path)):
                 _add_line(reader, line, str(path), number)
@@ -218,8 +217,7 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
 def _lines(stream: IO[bytes], max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
     """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all."""
     total = 0
-    buffered = io.BufferedReader(stream) if not isinstance(stream, io.BufferedReader) else stream
-    for number, line in enumerate(buffered, start=1):
+    for number, line in enumerate(stream, start=1):
         total += len(line)
         if total > max_bytes:
             raise HistoryReadError(f"{name}: larger than {max_bytes} bytes (history.maxBytes)")

@@ -46,7 +46,7 @@ class StepIndex(ScoreIndex):
             found = self.memo[key] = self.history.coordinate(resource_name, score_name).table(
                 self.step
             )
-        return found  # type: ignore[no-any-return]
+        return found
 
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)`` at this step; None before the cluster's first sample."""

@@ -22,7 +22,7 @@ def window() -> tuple[int, int]:
 def series(start: int, end: int, seed: int = 7) -> list[dict[str, Any]]:
     """Export lines (VictoriaMetrics' format) of the example fleet's performance scores."""
     rng = random.Random(seed)
-    lines = []
+    lines: list[dict[str, Any]] = []
     for cluster in ("worker01", "worker02", "edge01"):
         for device in ("3g.48gb", "2g.24gb"):
             times, values = [], []
@@ -32,7 +32,7 @@ def series(start: int, end: int, seed: int = 7) -> list[dict[str, Any]]:
                     continue  # a gap of an hour: the object expires
                 times.append(moment * 1000)
                 values.append(round(rng.uniform(-150, 160), 3))
-            metric = {
+            metric: dict[str, str] = {
                 "__name__": "dynamic_score",
                 "ds_cluster": cluster,
                 "ds_score_name": SCORE,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dsf_compile.backtest.history import HistoryReader, Limits
 from dsf_compile.backtest.scores import ABSENT, EXPIRED, VALID, ScorerRule, rebuild_object
+from dsf_contract.agent_cli import Aggregation
 from dsf_contract.placement_scores import fold_scores
 
 RULE = ScorerRule("my_score", interval=60, dimension_format="${node}")
@@ -30,7 +31,10 @@ lines = st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), samples), max_si
 
 
 def reference(
-    parsed: list[tuple[str, list[tuple[int, float]]]], how: str, step_ms: int, fold_all: bool
+    parsed: list[tuple[str, list[tuple[int, float]]]],
+    how: Aggregation,
+    step_ms: int,
+    fold_all: bool,
 ):
     """The spec, step by step: the state, validUntil and items at ``step_ms``."""
     latest = {}
@@ -42,7 +46,7 @@ def reference(
     used = counting or latest
     state = ABSENT if not latest else (VALID if counting else EXPIRED)
     until = max(t for t, _ in used.values()) + V if used else 0
-    items = {}
+    items: dict[str, list[float]] = {}
     for node, (_, value) in sorted(used.items()):  # series in label order
         if node or fold_all:
             items.setdefault("all" if fold_all else node, []).append(value)
@@ -55,7 +59,7 @@ def _value(score: float) -> int:
 
 @settings(max_examples=150, deadline=None)
 @given(lines, st.sampled_from(["last", "max", "min", "avg", "sum"]), st.booleans())
-def test_rebuilt_objects_follow_the_spec(found: list, how: str, fold_all: bool) -> None:
+def test_rebuilt_objects_follow_the_spec(found: list, how: Aggregation, fold_all: bool) -> None:
     """``fold_all``: every series renders one name (``all``), folded by the aggregation."""
     reader = HistoryReader(
         frozenset({"c1"}), frozenset({"my_score"}), 0, 2_000_000, Limits(10**9, 1000, 10**6)
