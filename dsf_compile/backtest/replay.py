@@ -18,9 +18,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from dsf_compile.backtest.fast import FastPlan, FastStep, IntArray, eligible, fast_step, plan_for
 from dsf_compile.backtest.scores import ABSENT, ScoreHistory
-from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement, PlacementDecision
+from dsf_compile.inputs.placements import (
+    PLACEMENT_LABEL,
+    ManagedClusterSetBinding,
+    Placement,
+    PlacementDecision,
+)
 from dsf_compile.placement.cel import CelExpression
+from dsf_compile.placement.decisions import GROUP_INDEX_LABEL, GROUP_NAME_LABEL, DecisionObject
 from dsf_compile.placement.prioritizers import configured_prioritizers
 from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
 
@@ -98,16 +107,23 @@ def replay(
     bindings: Sequence[ManagedClusterSetBinding],
     history: ScoreHistory,
     initial: Sequence[PlacementDecision],
+    *,
+    fast: bool = True,
 ) -> list[Track]:
-    """Replay ``placements`` (sorted by namespace/name here) over every step of ``history``."""
+    """Replay ``placements`` (sorted by namespace/name here) over every step of ``history``.
+
+    ``fast=False`` schedules every Placement with the scheduler at each change (the tests
+    compare both).
+    """
     ordered = sorted(placements, key=lambda p: (p.metadata.namespace, p.metadata.name))
-    decisions = _Decisions(ordered, initial)
+    decisions = _Decisions(ordered, initial, clusters)
     tracks = [Track(p) for p in ordered]
     inputs = [_inputs_of(p) for p in ordered]
     versions = {
         key: history.coordinate(*key).changed.cumsum() for i in inputs for key in i.coordinates
     }
     last_keys: list[object] = [None] * len(ordered)
+    plans: list[FastPlan | bool | None] = [eligible(p, clusters) for p in ordered]
     static = ScoreIndex({}, {})
     for step in range(len(history.steps)):
         index = StepIndex({}, {}, history=history, step=step, static=static)
@@ -118,12 +134,46 @@ def replay(
             if key is not None and key == last_keys[position]:
                 track.records.append(track.records[-1])
                 continue
-            result = schedule(placement, clusters, bindings, index, decisions.all, at)
-            track.records.append(_record(result, inputs[position], history, step))
-            track.warnings.update(_lasting(result.warnings))
-            decisions.update(position, result)
+            plan = plans[position]
+            if isinstance(plan, FastPlan):
+                found = fast_step(plan, step, *decisions.counts(position))
+                track.records.append(StepRecord(*astuple_fast(found), simulated=True))
+                decisions.set_clusters(position, found.decisions)
+            else:
+                result = schedule(placement, clusters, bindings, index, decisions.all, at)
+                record = _record(result, inputs[position], history, step)
+                track.records.append(record)
+                track.warnings.update(_lasting(result.warnings))
+                if plan is True:  # the first call: the candidates are known now
+                    plans[position] = _checked_plan(
+                        placement, result, record, history, decisions, position, step
+                    )
+                decisions.update(position, result)
             last_keys[position] = _key(inputs[position], versions, step, decisions, position)
     return tracks
+
+
+def astuple_fast(found: FastStep) -> tuple[tuple[str, ...], int | None, int, bool]:
+    """A fast step's fields in :class:`StepRecord`'s order."""
+    return found.decisions, found.margin, found.loss, found.expired
+
+
+def _checked_plan(
+    placement: Placement,
+    result: PlacementResult,
+    record: StepRecord,
+    history: ScoreHistory,
+    decisions: _Decisions,
+    position: int,
+    step: int,
+) -> FastPlan | None:
+    """The fast plan, kept only when it gives this step exactly what the scheduler gave."""
+    plan = plan_for(placement, result, history, decisions.fleet)
+    if plan is None:
+        return None
+    found = fast_step(plan, step, *decisions.counts(position))
+    same = astuple_fast(found) == (record.decisions, record.margin, record.loss, record.expired)
+    return plan if same else None
 
 
 def _inputs_of(placement: Placement) -> _Inputs:
@@ -168,7 +218,12 @@ def _key(
 class _Decisions:
     """The PlacementDecisions of every Placement as the replay leaves them, with versions."""
 
-    def __init__(self, ordered: Sequence[Placement], initial: Sequence[PlacementDecision]) -> None:
+    def __init__(
+        self,
+        ordered: Sequence[Placement],
+        initial: Sequence[PlacementDecision],
+        clusters: Sequence[Cluster],
+    ) -> None:
         names = {(p.metadata.namespace, p.metadata.name) for p in ordered}
         self._keys = [(p.metadata.namespace, p.metadata.name) for p in ordered]
         self._own: list[tuple[PlacementDecision, ...]] = [
@@ -180,10 +235,30 @@ class _Decisions:
             d for d in initial if (d.metadata.namespace, d.placement_name) not in names
         )
         self._clusters = [_clusters_of(own) for own in self._own]
+        every = {c.name for c in clusters} | {
+            d.clusterName for o in initial for d in o.status.decisions
+        }
+        #: Every cluster a decision may name → its position in the count vectors.
+        self.fleet = {name: i for i, name in enumerate(sorted(every))}
+        self._vectors = [self._vector(c) for c in self._clusters]
+        self._total = self._vector(_clusters_of(self._foreign)) + sum(
+            self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
+        )
         self.own_version = [0] * len(ordered)
         self.version = 0
         self.all: tuple[PlacementDecision, ...] = ()
         self._join()
+
+    def _vector(self, clusters: Sequence[str]) -> IntArray:
+        vector = np.zeros(len(self.fleet), dtype=np.int64)
+        for name in clusters:
+            vector[self.fleet[name]] += 1
+        return vector
+
+    def counts(self, position: int) -> tuple[IntArray, IntArray]:
+        """Per fleet cluster: this Placement's decisions, and every other's."""
+        own = self._vectors[position]
+        return own, self._total - own
 
     def update(self, position: int, result: PlacementResult) -> None:
         """Take ``result``'s PlacementDecisions when its decided clusters changed (the
@@ -192,10 +267,29 @@ class _Decisions:
         if clusters == self._clusters[position]:
             return
         namespace, _ = self._keys[position]
-        self._own[position] = tuple(
-            _decision_object(namespace, o) for o in result.placement_decisions
+        objects = tuple(_decision_object(namespace, o) for o in result.placement_decisions)
+        self._replace(position, objects, clusters)
+
+    def set_clusters(self, position: int, clusters: tuple[str, ...]) -> None:
+        """A fast step's decisions (sorted), as one PlacementDecision when they changed."""
+        if clusters == tuple(sorted(self._clusters[position])):
+            return
+        namespace, name = self._keys[position]
+        found = DecisionObject(
+            f"{name}-decision-1",
+            {PLACEMENT_LABEL: name, GROUP_NAME_LABEL: "", GROUP_INDEX_LABEL: "0"},
+            clusters,
         )
+        self._replace(position, (_decision_object(namespace, found),), clusters)
+
+    def _replace(
+        self, position: int, objects: tuple[PlacementDecision, ...], clusters: tuple[str, ...]
+    ) -> None:
+        self._own[position] = objects
         self._clusters[position] = clusters
+        vector = self._vector(clusters)
+        self._total += vector - self._vectors[position]
+        self._vectors[position] = vector
         self.own_version[position] += 1
         self.version += 1
         self._join()

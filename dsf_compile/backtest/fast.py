@@ -1,0 +1,169 @@
+"""Steps 5 and 6 of the scheduler over numpy vectors, for Placements whose candidates are fixed.
+
+A Placement is first scheduled by :func:`~dsf_compile.placement.scheduler.schedule`. When
+nothing of steps 1 to 3 can change between steps — no CEL expression reads ``scores()``,
+no toleration has ``tolerationSeconds``, no candidate pool cluster carries a
+``NoSelectIfNew`` taint, the Placement is simulated and not misconfigured — its candidates
+stay the ones that call left, and each later step only moves the scores: ``AddOn`` (the
+rebuilt items, 0 when missing or expired), ``Steady`` (its own decisions), ``Balance``
+(the others' decision counts, in float64 and truncated as OCM computes it) and the
+resource prioritizers (constant over fixed candidates, taken from that call). The totals,
+the ranking (total descending, name ascending), the decisions, the margin and the loss
+are then what :func:`schedule` gives; :func:`plan_for` checks it on the first call and
+keeps the scheduler itself for any Placement where they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dsf_compile.backtest.scores import EXPIRED, VALID, ScoreHistory, _CoordinateHistory
+from dsf_compile.inputs.placements import Placement
+from dsf_compile.placement.prioritizers import MAX_SCORE, configured_prioritizers
+from dsf_compile.placement.scheduler import Cluster, PlacementResult
+
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+_RESOURCES = ("ResourceAllocatableCPU", "ResourceAllocatableMemory")
+_MISSING = np.iinfo(np.int16).min
+
+
+@dataclass(frozen=True)
+class _AddOnTerm:
+    weight: int
+    coordinate: _CoordinateHistory
+    #: Each candidate's row in the coordinate (−1: the cluster has no such object).
+    rows: IntArray
+
+
+@dataclass(frozen=True)
+class FastPlan:
+    """What one Placement's steps 5 and 6 need, over its fixed candidates (sorted by name)."""
+
+    candidates: tuple[str, ...]
+    #: The candidates' positions in the fleet's cluster index (for decision counts).
+    positions: IntArray
+    addon: tuple[_AddOnTerm, ...]
+    steady: int
+    balance: int
+    constant: IntArray
+    count: int | None
+
+
+@dataclass(frozen=True)
+class FastStep:
+    """One step's outcome, as :class:`~dsf_compile.backtest.replay.StepRecord` holds it."""
+
+    decisions: tuple[str, ...]
+    margin: int | None
+    loss: int
+    expired: bool
+
+
+def eligible(placement: Placement, clusters: Sequence[Cluster]) -> bool:
+    """Whether steps 1 to 3 can only give the same candidates at every step."""
+    spec = placement.spec
+    if any(t.tolerationSeconds is not None for t in spec.tolerations):
+        return False
+    if any(t.effect == "NoSelectIfNew" for c in clusters for t in c.taints):
+        return False
+    return not any(
+        "scores" in expression
+        for predicate in spec.predicates
+        if predicate.requiredClusterSelector is not None
+        and predicate.requiredClusterSelector.celSelector is not None
+        for expression in predicate.requiredClusterSelector.celSelector.celExpressions or ()
+    )
+
+
+def plan_for(
+    placement: Placement,
+    result: PlacementResult,
+    history: ScoreHistory,
+    fleet: Mapping[str, int],
+) -> FastPlan | None:
+    """The plan of a Placement :func:`schedule` just scheduled, or None when it needs the
+    scheduler at every change (not simulated, misconfigured, or a prioritizer not here)."""
+    misconfigured = any(
+        c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
+    )
+    if not result.simulated or misconfigured or not result.totals:
+        return None
+    candidates = tuple(sorted(result.totals))
+    if any(name not in fleet for name in candidates):
+        return None
+    steady = balance = 0
+    addon: list[_AddOnTerm] = []
+    constant = np.zeros(len(candidates), dtype=np.int64)
+    resources = {p.name: p for p in result.prioritizers if p.name in _RESOURCES}
+    for prioritizer in configured_prioritizers(placement):
+        coordinate = prioritizer.coordinate
+        if coordinate.type == "AddOn" and coordinate.addOn is not None:
+            table = history.coordinate(coordinate.addOn.resourceName, coordinate.addOn.scoreName)
+            rows = np.array([table.clusters.get(c, -1) for c in candidates], dtype=np.int64)
+            addon.append(_AddOnTerm(prioritizer.weight, table, rows))
+        elif prioritizer.name == "Steady":
+            steady += prioritizer.weight
+        elif prioritizer.name == "Balance":
+            balance += prioritizer.weight
+        elif prioritizer.name in resources:
+            scores = resources[prioritizer.name].scores
+            constant += prioritizer.weight * np.array([scores[c] for c in candidates])
+        else:
+            return None
+    positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
+    count = placement.spec.numberOfClusters
+    return FastPlan(candidates, positions, tuple(addon), steady, balance, constant, count)
+
+
+def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> FastStep:
+    """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
+    Placement's decisions and every other's."""
+    totals = plan.constant.copy()
+    expired = False
+    for term in plan.addon:
+        totals += term.weight * _addon_values(term, step)
+        present = term.rows >= 0
+        expired = expired or bool(
+            (term.coordinate.state[term.rows[present], step] == EXPIRED).any()
+        )
+    steady = np.where(own[plan.positions] > 0, MAX_SCORE, 0).astype(np.int64)
+    totals += plan.steady * steady
+    if plan.balance:
+        totals += plan.balance * _balance(others, plan.positions)
+    # total descending, then name ascending (the candidates are sorted by name)
+    ranking = np.lexsort((np.arange(len(totals)), -totals))
+    wanted = len(totals) if plan.count is None else min(plan.count, len(totals))
+    chosen = ranking[:wanted]
+    margin = None
+    if 0 < wanted < len(totals):
+        margin = int(totals[chosen].min() - totals[ranking[wanted]])
+    plain = totals - plan.steady * steady
+    loss = int(np.sort(plain)[::-1][:wanted].sum() - plain[chosen].sum()) if wanted else 0
+    decided = tuple(sorted(plan.candidates[i] for i in chosen.tolist()))
+    return FastStep(decided, margin, loss, expired)
+
+
+def _addon_values(term: _AddOnTerm, step: int) -> IntArray:
+    """Each candidate's AddOn score: the item's value, 0 when absent, missing or expired."""
+    present = term.rows >= 0
+    rows = np.where(present, term.rows, 0)
+    if len(term.coordinate.clusters) == 0:
+        return np.zeros(len(rows), dtype=np.int64)
+    values = term.coordinate.values[rows, step].astype(np.int64)
+    valid = present & (term.coordinate.state[rows, step] == VALID) & (values != _MISSING)
+    return np.where(valid, values, 0)
+
+
+def _balance(others: IntArray, positions: IntArray) -> IntArray:
+    """OCM's Balance: ``2 × trunc(100 × (0.5 − n / max))``, 100 for a cluster with none."""
+    most = int(others.max()) if len(others) else 0
+    counts = others[positions]
+    if most == 0:
+        return np.full(len(positions), MAX_SCORE, dtype=np.int64)
+    usage = counts.astype(np.float64) / float(most)
+    scores = 2 * np.trunc(float(MAX_SCORE) * (0.5 - usage)).astype(np.int64)
+    return np.where(counts == 0, MAX_SCORE, scores)
