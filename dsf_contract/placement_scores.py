@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.summary import PLACEHOLDER_RE
@@ -88,6 +88,14 @@ def placement_value(score: float) -> int:
     if score <= SCORE_MIN:
         return SCORE_MIN
     return math.floor(score)
+
+
+def placement_values(scores: Any) -> Any:
+    """:func:`placement_value` over a numpy array of finite or infinite scores at once
+    (``backtest`` maps millions of recorded samples); the same bounds, then floor."""
+    import numpy as np  # only the compiler's backtest calls this; the agent never loads numpy
+
+    return np.floor(np.clip(scores, SCORE_MIN, SCORE_MAX)).astype(np.int16)
 
 
 @dataclass(frozen=True)

@@ -21,21 +21,20 @@ from typing import Any
 
 import numpy as np
 
-from dsf_compile.backtest.scores import EXPIRED, VALID, ScoreHistory, _CoordinateHistory
+from dsf_compile.backtest.scores import ScoreHistory, _CoordinateHistory
 from dsf_compile.inputs.placements import Placement
 from dsf_compile.placement.prioritizers import MAX_SCORE, configured_prioritizers
 from dsf_compile.placement.scheduler import Cluster, PlacementResult
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 _RESOURCES = ("ResourceAllocatableCPU", "ResourceAllocatableMemory")
-_MISSING = np.iinfo(np.int16).min
 
 
 @dataclass(frozen=True)
 class _AddOnTerm:
     weight: int
     coordinate: _CoordinateHistory
-    #: Each candidate's row in the coordinate (−1: the cluster has no such object).
+    #: Each candidate's row in the coordinate (the extra, zero row: no such object).
     rows: IntArray
 
 
@@ -103,7 +102,8 @@ def plan_for(
         coordinate = prioritizer.coordinate
         if coordinate.type == "AddOn" and coordinate.addOn is not None:
             table = history.coordinate(coordinate.addOn.resourceName, coordinate.addOn.scoreName)
-            rows = np.array([table.clusters.get(c, -1) for c in candidates], dtype=np.int64)
+            none = len(table.clusters)
+            rows = np.array([table.clusters.get(c, none) for c in candidates], dtype=np.int64)
             addon.append(_AddOnTerm(prioritizer.weight, table, rows))
         elif prioritizer.name == "Steady":
             steady += prioritizer.weight
@@ -125,37 +125,33 @@ def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> Fas
     totals = plan.constant.copy()
     expired = False
     for term in plan.addon:
-        totals += term.weight * _addon_values(term, step)
-        present = term.rows >= 0
-        expired = expired or bool(
-            (term.coordinate.state[term.rows[present], step] == EXPIRED).any()
-        )
+        totals += term.weight * term.coordinate.effective[step][term.rows]
+        expired = expired or bool(term.coordinate.expired_rows[step][term.rows].any())
     steady = np.where(own[plan.positions] > 0, MAX_SCORE, 0).astype(np.int64)
     totals += plan.steady * steady
     if plan.balance:
         totals += plan.balance * _balance(others, plan.positions)
-    # total descending, then name ascending (the candidates are sorted by name)
-    ranking = np.lexsort((np.arange(len(totals)), -totals))
-    wanted = len(totals) if plan.count is None else min(plan.count, len(totals))
-    chosen = ranking[:wanted]
-    margin = None
-    if 0 < wanted < len(totals):
-        margin = int(totals[chosen].min() - totals[ranking[wanted]])
-    plain = totals - plan.steady * steady
-    loss = int(np.sort(plain)[::-1][:wanted].sum() - plain[chosen].sum()) if wanted else 0
+    return _select(plan, totals, totals - plan.steady * steady, expired)
+
+
+def _select(plan: FastPlan, totals: IntArray, plain: IntArray, expired: bool) -> FastStep:
+    """Step 6: the best ``numberOfClusters`` by total descending, then name ascending (the
+    candidates are sorted by name); the margin over the best left out, and the loss."""
+    size = len(totals)
+    wanted = size if plan.count is None else min(plan.count, size)
+    if wanted == size:  # every candidate decided: nothing left out, nothing lost
+        return FastStep(plan.candidates, None, 0, expired)
+    if wanted == 0:
+        return FastStep((), None, 0, expired)
+    # one integer orders both ways: higher total first, then the lower name position
+    order = -totals * size + np.arange(size, dtype=np.int64)
+    part = np.argpartition(order, wanted)
+    chosen, first_out = part[:wanted], part[wanted]
+    margin = int(totals[chosen].min() - totals[first_out])
+    best = -np.partition(-plain, wanted - 1)[:wanted]
+    loss = int(best.sum() - plain[chosen].sum())
     decided = tuple(sorted(plan.candidates[i] for i in chosen.tolist()))
     return FastStep(decided, margin, loss, expired)
-
-
-def _addon_values(term: _AddOnTerm, step: int) -> IntArray:
-    """Each candidate's AddOn score: the item's value, 0 when absent, missing or expired."""
-    present = term.rows >= 0
-    rows = np.where(present, term.rows, 0)
-    if len(term.coordinate.clusters) == 0:
-        return np.zeros(len(rows), dtype=np.int64)
-    values = term.coordinate.values[rows, step].astype(np.int64)
-    valid = present & (term.coordinate.state[rows, step] == VALID) & (values != _MISSING)
-    return np.where(valid, values, 0)
 
 
 def _balance(others: IntArray, positions: IntArray) -> IntArray:

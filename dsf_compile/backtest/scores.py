@@ -25,6 +25,7 @@ from dsf_contract.agent_cli import Aggregation
 from dsf_contract.placement_scores import (
     fold_scores,
     placement_value,
+    placement_values,
     render_dimension,
     validity_seconds,
 )
@@ -145,11 +146,7 @@ def _items(
 
 def _single(one: _Seen, used: BoolArray) -> np.ndarray[Any, np.dtype[np.int16]]:
     """One series' item: each sample mapped once (the agent's rounding and clamping)."""
-    mapped = np.fromiter(
-        map(placement_value, one.series.values.tolist()),
-        dtype=np.int16,
-        count=len(one.series.values),
-    )
+    mapped = placement_values(one.series.values)
     picked = mapped[np.maximum(one.latest, 0)]
     return np.where(used, picked, _MISSING).astype(np.int16)
 
@@ -212,6 +209,11 @@ class _CoordinateHistory:
     until_ms: IntArray
     #: Steps at which some cluster's (value, state) differs from the step before.
     changed: BoolArray
+    #: Step → each row's AddOn score (0 when absent, missing or expired); one more row, 0,
+    #: for the clusters without the object. Contiguous per step for the fast path.
+    effective: np.ndarray[Any, np.dtype[np.int16]]
+    #: Step → each row's object is expired (the extra row: False).
+    expired_rows: np.ndarray[Any, np.dtype[np.bool_]]
 
     @classmethod
     def of(cls, history: ScoreHistory, resource: str, score_name: str) -> _CoordinateHistory:
@@ -231,7 +233,21 @@ class _CoordinateHistory:
         if count > 1 and rows:
             moved = (values[:, 1:] != values[:, :-1]) | (state[:, 1:] != state[:, :-1])
             changed[1:] = moved.any(axis=0)
-        return cls(history, {c: i for i, c in enumerate(rows)}, values, state, until, changed)
+        valid = (state == VALID) & (values != _MISSING)
+        effective = np.zeros((count, len(rows) + 1), dtype=np.int16)
+        effective[:, : len(rows)] = np.where(valid, values, 0).T
+        expired = np.zeros((count, len(rows) + 1), dtype=np.bool_)
+        expired[:, : len(rows)] = (state == EXPIRED).T
+        return cls(
+            history,
+            {c: i for i, c in enumerate(rows)},
+            values,
+            state,
+            until,
+            changed,
+            effective,
+            expired,
+        )
 
     def expired(self, step: int) -> frozenset[str]:
         """The clusters whose object of this coordinate is expired at ``step``."""

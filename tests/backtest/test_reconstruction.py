@@ -86,3 +86,11 @@ def test_rebuilt_objects_follow_the_spec(found: list, how: Aggregation, fold_all
         if state != ABSENT:
             assert rebuilt.until_ms[step] == until
             assert {i["name"]: i["value"] for i in rebuilt.item_list(step)} == items
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.integers(-1000, 1000).map(float))))
+def test_vectorized_mapping_is_the_agents(scores: list[float]) -> None:
+    from dsf_contract.placement_scores import placement_value, placement_values
+
+    mapped = placement_values(np.array(scores, dtype=np.float64)).tolist()
+    assert mapped == [placement_value(s) for s in scores]
