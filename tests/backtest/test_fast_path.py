@@ -132,3 +132,86 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
         with monkeypatch.context() as patch:
             test_fast_path_equals_the_scheduler(seed, patch)
     assert CALLS["fast"] > 500
+
+
+def _objects(history: object, step: int) -> list[object]:
+    """The rebuilt AddOnPlacementScores at ``step`` as the hub would hold them."""
+    from dsf_compile.backtest.scores import ABSENT, ScoreHistory
+    from dsf_compile.inputs.placements import AddOnPlacementScore
+
+    assert isinstance(history, ScoreHistory)
+    out = []
+    for (cluster, resource), found in history.objects.items():
+        if found.state[step] == ABSENT:
+            continue
+        until = history.moment(int(found.until_ms[step]))
+        out.append(
+            AddOnPlacementScore.model_validate(
+                {
+                    "apiVersion": "cluster.open-cluster-management.io/v1alpha1",
+                    "kind": "AddOnPlacementScore",
+                    "metadata": {"name": resource, "namespace": cluster},
+                    "status": {
+                        "scores": found.item_list(step),
+                        "validUntil": until.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    },
+                }
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_step_scores_schedule_as_the_objects_do(seed: int) -> None:
+    """Each step's scores, read from the history (CEL ``scores()`` included), schedule every
+    Placement exactly as the same scores given as AddOnPlacementScore objects."""
+    from dsf_compile.backtest.replay import StepIndex
+    from dsf_compile.placement.scheduler import ScoreIndex, schedule
+
+    rng = random.Random(seed)
+    names = [f"c{i:02d}" for i in range(8)]
+    clusters = [Cluster(name, labels={"zone": rng.choice("ab")}) for name in names]
+    binding = ManagedClusterSetBinding.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "global", "namespace": "default"},
+            "spec": {"clusterSet": "global"},
+        }
+    )
+    steps = np.arange(30, dtype=np.int64) * 60_000 + 600_000_000
+    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
+    placements = [_placement(rng, i) for i in range(4)]
+    cel = Placement.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "metadata": {"name": "cel", "namespace": "default"},
+            "spec": {
+                "predicates": [
+                    {
+                        "requiredClusterSelector": {
+                            "celSelector": {
+                                "celExpressions": [
+                                    'managedCluster.scores("alpha").exists(s, s.name == "a" && s.value > 0)'
+                                ]
+                            }
+                        }
+                    }
+                ]
+            },
+        }
+    )
+    for step in range(0, 30, 3):
+        at = history.moment(int(steps[step]))
+        objects = ScoreIndex.of(_objects(history, step))  # type: ignore[arg-type]
+        read = StepIndex({}, {}, history=history, step=step, static=ScoreIndex({}, {}))
+        for placement in [*placements, cel]:
+            one = schedule(placement, clusters, [binding], read, (), at)
+            other = schedule(placement, clusters, [binding], objects, (), at)
+            assert (one.decisions, dict(one.totals), one.filtered_predicates) == (
+                other.decisions,
+                dict(other.totals),
+                other.filtered_predicates,
+            )
+            assert sorted(one.warnings) == sorted(other.warnings)
