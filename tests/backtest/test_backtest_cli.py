@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,7 +20,11 @@ from typing import Any
 import pytest
 
 from dsf_compile.cli import run
-from tests.agent.conftest import _stop, _wait_http, backfilled_prometheus, free_port
+from tests.agent.conftest import (
+    backfilled_prometheus,
+    import_into_victoria_metrics,
+    started_victoria_metrics,
+)
 from tests.backtest import history_data
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 
@@ -103,37 +106,6 @@ def test_gzip_and_saved_history_replay_the_same(
     assert replay_json(str(saved), day) == plain
 
 
-@contextlib.contextmanager
-def victoria(root: Path, export: str) -> Iterator[str]:
-    if shutil.which("victoria-metrics") is None:
-        pytest.skip("victoria-metrics not installed (Debian package victoria-metrics)")
-    port = free_port()
-    with (root / "vm.log").open("wb") as log_file:
-        process = subprocess.Popen(
-            [
-                "victoria-metrics",
-                f"-httpListenAddr=127.0.0.1:{port}",
-                f"-storageDataPath={root / 'data'}",
-                "-retentionPeriod=10y",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_http(f"{base}/health", process)
-        request = urllib.request.Request(
-            f"{base}/api/v1/import", data=export.encode(), method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=30):
-            pass
-        with urllib.request.urlopen(f"{base}/internal/force_flush", timeout=30):
-            pass
-        yield base
-    finally:
-        _stop(process)
-
-
 def test_prometheus_and_victoria_metrics_replay_as_the_file(
     export_file: Path, day: Any, tmp_path: Path
 ) -> None:
@@ -145,7 +117,10 @@ def test_prometheus_and_victoria_metrics_replay_as_the_file(
         replay_json(url, day, "--save-history", str(saved))
         assert replay_json(str(saved), day) == expected
     (tmp_path / "vm").mkdir()
-    with victoria(tmp_path / "vm", history_data.export_text(day[2])) as url:
+    with started_victoria_metrics(tmp_path / "vm") as url:
+        import_into_victoria_metrics(
+            url, "/api/v1/import", history_data.export_text(day[2]).encode()
+        )
         assert replay_json(url, day) == expected
 
 

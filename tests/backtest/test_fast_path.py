@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from dsf_compile.backtest.history import HistoryReader, Limits
 from dsf_compile.backtest.replay import replay
 from dsf_compile.backtest.scores import ScorerRule, rebuild_all
-from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+from dsf_compile.inputs.placements import AddOnPlacementScore, ManagedClusterSetBinding, Placement
 from dsf_compile.placement.scheduler import Cluster
 
 SCORES = ("alpha", "beta")
@@ -87,15 +88,26 @@ def _history(rng: random.Random, names: list[str], steps: np.ndarray) -> list:
 CALLS = {"fast": 0}
 
 
+def _binding() -> ManagedClusterSetBinding:
+    return ManagedClusterSetBinding.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "global", "namespace": "default"},
+            "spec": {"clusterSet": "global"},
+        }
+    )
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsf_compile.backtest import fast as fast_module
     from dsf_compile.backtest import replay as module
 
-    def counted(*args: object) -> object:
+    def counted(*args: Any) -> fast_module.FastStep:
         CALLS["fast"] += 1
-        return real(*args)
+        return fast_module.fast_step(*args)
 
-    real = module.fast_step
     monkeypatch.setattr(module, "fast_step", counted)
     rng = random.Random(seed)
     names = [f"c{i:02d}" for i in range(rng.randint(3, 14))]
@@ -134,13 +146,12 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert CALLS["fast"] > 500
 
 
-def _objects(history: object, step: int) -> list[object]:
+def _objects(history: object, step: int) -> list[AddOnPlacementScore]:
     """The rebuilt AddOnPlacementScores at ``step`` as the hub would hold them."""
     from dsf_compile.backtest.scores import ABSENT, ScoreHistory
-    from dsf_compile.inputs.placements import AddOnPlacementScore
 
     assert isinstance(history, ScoreHistory)
-    out = []
+    out: list[AddOnPlacementScore] = []
     for (cluster, resource), found in history.objects.items():
         if found.state[step] == ABSENT:
             continue
@@ -204,7 +215,7 @@ def test_step_scores_schedule_as_the_objects_do(seed: int) -> None:
     )
     for step in range(0, 30, 3):
         at = history.moment(int(steps[step]))
-        objects = ScoreIndex.of(_objects(history, step))  # type: ignore[arg-type]
+        objects = ScoreIndex.of(_objects(history, step))
         read = StepIndex({}, {}, history=history, step=step, static=ScoreIndex({}, {}))
         for placement in [*placements, cel]:
             one = schedule(placement, clusters, [binding], read, (), at)
