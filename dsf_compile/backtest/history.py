@@ -22,12 +22,13 @@ import numpy as np
 import orjson
 
 from dsf_compile.errors import DsfError, InputError
+from dsf_contract import metrics
 from dsf_contract.placement_scores import RESULT_LABELS
 from dsf_contract.problem import Problem
 
-METRIC = "dynamic_score"
-CLUSTER_LABEL = "ds_cluster"
-SCORE_NAME_LABEL = "ds_score_name"
+METRIC = metrics.SCORE
+CLUSTER_LABEL = metrics.SCORE_CLUSTER_LABEL
+SCORE_NAME_LABEL = metrics.SCORE_NAME_LABEL
 #: A series' identity: its cluster, its score name and the agent's result labels.
 IDENTITY_LABELS = (CLUSTER_LABEL, SCORE_NAME_LABEL, *(f"ds_{label}" for label in RESULT_LABELS))
 _GZIP_MAGIC = b"\x1f\x8b"

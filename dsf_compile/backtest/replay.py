@@ -23,6 +23,7 @@ import numpy as np
 from dsf_compile.backtest.fast import FastPlan, FastStep, IntArray, eligible, fast_step, plan_for
 from dsf_compile.backtest.scores import ABSENT, ScoreHistory
 from dsf_compile.inputs.placements import (
+    PLACEMENT_API_VERSION,
     PLACEMENT_LABEL,
     ManagedClusterSetBinding,
     Placement,
@@ -306,7 +307,7 @@ def _decision_object(namespace: str, found: Any) -> PlacementDecision:
     """A PlacementDecision as the hub would hold it after this step."""
     return PlacementDecision.model_validate(
         {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "apiVersion": PLACEMENT_API_VERSION,
             "kind": "PlacementDecision",
             "metadata": {"name": found.name, "namespace": namespace, "labels": dict(found.labels)},
             "status": {"decisions": [{"clusterName": c, "reason": ""} for c in found.clusters]},
