@@ -226,3 +226,75 @@ def test_step_scores_schedule_as_the_objects_do(seed: int) -> None:
                 other.filtered_predicates,
             )
             assert sorted(one.warnings) == sorted(other.warnings)
+
+
+def _decision(placement: str, clusters: list[str]) -> Any:
+    from dsf_compile.inputs.placements import PlacementDecision
+
+    return PlacementDecision.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "PlacementDecision",
+            "metadata": {
+                "name": f"{placement}-decision-1",
+                "namespace": "default",
+                "labels": {"cluster.open-cluster-management.io/placement": placement},
+            },
+            "status": {"decisions": [{"clusterName": c, "reason": ""} for c in clusters]},
+        }
+    )
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_replay_starts_from_the_given_decisions(fast: bool) -> None:
+    """Steady reads the decisions given before the first step; a Placement whose scheduling
+    is disabled keeps them all along; Balance counts them."""
+    rng = random.Random(3)
+    names = [f"c{i:02d}" for i in range(6)]
+    clusters = [Cluster(name) for name in names]
+    steps = np.arange(20, dtype=np.int64) * 60_000 + 600_000_000
+    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
+
+    def placement(name: str, steady: int, annotations: dict[str, str] | None = None) -> Placement:
+        return Placement.model_validate(
+            {
+                "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+                "kind": "Placement",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "annotations": annotations or {},
+                },
+                "spec": {
+                    "numberOfClusters": 1,
+                    "prioritizerPolicy": {
+                        "mode": "Exact",
+                        "configurations": [
+                            {
+                                "scoreCoordinate": {
+                                    "type": "AddOn",
+                                    "addOn": {"resourceName": "alpha", "scoreName": "a"},
+                                },
+                                "weight": 1,
+                            },
+                            {
+                                "scoreCoordinate": {"type": "BuiltIn", "builtIn": "Steady"},
+                                "weight": steady,
+                            },
+                        ],
+                    },
+                },
+            }
+        )
+
+    held = placement("held", 10)
+    frozen = placement(
+        "frozen", 0, {"cluster.open-cluster-management.io/experimental-scheduling-disable": "true"}
+    )
+    initial = [_decision("held", ["c04"]), _decision("frozen", ["c01", "c02"])]
+    tracks = replay([held, frozen], clusters, [_binding()], history, initial, fast=fast)
+    by_name = {t.placement.metadata.name: t for t in tracks}
+    # Steady 10 × 100 outweighs any AddOn score: the given decision is kept at every step
+    assert {r.decisions for r in by_name["held"].records} == {("c04",)}
+    assert {r.decisions for r in by_name["frozen"].records} == {("c01", "c02")}
+    assert any("not scheduled" in w for w in by_name["frozen"].warnings)
