@@ -16,7 +16,7 @@ keeps the scheduler itself for any Placement where they differ.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,8 @@ from dsf_compile.placement.scheduler import Cluster, PlacementResult
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 _RESOURCES = ("ResourceAllocatableCPU", "ResourceAllocatableMemory")
+#: The largest AddOn table one Placement precomputes for all steps (steps × candidates × 4).
+PRECOMPUTED_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,10 @@ class FastPlan:
     balance: int
     constant: IntArray
     count: int | None
+    #: Step → the AddOn part of every candidate's total, and whether one was expired,
+    #: computed for all steps at once (None past :data:`PRECOMPUTED_BYTES`).
+    addon_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
+    expired_steps: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,18 +122,35 @@ def plan_for(
             return None
     positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
     count = placement.spec.numberOfClusters
-    return FastPlan(candidates, positions, tuple(addon), steady, balance, constant, count)
+    plan = FastPlan(candidates, positions, tuple(addon), steady, balance, constant, count)
+    if len(history.steps) * len(candidates) * 4 > PRECOMPUTED_BYTES:
+        return plan
+    return _precomputed(plan, len(history.steps))
+
+
+def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
+    """The AddOn part of the totals for every step at once (it reads no decision)."""
+    addon = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
+    expired = np.zeros(steps, dtype=np.bool_)
+    for term in plan.addon:
+        addon += term.weight * term.coordinate.effective[:, term.rows].astype(np.int32)
+        expired |= term.coordinate.expired_rows[:, term.rows].any(axis=1)
+    return replace(plan, addon_steps=addon, expired_steps=expired)
 
 
 def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> FastStep:
     """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
     Placement's decisions and every other's."""
-    totals = plan.constant.copy()
-    expired = False
-    for term in plan.addon:
-        totals += term.weight * term.coordinate.effective[step][term.rows]
-        expired = expired or bool(term.coordinate.expired_rows[step][term.rows].any())
-    steady = np.where(own[plan.positions] > 0, MAX_SCORE, 0).astype(np.int64)
+    if plan.addon_steps is not None and plan.expired_steps is not None:
+        totals = plan.constant + plan.addon_steps[step]
+        expired = bool(plan.expired_steps[step])
+    else:
+        totals = plan.constant.copy()
+        expired = False
+        for term in plan.addon:
+            totals += term.weight * term.coordinate.effective[step][term.rows]
+            expired = expired or bool(term.coordinate.expired_rows[step][term.rows].any())
+    steady = (own[plan.positions] > 0) * MAX_SCORE
     totals += plan.steady * steady
     if plan.balance:
         totals += plan.balance * _balance(others, plan.positions)

@@ -163,9 +163,11 @@ def _samples(
 
 
 def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """The values as floats: at C speed when they are all numbers, one by one otherwise."""
-    if all(type(v) is float or type(v) is int for v in values):
-        return np.array(values, dtype=np.float64)
+    """The values as floats: at C speed when they are all numbers (a boolean among numbers
+    reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
+    found = np.array(values)
+    if found.dtype.kind in "fiu":
+        return found.astype(np.float64)
     return np.array([_number(v) for v in values], dtype=np.float64)
 
 
