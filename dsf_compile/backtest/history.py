@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,17 +220,26 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
         try:
             for number, line in _lines(stream, reader.limits.max_bytes, str(path)):
                 _add_line(reader, line, str(path), number)
-        except (OSError, EOFError, gzip.BadGzipFile) as err:
-            raise HistoryReadError(f"{path}: cannot read: {err}") from None
+        except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+            # compressed, but not (or no longer) gzip: not a history file
+            raise InputError([Problem(str(path), 0, 0, "", f"not a gzip file: {err}")]) from None
+        except OSError as err:
+            raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
     return reader.series()
 
 
 def _lines(stream: IO[bytes], max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
-    """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all."""
-    total = 0
-    for number, line in enumerate(stream, start=1):
-        total += len(line)
-        if total > max_bytes:
+    """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all
+    (a line is read at most up to what is left, so one endless line costs the cap, no more)."""
+    left = max_bytes
+    number = 0
+    while True:
+        line = stream.readline(left + 1)
+        if not line:
+            return
+        number += 1
+        left -= len(line)
+        if left < 0:
             raise HistoryReadError(f"{name}: larger than {max_bytes} bytes (history.maxBytes)")
         if line.strip():
             yield number, line

@@ -279,3 +279,17 @@ def test_markdown_gantt_charts_parse_with_mermaid(export_file: Path, day: Any) -
     assert checked["blocks"] == out.count("```mermaid") >= 3
     assert checked["failed"] == 0, checked["errors"]
     assert parse("```mermaid\nganttx\n    title x\n```\n")["failed"] == 1
+
+
+def test_a_broken_gzip_and_a_file_over_the_cap(tmp_path: Path, export_file: Path, day: Any) -> None:
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(export_file.read_bytes())[:2000])
+    code, _, err = backtest("--history", str(broken), *window_args(day))
+    assert code == 1 and "not a gzip file" in err and "Traceback" not in err
+    fleet = copy_fleet(tmp_path / "fleet", with_rendered=False)
+    settings = fleet / "dsf.yaml"
+    settings.write_text(settings.read_text() + "history:\n  maxBytes: 4096\n")
+    one_line = tmp_path / "one-line.jsonl"
+    one_line.write_bytes(b'{"metric": {' + b" " * 100_000)
+    code, _, err = backtest("--history", str(one_line), *window_args(day), root=fleet)
+    assert code == 2 and "history.maxBytes" in err
