@@ -133,8 +133,9 @@ def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
     addon = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
     expired = np.zeros(steps, dtype=np.bool_)
     for term in plan.addon:
-        addon += term.weight * term.coordinate.effective[:, term.rows].astype(np.int32)
-        expired |= term.coordinate.expired_rows[:, term.rows].any(axis=1)
+        values, stale = term.coordinate.gathered(term.rows)
+        addon += term.weight * values
+        expired |= stale
     return replace(plan, addon_steps=addon, expired_steps=expired)
 
 
@@ -167,7 +168,7 @@ def _select(plan: FastPlan, totals: IntArray, plain: IntArray, expired: bool) ->
     if wanted == 0:
         return FastStep((), None, 0, expired)
     # one integer orders both ways: higher total first, then the lower name position
-    order = -totals * size + np.arange(size, dtype=np.int64)
+    order = -totals * size + _positions(size)
     part = np.argpartition(order, wanted)
     chosen, first_out = part[:wanted], part[wanted]
     margin = int(totals[chosen].min() - totals[first_out])
@@ -175,6 +176,17 @@ def _select(plan: FastPlan, totals: IntArray, plain: IntArray, expired: bool) ->
     loss = int(best.sum() - plain[chosen].sum())
     decided = tuple(sorted(plan.candidates[i] for i in chosen.tolist()))
     return FastStep(decided, margin, loss, expired)
+
+
+_ARANGES: dict[int, IntArray] = {}
+
+
+def _positions(size: int) -> IntArray:
+    """``0 … size−1``, made once per size."""
+    found = _ARANGES.get(size)
+    if found is None:
+        found = _ARANGES[size] = np.arange(size, dtype=np.int64)
+    return found
 
 
 def _balance(others: IntArray, positions: IntArray) -> IntArray:

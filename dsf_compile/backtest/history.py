@@ -228,21 +228,35 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
     return reader.series()
 
 
+#: Bytes read from a history file at a time.
+_CHUNK = 8 * 1024 * 1024
+
+
 def _lines(stream: IO[bytes], max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
     """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all
-    (a line is read at most up to what is left, so one endless line costs the cap, no more)."""
-    left = max_bytes
-    number = 0
+    (read a chunk at a time, so one endless line costs the cap, no more)."""
+    total, number, rest = 0, 0, b""
+    pieces: list[bytes] = []  # of a line longer than a chunk: joined once, when it ends
     while True:
-        line = stream.readline(left + 1)
-        if not line:
-            return
-        number += 1
-        left -= len(line)
-        if left < 0:
+        chunk = stream.read(_CHUNK)
+        total += len(chunk)
+        if total > max_bytes:
             raise HistoryReadError(f"{name}: larger than {max_bytes} bytes (history.maxBytes)")
-        if line.strip():
-            yield number, line
+        if not chunk:
+            break
+        if b"\n" not in chunk:
+            pieces.append(chunk)
+            continue
+        lines = b"".join([rest, *pieces, chunk]).split(b"\n")
+        pieces = []
+        rest = lines.pop()
+        for line in lines:
+            number += 1
+            if line.strip():
+                yield number, line
+    rest = b"".join([rest, *pieces])
+    if rest.strip():
+        yield number + 1, rest
 
 
 def _add_line(reader: HistoryReader, line: bytes, name: str, number: int) -> None:

@@ -14,7 +14,7 @@ column. Pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -214,6 +214,9 @@ class _CoordinateHistory:
     effective: np.ndarray[Any, np.dtype[np.int16]]
     #: Step → each row's object is expired (the extra row: False).
     expired_rows: np.ndarray[Any, np.dtype[np.bool_]]
+    _gathered: dict[bytes, tuple[Any, BoolArray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def of(cls, history: ScoreHistory, resource: str, score_name: str) -> _CoordinateHistory:
@@ -248,6 +251,19 @@ class _CoordinateHistory:
             effective,
             expired,
         )
+
+    def gathered(self, rows: IntArray) -> tuple[np.ndarray[Any, np.dtype[np.int32]], BoolArray]:
+        """Step → the scores of ``rows`` (int32), and step → whether one was expired;
+        made once per distinct row list (Placements over the same candidates share it)."""
+        key = rows.tobytes()
+        found = self._gathered.get(key)
+        if found is None:
+            whole = np.array_equal(rows, np.arange(len(rows))) and len(rows) == len(self.clusters)
+            values = self.effective[:, : len(rows)] if whole else self.effective[:, rows]
+            stale = self.expired_rows[:, : len(rows)] if whole else self.expired_rows[:, rows]
+            any_stale = np.asarray(stale.any(axis=1), dtype=np.bool_)
+            found = self._gathered[key] = (values.astype(np.int32), any_stale)
+        return found
 
     def expired(self, step: int) -> frozenset[str]:
         """The clusters whose object of this coordinate is expired at ``step``."""
