@@ -120,14 +120,7 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
         )
         for name in names
     ]
-    binding = ManagedClusterSetBinding.model_validate(
-        {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
-            "kind": "ManagedClusterSetBinding",
-            "metadata": {"name": "global", "namespace": "default"},
-            "spec": {"clusterSet": "global"},
-        }
-    )
+    binding = _binding()
     steps = np.arange(60, dtype=np.int64) * 60_000 + 600_000_000
     history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "max", steps)
     placements = [_placement(rng, i) for i in range(rng.randint(1, 6))]
@@ -182,14 +175,7 @@ def test_step_scores_schedule_as_the_objects_do(seed: int) -> None:
     rng = random.Random(seed)
     names = [f"c{i:02d}" for i in range(8)]
     clusters = [Cluster(name, labels={"zone": rng.choice("ab")}) for name in names]
-    binding = ManagedClusterSetBinding.model_validate(
-        {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
-            "kind": "ManagedClusterSetBinding",
-            "metadata": {"name": "global", "namespace": "default"},
-            "spec": {"clusterSet": "global"},
-        }
-    )
+    binding = _binding()
     steps = np.arange(30, dtype=np.int64) * 60_000 + 600_000_000
     history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
     placements = [_placement(rng, i) for i in range(4)]
