@@ -221,9 +221,10 @@ def backtest_rows(sizes: Sizes) -> list[Row]:
         f"({int(f['steps'])} steps, {f['bytes'] / 2**20:.0f} MiB)"
     )
     return [
-        Row("backtest", "backtest --format json (whole command)", workload, f"{f['wall']:.3f} s",
-            f"bare orjson parse {f['floor']:.3f} s", f["wall"] / f["floor"], "≤ 10× the parse",
-            f["wall"] <= 10 * f["floor"]),
+        Row("backtest", "backtest --format json (whole command), CPU", workload,
+            f"{f['cpu']:.3f} s (wall {f['wall']:.1f} s)",
+            f"bare orjson parse {f['floor_cpu']:.3f} s (wall {f['floor']:.1f} s)",
+            f["cpu"] / f["floor_cpu"], "≤ 10× the parse", f["cpu"] <= 10 * f["floor_cpu"]),
         Row("backtest", "backtest peak RSS", workload, f"{f['rss']:.0f} MiB", "-", 0.0,
             "≤ 2048 MiB", f["rss"] <= 2048),
     ]  # fmt: skip

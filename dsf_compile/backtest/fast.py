@@ -151,16 +151,28 @@ def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> Fas
         for term in plan.addon:
             totals += term.weight * term.coordinate.effective[step][term.rows]
             expired = expired or bool(term.coordinate.expired_rows[step][term.rows].any())
-    steady = (own[plan.positions] > 0) * MAX_SCORE
-    totals += plan.steady * steady
     if plan.balance:
-        totals += plan.balance * _balance(others, plan.positions)
-    return _select(plan, totals, totals - plan.steady * steady, expired)
+        totals = totals + plan.balance * _balance(others, plan.positions)
+    plain = totals  # the totals without the Steady term (meanLoss)
+    held = 0  # candidates whose total carries a Steady term
+    if plan.steady:
+        mask = own[plan.positions] > 0
+        held = int(np.count_nonzero(mask))
+        totals = plain + (plan.steady * MAX_SCORE) * mask
+    return _select(plan, totals, plain, held, expired)
 
 
-def _select(plan: FastPlan, totals: IntArray, plain: IntArray, expired: bool) -> FastStep:
+def _select(
+    plan: FastPlan, totals: IntArray, plain: IntArray, held: int, expired: bool
+) -> FastStep:
     """Step 6: the best ``numberOfClusters`` by total descending, then name ascending (the
-    candidates are sorted by name); the margin over the best left out, and the loss."""
+    candidates are sorted by name); the margin over the best left out, and the loss.
+
+    One partition finds the best ``wanted + held`` by total: the decided, the best left out,
+    and every cluster that can be among the best ``wanted`` without the Steady term (with
+    a positive Steady weight, a cluster beyond them has at least ``wanted`` clusters
+    without that term ahead of it; with a negative one, every cluster is looked at).
+    """
     size = len(totals)
     wanted = size if plan.count is None else min(plan.count, size)
     if wanted == size:  # every candidate decided: nothing left out, nothing lost
@@ -169,10 +181,12 @@ def _select(plan: FastPlan, totals: IntArray, plain: IntArray, expired: bool) ->
         return FastStep((), None, 0, expired)
     # one integer orders both ways: higher total first, then the lower name position
     order = -totals * size + _positions(size)
-    part = np.argpartition(order, wanted)
+    top = size if plan.steady < 0 else min(size, wanted + max(held, 1))
+    part = np.argpartition(order, top - 1)[:top]
+    part = part[np.argsort(order[part])]
     chosen, first_out = part[:wanted], part[wanted]
     margin = int(totals[chosen].min() - totals[first_out])
-    best = -np.partition(-plain, wanted - 1)[:wanted]
+    best = np.sort(plain[part])[::-1][:wanted]
     loss = int(best.sum() - plain[chosen].sum())
     decided = tuple(sorted(plan.candidates[i] for i in chosen.tolist()))
     return FastStep(decided, margin, loss, expired)
@@ -192,9 +206,23 @@ def _positions(size: int) -> IntArray:
 def _balance(others: IntArray, positions: IntArray) -> IntArray:
     """OCM's Balance: ``2 × trunc(100 × (0.5 − n / max))``, 100 for a cluster with none."""
     most = int(others.max()) if len(others) else 0
-    counts = others[positions]
-    if most == 0:
-        return np.full(len(positions), MAX_SCORE, dtype=np.int64)
-    usage = counts.astype(np.float64) / float(most)
-    scores = 2 * np.trunc(float(MAX_SCORE) * (0.5 - usage)).astype(np.int64)
-    return np.where(counts == 0, MAX_SCORE, scores)
+    return _balance_table(most)[others[positions]]
+
+
+_BALANCE_TABLES: dict[int, IntArray] = {}
+
+
+def _balance_table(most: int) -> IntArray:
+    """Count → Balance score when the largest count is ``most``: computed once per ``most``
+    with OCM's float64 operations, then looked up (counts never exceed ``most``)."""
+    found = _BALANCE_TABLES.get(most)
+    if found is None:
+        counts = np.arange(most + 1, dtype=np.int64)
+        if most == 0:
+            found = np.full(1, MAX_SCORE, dtype=np.int64)
+        else:
+            usage = counts.astype(np.float64) / float(most)
+            scores = 2 * np.trunc(float(MAX_SCORE) * (0.5 - usage)).astype(np.int64)
+            found = np.where(counts == 0, MAX_SCORE, scores)
+        _BALANCE_TABLES[most] = found
+    return found

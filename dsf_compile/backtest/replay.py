@@ -120,9 +120,7 @@ def replay(
     decisions = _Decisions(ordered, initial, clusters)
     tracks = [Track(p) for p in ordered]
     inputs = [_inputs_of(p) for p in ordered]
-    versions = {
-        key: history.coordinate(*key).changed.cumsum() for i in inputs for key in i.coordinates
-    }
+    versions = [_score_versions(i, history) for i in inputs]
     last_keys: list[object] = [None] * len(ordered)
     plans: list[FastPlan | bool | None] = [eligible(p, clusters) for p in ordered]
     static = ScoreIndex({}, {})
@@ -130,7 +128,7 @@ def replay(
         index = StepIndex({}, {}, history=history, step=step, static=static)
         at = history.moment(int(history.steps[step]))
         for position, placement in enumerate(ordered):
-            key = _key(inputs[position], versions, step, decisions, position)
+            key = _key(inputs[position], versions[position], step, decisions, position)
             track = tracks[position]
             if key is not None and key == last_keys[position]:
                 track.records.append(track.records[-1])
@@ -150,7 +148,10 @@ def replay(
                         placement, result, record, history, decisions, position, step
                     )
                 decisions.update(position, result)
-            last_keys[position] = _key(inputs[position], versions, step, decisions, position)
+            # after its own update: the key it will be compared with at the next step
+            last_keys[position] = _key(
+                inputs[position], versions[position], step, decisions, position
+            )
     return tracks
 
 
@@ -201,19 +202,24 @@ def _inputs_of(placement: Placement) -> _Inputs:
     return _Inputs(coordinates, reads_scores or timed, balance)
 
 
+def _score_versions(inputs: _Inputs, history: ScoreHistory) -> list[int]:
+    """Step → how many times the Placement's AddOn coordinates changed so far (each count
+    only grows, so their sum moves exactly when one of them does)."""
+    total = np.zeros(len(history.steps), dtype=np.int64)
+    for coordinate in inputs.coordinates:
+        total += history.coordinate(*coordinate).changed.cumsum()
+    return list(total.tolist())
+
+
 def _key(
-    inputs: _Inputs,
-    versions: Mapping[tuple[str, str], Any],
-    step: int,
-    decisions: _Decisions,
-    position: int,
+    inputs: _Inputs, versions: list[int], step: int, decisions: _Decisions, position: int
 ) -> object:
     """The versions of everything the Placement reads at ``step``; None: always schedule."""
     if inputs.volatile:
         return None
     own = decisions.own_version[position]
     others = decisions.version - own if inputs.balance else 0
-    return (tuple(int(versions[c][step]) for c in inputs.coordinates), own, others)
+    return (versions[step], own, others)
 
 
 class _Decisions:

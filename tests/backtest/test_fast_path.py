@@ -37,7 +37,7 @@ def _placement(rng: random.Random, index: int) -> Placement:
             configurations.append(
                 {
                     "scoreCoordinate": {"type": "BuiltIn", "builtIn": builtin},
-                    "weight": rng.choice([0, 1, 2, 5]),
+                    "weight": rng.choice([-3, 0, 1, 2, 5]),
                 }
             )
     spec: dict[str, object] = {
@@ -99,7 +99,7 @@ def _binding() -> ManagedClusterSetBinding:
     )
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(24))
 def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from dsf_compile.backtest import fast as fast_module
     from dsf_compile.backtest import replay as module
@@ -133,7 +133,7 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
 def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparisons above do go through the fast path, most of their steps."""
     CALLS["fast"] = 0
-    for seed in range(12):
+    for seed in range(24):
         with monkeypatch.context() as patch:
             test_fast_path_equals_the_scheduler(seed, patch)
     assert CALLS["fast"] > 500
@@ -284,3 +284,44 @@ def test_replay_starts_from_the_given_decisions(fast: bool) -> None:
     assert {r.decisions for r in by_name["held"].records} == {("c04",)}
     assert {r.decisions for r in by_name["frozen"].records} == {("c01", "c02")}
     assert any("not scheduled" in w for w in by_name["frozen"].warnings)
+
+
+@pytest.mark.parametrize("steady", [-10, -3, 3, 10])
+def test_steady_weights_either_way(steady: int) -> None:
+    """A negative Steady weight pushes the held clusters down and their totals without it
+    up: the loss must look past the best by total (found by the fast path's partition)."""
+    rng = random.Random(steady)
+    names = [f"c{i:02d}" for i in range(12)]
+    clusters = [Cluster(name) for name in names]
+    steps = np.arange(40, dtype=np.int64) * 60_000 + 600_000_000
+    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
+    placement = Placement.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "numberOfClusters": 3,
+                "prioritizerPolicy": {
+                    "mode": "Exact",
+                    "configurations": [
+                        {
+                            "scoreCoordinate": {
+                                "type": "AddOn",
+                                "addOn": {"resourceName": "alpha", "scoreName": "a"},
+                            },
+                            "weight": 1,
+                        },
+                        {
+                            "scoreCoordinate": {"type": "BuiltIn", "builtIn": "Steady"},
+                            "weight": steady,
+                        },
+                    ],
+                },
+            },
+        }
+    )
+    fast = replay([placement], clusters, [_binding()], history, ())
+    slow = replay([placement], clusters, [_binding()], history, (), fast=False)
+    assert fast[0].records == slow[0].records
+    assert any(r.loss for r in slow[0].records)
