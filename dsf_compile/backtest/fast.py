@@ -28,8 +28,17 @@ from dsf_compile.placement.scheduler import Cluster, PlacementResult
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 _RESOURCES = ("ResourceAllocatableCPU", "ResourceAllocatableMemory")
-#: The largest AddOn table one Placement precomputes for all steps (steps × candidates × 4).
-PRECOMPUTED_BYTES = 64 * 1024 * 1024
+#: What the Placements of one replay may precompute together for all steps (steps ×
+#: candidates × 4 bytes each): past it, a Placement reads its AddOn scores step by step,
+#: so that memory stays bounded whatever the number of Placements and steps.
+PRECOMPUTED_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class Budget:
+    """Bytes left for precomputed AddOn tables in one replay."""
+
+    left: int = PRECOMPUTED_BYTES
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ class FastPlan:
     constant: IntArray
     count: int | None
     #: Step → the AddOn part of every candidate's total, and whether one was expired,
-    #: computed for all steps at once (None past :data:`PRECOMPUTED_BYTES`).
+    #: computed for all steps at once (None once the replay's :class:`Budget` is spent).
     addon_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
     expired_steps: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
@@ -89,6 +98,7 @@ def plan_for(
     result: PlacementResult,
     history: ScoreHistory,
     fleet: Mapping[str, int],
+    budget: Budget,
 ) -> FastPlan | None:
     """The plan of a Placement :func:`schedule` just scheduled, or None when it needs the
     scheduler at every change (not simulated, misconfigured, or a prioritizer not here)."""
@@ -123,8 +133,10 @@ def plan_for(
     positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
     count = placement.spec.numberOfClusters
     plan = FastPlan(candidates, positions, tuple(addon), steady, balance, constant, count)
-    if len(history.steps) * len(candidates) * 4 > PRECOMPUTED_BYTES:
+    size = len(history.steps) * len(candidates) * 4
+    if size > budget.left:
         return plan
+    budget.left -= size
     return _precomputed(plan, len(history.steps))
 
 

@@ -20,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from dsf_compile.backtest.fast import FastPlan, FastStep, IntArray, eligible, fast_step, plan_for
+from dsf_compile.backtest.fast import (
+    Budget,
+    FastPlan,
+    FastStep,
+    IntArray,
+    eligible,
+    fast_step,
+    plan_for,
+)
 from dsf_compile.backtest.scores import ABSENT, ScoreHistory
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
@@ -170,7 +178,7 @@ def _checked_plan(
     step: int,
 ) -> FastPlan | None:
     """The fast plan, kept only when it gives this step exactly what the scheduler gave."""
-    plan = plan_for(placement, result, history, decisions.fleet)
+    plan = plan_for(placement, result, history, decisions.fleet, decisions.budget)
     if plan is None:
         return None
     found = fast_step(plan, step, *decisions.counts(position))
@@ -252,6 +260,8 @@ class _Decisions:
             self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
         )
         self.own_version = [0] * len(ordered)
+        #: What the fast plans may precompute together.
+        self.budget = Budget()
         self.version = 0
         self.all: tuple[PlacementDecision, ...] = ()
         self._join()
