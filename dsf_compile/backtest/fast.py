@@ -15,7 +15,7 @@ keeps the scheduler itself for any Placement where they differ.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 from dsf_compile.backtest.scores import ScoreHistory, _CoordinateHistory
 from dsf_compile.inputs.placements import Placement
 from dsf_compile.placement.prioritizers import MAX_SCORE, configured_prioritizers
-from dsf_compile.placement.scheduler import Cluster, PlacementResult
+from dsf_compile.placement.scheduler import PlacementResult
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 _RESOURCES = ("ResourceAllocatableCPU", "ResourceAllocatableMemory")
@@ -77,12 +77,11 @@ class FastStep:
     expired: bool
 
 
-def eligible(placement: Placement, clusters: Sequence[Cluster]) -> bool:
-    """Whether steps 1 to 3 can only give the same candidates at every step."""
+def eligible(placement: Placement) -> bool:
+    """Whether steps 1 and 2 can only give the same clusters at every step (the taints of
+    step 3 are looked at once those clusters are known: :func:`plan_for`)."""
     spec = placement.spec
     if any(t.tolerationSeconds is not None for t in spec.tolerations):
-        return False
-    if any(t.effect == "NoSelectIfNew" for c in clusters for t in c.taints):
         return False
     return not any(
         "scores" in expression
@@ -99,13 +98,18 @@ def plan_for(
     history: ScoreHistory,
     fleet: Mapping[str, int],
     budget: Budget,
+    new_only: frozenset[str] = frozenset(),
 ) -> FastPlan | None:
     """The plan of a Placement :func:`schedule` just scheduled, or None when it needs the
-    scheduler at every change (not simulated, misconfigured, or a prioritizer not here)."""
+    scheduler at every change (not simulated, misconfigured, a prioritizer not here, or a
+    cluster past its predicates carrying a ``NoSelectIfNew`` taint, in ``new_only``: whether
+    it is a candidate then depends on the Placement's own decisions)."""
     misconfigured = any(
         c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
     )
     if not result.simulated or misconfigured or not result.totals:
+        return None
+    if new_only & (set(result.totals) | set(result.filtered_taints)):
         return None
     candidates = tuple(sorted(result.totals))
     if any(name not in fleet for name in candidates):

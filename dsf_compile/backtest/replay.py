@@ -130,7 +130,7 @@ def replay(
     inputs = [_inputs_of(p) for p in ordered]
     versions = [_score_versions(i, history) for i in inputs]
     last_keys: list[object] = [None] * len(ordered)
-    plans: list[FastPlan | bool | None] = [eligible(p, clusters) for p in ordered]
+    plans: list[FastPlan | bool | None] = [fast and eligible(p) for p in ordered]
     static = ScoreIndex({}, {})
     for step in range(len(history.steps)):
         index = StepIndex({}, {}, history=history, step=step, static=static)
@@ -178,7 +178,9 @@ def _checked_plan(
     step: int,
 ) -> FastPlan | None:
     """The fast plan, kept only when it gives this step exactly what the scheduler gave."""
-    plan = plan_for(placement, result, history, decisions.fleet, decisions.budget)
+    plan = plan_for(
+        placement, result, history, decisions.fleet, decisions.budget, decisions.new_only
+    )
     if plan is None:
         return None
     found = fast_step(plan, step, *decisions.counts(position))
@@ -262,6 +264,10 @@ class _Decisions:
         self.own_version = [0] * len(ordered)
         #: What the fast plans may precompute together.
         self.budget = Budget()
+        #: The clusters with a ``NoSelectIfNew`` taint.
+        self.new_only = frozenset(
+            c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints)
+        )
         self.version = 0
         self.all: tuple[PlacementDecision, ...] = ()
         self._join()

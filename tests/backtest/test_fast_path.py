@@ -14,6 +14,7 @@ import pytest
 from dsf_compile.backtest.history import HistoryReader, Limits
 from dsf_compile.backtest.replay import replay
 from dsf_compile.backtest.scores import ScorerRule, rebuild_all
+from dsf_compile.inputs.inventory import ClusterTaint
 from dsf_compile.inputs.placements import AddOnPlacementScore, ManagedClusterSetBinding, Placement
 from dsf_compile.placement.scheduler import Cluster
 
@@ -86,6 +87,7 @@ def _history(rng: random.Random, names: list[str], steps: np.ndarray) -> list:
 
 
 CALLS = {"fast": 0}
+NEW_ONLY = ClusterTaint(key="maintenance", effect="NoSelectIfNew")
 
 
 def _binding() -> ManagedClusterSetBinding:
@@ -117,6 +119,8 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
             labels={"zone": rng.choice("ab")},
             allocatable={"cpu": Fraction(rng.randint(1, 9))},
             capacity={"cpu": Fraction(10)},
+            # some zone-b clusters take no new Placement: the fast path must step aside
+            taints=(NEW_ONLY,) if name.endswith("3") and rng.random() < 0.5 else (),
         )
         for name in names
     ]
@@ -124,8 +128,13 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
     steps = np.arange(60, dtype=np.int64) * 60_000 + 600_000_000
     history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "max", steps)
     placements = [_placement(rng, i) for i in range(rng.randint(1, 6))]
-    fast = replay(placements, clusters, [binding], history, ())
-    slow = replay(placements, clusters, [binding], history, (), fast=False)
+    # a tainted cluster already decided stays a candidate until the Placement drops it
+    tainted = [c.name for c in clusters if c.taints]
+    initial = [
+        _decision(p.metadata.name, tainted) for p in placements if tainted and rng.random() < 0.7
+    ]
+    fast = replay(placements, clusters, [binding], history, initial)
+    slow = replay(placements, clusters, [binding], history, initial, fast=False)
     for one, other in zip(fast, slow, strict=True):
         assert one.records == other.records, one.placement.metadata.name
 
