@@ -5,7 +5,7 @@ read with :func:`~dsf_contract.http.read_capped`), under one deadline for the wh
 and one byte cap for every answer together. Raw samples are read, so that a saved
 history replays exactly as the source does: ``/api/v1/export`` where the server offers it
 (VictoriaMetrics), else instant queries of ``dynamic_score{…}[D]`` over consecutive
-windows of at most a day (Prometheus, Thanos), which return every sample in the window.
+windows of at most 6 hours (Prometheus, Thanos), which return every sample in the window.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from dsf_contract.http import (
 _NOT_AN_ANSWER = "not a Prometheus API answer nor an export line (is this the API's base URL?)"
 #: A read-only bearer token for the history API (never on the command line, never printed).
 TOKEN_VARIABLE = "DSF_HISTORY_TOKEN"
-#: The longest window one instant query reads.
-CHUNK_SECONDS = 86_400
+#: The longest window one instant query reads: 6 hours of 5,000 series scraped every 15 s
+#: are 7.2 million samples, well within Prometheus' default --query.max-samples (50 million).
+CHUNK_SECONDS = 6 * 3600
 
 
 def read_api(base: str, reader: HistoryReader, timeout: float) -> list[Series]:
@@ -138,7 +139,7 @@ async def _export(client: Any, base: str, reader: HistoryReader, budget: _Budget
 
 
 async def _instant_queries(client: Any, base: str, reader: HistoryReader, budget: _Budget) -> None:
-    """Every sample, a day at a time: ``dynamic_score{…}[D]`` evaluated at each window's end."""
+    """Every sample, six hours at a time: ``dynamic_score{…}[D]`` evaluated at each window's end."""
     url = f"{base}/api/v1/query"
     end = reader.end_ms
     while end >= reader.start_ms:
