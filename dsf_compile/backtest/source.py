@@ -55,10 +55,18 @@ def read_api(base: str, reader: HistoryReader, timeout: float) -> list[Series]:
         ) from None
 
 
+#: Past this many characters the cluster matcher is left out of the query (the reader
+#: keeps the inventory's clusters anyway): VictoriaMetrics refuses queries over 16 KiB.
+MAX_MATCHER = 4096
+
+
 def _selector(reader: HistoryReader) -> str:
     clusters = "|".join(sorted(_quote_regex(c) for c in reader.clusters))
     names = "|".join(sorted(_quote_regex(n) for n in reader.score_names))
-    return f'{METRIC}{{{CLUSTER_LABEL}=~"{clusters}",{SCORE_NAME_LABEL}=~"{names}"}}'
+    matchers = [f'{SCORE_NAME_LABEL}=~"{names}"']
+    if len(clusters) <= MAX_MATCHER:
+        matchers.insert(0, f'{CLUSTER_LABEL}=~"{clusters}"')
+    return f"{METRIC}{{{','.join(matchers)}}}"
 
 
 def _quote_regex(text: str) -> str:

@@ -107,7 +107,7 @@ def test_gzip_and_saved_history_replay_the_same(
 
 
 def test_prometheus_and_victoria_metrics_replay_as_the_file(
-    export_file: Path, day: Any, tmp_path: Path
+    export_file: Path, day: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = replay_json(str(export_file), day)
     (tmp_path / "prom").mkdir()
