@@ -33,24 +33,7 @@ def write_fleet(root: Path, clusters: int, placements: int) -> None:
     """Scorers (spec only: no lockfile needed), the inventory, Placements and a binding."""
     for folder in ("scorers", "clusters", "placements"):
         (root / folder).mkdir(parents=True, exist_ok=True)
-    scorers = [
-        {
-            "apiVersion": "dynamic-scoring.open-cluster-management.io/v1alpha1",
-            "kind": "DynamicScorer",
-            "metadata": {"name": f"scorer-{s}"},
-            "spec": {
-                "description": "bench",
-                "configURL": f"http://scorer-{s}.example:8000/config",
-                "configSyncMode": "None",
-                "scoreDestination": "AddOnPlacementScore",
-                "scoreDimensionFormat": "${scoreName}",
-                "source": {"type": "None"},
-                "scoring": {"path": "/scoring", "params": {"name": f"score_{s}", "interval": STEP}},
-            },
-        }
-        for s in range(SCORERS)
-    ]
-    (root / "scorers" / "scorers.yaml").write_text(_documents(scorers))
+    (root / "scorers" / "scorers.yaml").write_text(_documents(_scorers()))
     inventory = [
         {
             "apiVersion": "cluster.open-cluster-management.io/v1",
@@ -91,6 +74,27 @@ def write_fleet(root: Path, clusters: int, placements: int) -> None:
             }
         )
     (root / "placements" / "placements.yaml").write_text(_documents(objects))
+
+
+def _scorers() -> list[dict[str, object]]:
+    """Spec-only scorers (``configSyncMode: None``): no lockfile needed."""
+    return [
+        {
+            "apiVersion": "dynamic-scoring.open-cluster-management.io/v1alpha1",
+            "kind": "DynamicScorer",
+            "metadata": {"name": f"scorer-{s}"},
+            "spec": {
+                "description": "bench",
+                "configURL": f"http://scorer-{s}.example:8000/config",
+                "configSyncMode": "None",
+                "scoreDestination": "AddOnPlacementScore",
+                "scoreDimensionFormat": "${scoreName}",
+                "source": {"type": "None"},
+                "scoring": {"path": "/scoring", "params": {"name": f"score_{s}", "interval": STEP}},
+            },
+        }
+        for s in range(SCORERS)
+    ]
 
 
 def _documents(objects: Sequence[Mapping[str, object]]) -> str:
