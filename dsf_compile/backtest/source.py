@@ -26,6 +26,7 @@ from dsf_compile.backtest.history import (
     HistoryReadError,
     Series,
 )
+from dsf_compile.errors import UsageError
 from dsf_contract.http import (
     BodyTooLargeError,
     UserAgent,
@@ -44,9 +45,18 @@ CHUNK_SECONDS = 6 * 3600
 
 def read_api(base: str, reader: HistoryReader, timeout: float) -> list[Series]:
     """Every series the reader wants from the API at ``base``; HistoryReadError (exit 2)."""
-    parts = urlsplit(base)
+    try:
+        parts = urlsplit(base)
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError as err:
+        raise UsageError(f"--history: not a valid URL ({err})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise HistoryReadError(f"{base}: not an http(s) URL")
+        raise UsageError("--history: not an http(s) URL")
+    if parts.username is not None or parts.password is not None:
+        # the URL is printed (the report's source, errors): a credential goes elsewhere
+        raise UsageError(
+            f"--history: no credentials in the URL; put a bearer token in ${TOKEN_VARIABLE}"
+        )
     try:
         return asyncio.run(asyncio.wait_for(_read(base.rstrip("/"), reader), timeout))
     except TimeoutError:

@@ -293,3 +293,24 @@ def test_a_broken_gzip_and_a_file_over_the_cap(tmp_path: Path, export_file: Path
     one_line.write_bytes(b'{"metric": {' + b" " * 100_000)
     code, _, err = backtest("--history", str(one_line), *window_args(day), root=fleet)
     assert code == 2 and "history.maxBytes" in err
+
+
+def test_no_credential_in_the_url_and_the_token_is_sent(day: Any) -> None:
+    code, out, err = backtest("--history", "http://reader:s3cret@127.0.0.1:9/", *window_args(day))
+    assert code == 2 and "DSF_HISTORY_TOKEN" in err and "s3cret" not in err + out
+    seen: list[str] = []
+
+    class _Recording(_Html):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            super().do_GET()
+
+    import os
+
+    os.environ["DSF_HISTORY_TOKEN"] = "t0ken"
+    try:
+        with serving(_Recording) as url:
+            code, _, err = backtest("--history", url, *window_args(day))
+    finally:
+        del os.environ["DSF_HISTORY_TOKEN"]
+    assert code == 2 and seen and set(seen) == {"Bearer t0ken"} and "t0ken" not in err
