@@ -290,7 +290,12 @@ def format_markdown(report: Report) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if report.steady:
-        lines += ["", "| Placement | " + " | ".join(f"Steady {w}" for w in report.steady) + " |"]
+        lines += [
+            "",
+            "With every Placement's `Steady` weight set to W: changes (churn, meanLoss).",
+            "",
+        ]
+        lines += ["| Placement | " + " | ".join(f"Steady {w}" for w in report.steady) + " |"]
         lines.append("| --- |" + " ---: |" * len(report.steady))
         for found in report.placements:
             cells = [f"{t.changes} ({t.churn}, loss {t.mean_loss})" for _, t in found.sweep]
