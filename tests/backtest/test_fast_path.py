@@ -223,6 +223,33 @@ def test_step_scores_schedule_as_the_objects_do(seed: int) -> None:
             assert sorted(one.warnings) == sorted(other.warnings)
 
 
+def _steady_placement(
+    name: str, steady: int, *, count: int = 1, annotations: dict[str, str] | None = None
+) -> Placement:
+    """Ranks by one AddOn score (weight 1) and Steady (``steady``); Exact mode."""
+    addon = {"type": "AddOn", "addOn": {"resourceName": "alpha", "scoreName": "a"}}
+    return Placement.model_validate(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
+            "spec": {
+                "numberOfClusters": count,
+                "prioritizerPolicy": {
+                    "mode": "Exact",
+                    "configurations": [
+                        {"scoreCoordinate": addon, "weight": 1},
+                        {
+                            "scoreCoordinate": {"type": "BuiltIn", "builtIn": "Steady"},
+                            "weight": steady,
+                        },
+                    ],
+                },
+            },
+        }
+    )
+
+
 def _decision(placement: str, clusters: list[str]) -> Any:
     from dsf_compile.inputs.placements import PlacementDecision
 
@@ -250,41 +277,11 @@ def test_replay_starts_from_the_given_decisions(fast: bool) -> None:
     steps = np.arange(20, dtype=np.int64) * 60_000 + 600_000_000
     history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
 
-    def placement(name: str, steady: int, annotations: dict[str, str] | None = None) -> Placement:
-        return Placement.model_validate(
-            {
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1",
-                "kind": "Placement",
-                "metadata": {
-                    "name": name,
-                    "namespace": "default",
-                    "annotations": annotations or {},
-                },
-                "spec": {
-                    "numberOfClusters": 1,
-                    "prioritizerPolicy": {
-                        "mode": "Exact",
-                        "configurations": [
-                            {
-                                "scoreCoordinate": {
-                                    "type": "AddOn",
-                                    "addOn": {"resourceName": "alpha", "scoreName": "a"},
-                                },
-                                "weight": 1,
-                            },
-                            {
-                                "scoreCoordinate": {"type": "BuiltIn", "builtIn": "Steady"},
-                                "weight": steady,
-                            },
-                        ],
-                    },
-                },
-            }
-        )
-
-    held = placement("held", 10)
-    frozen = placement(
-        "frozen", 0, {"cluster.open-cluster-management.io/experimental-scheduling-disable": "true"}
+    held = _steady_placement("held", 10)
+    frozen = _steady_placement(
+        "frozen",
+        0,
+        annotations={"cluster.open-cluster-management.io/experimental-scheduling-disable": "true"},
     )
     initial = [_decision("held", ["c04"]), _decision("frozen", ["c01", "c02"])]
     tracks = replay([held, frozen], clusters, [_binding()], history, initial, fast=fast)
@@ -304,32 +301,7 @@ def test_steady_weights_either_way(steady: int) -> None:
     clusters = [Cluster(name) for name in names]
     steps = np.arange(40, dtype=np.int64) * 60_000 + 600_000_000
     history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
-    placement = Placement.model_validate(
-        {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
-            "kind": "Placement",
-            "metadata": {"name": "p", "namespace": "default"},
-            "spec": {
-                "numberOfClusters": 3,
-                "prioritizerPolicy": {
-                    "mode": "Exact",
-                    "configurations": [
-                        {
-                            "scoreCoordinate": {
-                                "type": "AddOn",
-                                "addOn": {"resourceName": "alpha", "scoreName": "a"},
-                            },
-                            "weight": 1,
-                        },
-                        {
-                            "scoreCoordinate": {"type": "BuiltIn", "builtIn": "Steady"},
-                            "weight": steady,
-                        },
-                    ],
-                },
-            },
-        }
-    )
+    placement = _steady_placement("p", steady, count=3)
     fast = replay([placement], clusters, [_binding()], history, ())
     slow = replay([placement], clusters, [_binding()], history, (), fast=False)
     assert fast[0].records == slow[0].records
