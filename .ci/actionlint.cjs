@@ -19,9 +19,11 @@ async function main() {
     process.exit(2);
   }
   const { createLinter } = require(path.resolve(packageDir, "node.cjs"));
-  const lint = await createLinter();
   let problems = 0;
   for (const file of files) {
+    // A fresh linter per file: one instance fed every workflow in turn runs out of its
+    // WebAssembly memory ("RuntimeError: unreachable") once they add up.
+    const lint = await createLinter();
     for (const found of lint(fs.readFileSync(file, "utf8"), file)) {
       if (
         found.kind === "runner-label" &&

@@ -36,6 +36,7 @@ from dsf_contract.http import (
     RequestFailure,
     api_status_reason,
 )
+from dsf_contract.placement_scores import validity_seconds
 from dsf_contract.scores import (
     AGENT_MANAGED_BY,
     CONDITION_TYPE,
@@ -63,7 +64,7 @@ _MANAGED_ITEM_BYTES = 50
 
 def valid_until(now: datetime, interval: int) -> str:
     """RFC 3339 time three intervals after ``now``: Placement ignores the scores after it."""
-    moment = now.astimezone(UTC) + timedelta(seconds=3 * interval)
+    moment = now.astimezone(UTC) + timedelta(seconds=validity_seconds(interval))
     return moment.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

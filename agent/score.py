@@ -28,10 +28,9 @@ from agent.answer import (
 from agent.errors import Reason, ScoreError
 from agent.transport import RequestSlots, read_answer, request_failures
 from dsf_contract.http import RequestFailure
+from dsf_contract.placement_scores import RESULT_LABELS as RESULT_LABELS
 from dsf_contract.scoring_api import ScoreResult
 
-#: The result labels the agent uses (dimension placeholders and ``dynamic_score`` labels).
-RESULT_LABELS = ("node", "device", "namespace", "app", "pod", "container", "meta")
 #: Results one answer may hold (``--max-results``).
 DEFAULT_MAX_RESULTS = 10_000
 

@@ -27,7 +27,9 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 
-GROUPS = ("render", "sync", "explain", "optimize", "agent", "commands", "shards", "validate")
+GROUPS = (
+    "render", "sync", "explain", "optimize", "agent", "commands", "shards", "validate", "backtest",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,13 +57,15 @@ class Sizes:
     optimize: tuple[int, int]
     optimize_large: tuple[int, int]
     agent: tuple[int, float]
+    #: clusters, Placements, days of history
+    backtest: tuple[int, int, int] = (1000, 20, 7)
 
 
 FULL = Sizes(
     (10, 100, 1000, 10_000), 50, 3, 10_000, 100, 200, 0.1, (1000, 100), (20, 50), (100, 100),
     (200, 30.0),
 )  # fmt: skip
-QUICK = Sizes((5, 10), 3, 1, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 10), (5, 2.0))
+QUICK = Sizes((5, 10), 3, 1, 10, 3, 10, 0.01, (20, 5), (3, 4), (5, 10), (5, 2.0), (10, 3, 1))
 
 
 def render_rows(sizes: Sizes) -> list[Row]:
@@ -222,6 +226,26 @@ def verify_row(placements: int) -> Row:
     )  # fmt: skip
 
 
+def backtest_rows(sizes: Sizes) -> list[Row]:
+    from bench.backtest_bench import measure
+
+    clusters, placements, days = sizes.backtest
+    with tempfile.TemporaryDirectory() as folder:
+        f = measure(clusters, placements, days, Path(folder))
+    workload = (
+        f"{clusters} clusters × {placements} Placements × 5 scorers, {days} d at 5 m "
+        f"({int(f['steps'])} steps, {f['bytes'] / 2**20:.0f} MiB)"
+    )
+    return [
+        Row("backtest", "backtest --format json (whole command), CPU", workload,
+            f"{f['cpu']:.3f} s (wall {f['wall']:.1f} s)",
+            f"bare orjson parse {f['floor_cpu']:.3f} s (wall {f['floor']:.1f} s)",
+            f["cpu"] / f["floor_cpu"], "≤ 10× the parse", f["cpu"] <= 10 * f["floor_cpu"]),
+        Row("backtest", "backtest peak RSS", workload, f"{f['rss']:.0f} MiB", "-", 0.0,
+            "≤ 2048 MiB", f["rss"] <= 2048),
+    ]  # fmt: skip
+
+
 def optimize_rows(sizes: Sizes) -> list[Row]:
     from bench.optimize_bench import DEVICES, measure, measure_large
     from dsf_compile.placement.optimize import DEFAULT_TIME_LIMIT
@@ -339,6 +363,7 @@ RUNNERS: dict[str, Callable[[Sizes], list[Row]]] = {
     "commands": command_rows,
     "shards": shard_rows,
     "validate": validate_rows,
+    "backtest": backtest_rows,
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from dsf_compile import cli_parser
+from dsf_compile.backtest.options import backtest_arguments
 from dsf_compile.errors import (
     DsfError,
     InputError,
@@ -426,6 +429,18 @@ def _explain(call: _Call) -> int:
     return EXIT_OK
 
 
+def _backtest(call: _Call) -> int:
+    from dsf_compile.backtest.command import run_backtest
+
+    if not call.structured:
+        return run_backtest(call.args, call.root, call.out, _now())
+    # the report joins the one JSON document every command prints
+    text = io.StringIO()
+    code = run_backtest(call.args, call.root, text, _now())
+    call.report.result(**json.loads(text.getvalue()))
+    return code
+
+
 def _verify(call: _Call) -> int:
     """``explain --verify``: each drifted Placement on stdout; exit 1 on any, 2 if none compared."""
     args = call.args
@@ -657,6 +672,18 @@ COMMANDS: tuple[cli_parser.Command, ...] = (
         _explain,
         _explain_arguments,
         formats=("text", "markdown", "github", "json"),
+    ),
+    _Command(
+        "backtest",
+        "replay the Placements over the fleet's score history: decision changes, churn",
+        "Replay every Placement of placements/ over recorded dynamic_score history (a "
+        "Prometheus-compatible API or a VictoriaMetrics export file) with explain's "
+        "scheduler, and report how often each would have changed its decisions.",
+        "dsf-compile backtest --history http://vm.hub.example:8428 --from 7d --format markdown\n"
+        "dsf-compile backtest --history history.jsonl.gz --steady 0,3 --max-changes-per-day 4",
+        _backtest,
+        backtest_arguments,
+        formats=("text", "markdown", "json"),
     ),
     _Command(
         "scorer-check",

@@ -35,6 +35,7 @@ def test_the_quick_benchmark_prints_one_table_with_every_group() -> None:
         "commands",
         "shards",
         "validate",
+        "backtest",
     }
     for row in rows:
         assert len(row) == 8 and row[3].strip()  # every row has a figure

@@ -508,6 +508,28 @@ def _power_of_two(value: int) -> int:
 ShardCount = Annotated[int, Field(ge=1, le=MAX_SHARDS), AfterValidator(_power_of_two)]
 
 
+class HistorySettings(Frozen):
+    """``backtest``'s reads of the score history (a Prometheus-compatible API or a file)."""
+
+    timeoutSeconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = Field(
+        default=300.0,
+        description="Wall-clock limit of one command's whole history read, every request included.",
+    )
+    maxBytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024 * 1024)] = Field(
+        default=4 * 1024 * 1024 * 1024,
+        description="Bytes the history's answers (or file, uncompressed) may hold together.",
+    )
+    maxSeries: Annotated[int, Field(ge=1, le=100_000_000)] = Field(
+        default=1_000_000, description="Series one read may hold before it is refused."
+    )
+    maxPoints: Annotated[int, Field(ge=1, le=10_000_000_000)] = Field(
+        default=200_000_000, description="Samples one read may hold before it is refused."
+    )
+    maxSteps: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
+        default=100_000, description="Steps one replay may take (--from, --to and --step)."
+    )
+
+
 class RenderSettings(Frozen):
     keepInactive: bool = False
     # 32 MiB: about 450 clusters of 100 scorers; why, in docs/gitops.md ("Sharding")
@@ -534,6 +556,7 @@ class Settings(Frozen):
     repository: RepositorySettings = RepositorySettings()
     sync: SyncSettings = SyncSettings()
     hub: HubSettings = HubSettings()
+    history: HistorySettings = HistorySettings()
     render: RenderSettings = RenderSettings()
     addon: AddonSettings = AddonSettings()
     externalSecrets: ExternalSecretsSettings | None = None

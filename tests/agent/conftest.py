@@ -421,12 +421,12 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
-def victoria_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Real VictoriaMetrics on 127.0.0.1 with the same fixed data; yields its base URL."""
+@contextlib.contextmanager
+def started_victoria_metrics(root: Path) -> Iterator[str]:
+    """Real VictoriaMetrics on 127.0.0.1 storing into ``root``; yields its base URL and
+    stops it on exit."""
     if shutil.which("victoria-metrics") is None:
         pytest.skip("victoria-metrics not installed (Debian package victoria-metrics)")
-    root = tmp_path_factory.mktemp("victoria")
     port = free_port()
     with (root / "vm.log").open("wb") as log_file:
         process = subprocess.Popen(
@@ -442,18 +442,28 @@ def victoria_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_http(f"{base}/health", process)
+        yield base
+    finally:
+        _stop(process)
+
+
+def import_into_victoria_metrics(base: str, path: str, body: bytes) -> None:
+    """POST ``body`` to ``base + path`` (an import API), then flush it to be searchable."""
+    request = urllib.request.Request(f"{base}{path}", data=body, method="POST")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+    with urllib.request.urlopen(f"{base}/internal/force_flush", timeout=30):
+        pass
+
+
+@pytest.fixture(scope="session")
+def victoria_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Real VictoriaMetrics on 127.0.0.1 with the same fixed data; yields its base URL."""
+    with started_victoria_metrics(tmp_path_factory.mktemp("victoria")) as base:
         lines = [
             f'{METRIC}{{node="{node}",namespace="{namespace}",pod="{pod}"}} {value} {timestamp * 1000}'
             for timestamp in _sample_times()
             for (node, namespace, pod), value in SERIES_VALUES.items()
         ]
-        request = urllib.request.Request(
-            f"{base}/api/v1/import/prometheus", data="\n".join(lines).encode(), method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=10):
-            pass
-        with urllib.request.urlopen(f"{base}/internal/force_flush", timeout=10):
-            pass
+        import_into_victoria_metrics(base, "/api/v1/import/prometheus", "\n".join(lines).encode())
         yield base
-    finally:
-        _stop(process)

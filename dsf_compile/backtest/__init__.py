@@ -1,0 +1,1 @@
+"""``dsf-compile backtest``: Placements replayed over the fleet's score history (``docs/backtest.md``)."""

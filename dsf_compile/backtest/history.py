@@ -1,0 +1,301 @@
+"""The fleet's score history: ``dynamic_score`` series as VictoriaMetrics exports them.
+
+One series per line, ``{"metric": {"__name__": "dynamic_score", <labels>}, "values":
+[...], "timestamps": [<ms>...]}``, optionally gzip-compressed. A series is known by its
+``ds_*`` labels (what the agent sets): lines with the same ``ds_*`` labels (one series
+split in parts, or seen by two scrapers under different ``instance`` labels) are folded
+into one, sorted by time, a later line winning a timestamp both hold.
+
+Parsing is bounded (bytes, series, points) and every problem is located ``FILE:LINE``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import orjson
+
+from dsf_compile.errors import DsfError, InputError
+from dsf_contract import metrics
+from dsf_contract.placement_scores import RESULT_LABELS
+from dsf_contract.problem import Problem
+
+METRIC = metrics.SCORE
+CLUSTER_LABEL = metrics.SCORE_CLUSTER_LABEL
+SCORE_NAME_LABEL = metrics.SCORE_NAME_LABEL
+#: A series' identity: its cluster, its score name and the agent's result labels.
+IDENTITY_LABELS = (CLUSTER_LABEL, SCORE_NAME_LABEL, *(f"ds_{label}" for label in RESULT_LABELS))
+_GZIP_MAGIC = b"\x1f\x8b"
+_MAX_NUMBER_TEXT = 64
+
+
+class HistoryReadError(DsfError):
+    """The history source could not be read (unreachable, refused, too big, too slow): exit 2."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one read may hold: bytes, series and points (``history.*`` in ``dsf.yaml``)."""
+
+    max_bytes: int
+    max_series: int
+    max_points: int
+
+
+@dataclass(frozen=True)
+class Series:
+    """One ``dynamic_score`` series: its labels and its samples, sorted by time (ms)."""
+
+    cluster: str
+    score_name: str
+    #: The agent's result labels (``node``, ``device``… without ``ds_``), empty ones omitted.
+    labels: Mapping[str, str]
+    timestamps: np.ndarray[Any, np.dtype[np.int64]]
+    values: np.ndarray[Any, np.dtype[np.float64]]
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The ``ds_*`` label values, in :data:`IDENTITY_LABELS` order."""
+        return (self.cluster, self.score_name, *(self.labels.get(k, "") for k in RESULT_LABELS))
+
+
+@dataclass
+class _Parts:
+    """The parts of one series met so far (lines may repeat a series)."""
+
+    timestamps: list[np.ndarray[Any, np.dtype[np.int64]]] = field(default_factory=list)
+    values: list[np.ndarray[Any, np.dtype[np.float64]]] = field(default_factory=list)
+
+
+@dataclass
+class HistoryReader:
+    """Collects series (from a file's lines or an API's answers) within a window and limits.
+
+    ``clusters`` and ``score_names`` select the series kept; samples outside
+    ``[start_ms, end_ms]`` are dropped. :meth:`series` folds what was collected.
+    """
+
+    clusters: frozenset[str]
+    score_names: frozenset[str]
+    start_ms: int
+    end_ms: int
+    limits: Limits
+    _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
+    _points: int = 0
+
+    def add(self, metric: Any, timestamps: Any, values: Any) -> str | None:
+        """Add one series' samples; the problem (``field: message``) when they are not history."""
+        problem = _check_metric(metric)
+        if problem is not None:
+            return problem
+        if metric.get("__name__", METRIC) != METRIC:
+            return None  # an export of more than the scores: the other metrics are not ours
+        if metric.get(CLUSTER_LABEL) not in self.clusters:
+            return None
+        if metric.get(SCORE_NAME_LABEL) not in self.score_names:
+            return None
+        samples = _samples(timestamps, values)
+        if isinstance(samples, str):
+            return samples
+        times, numbers = samples
+        keep = (times >= self.start_ms) & (times <= self.end_ms) & ~np.isnan(numbers)
+        times, numbers = times[keep], numbers[keep]
+        key = tuple(str(metric.get(k, "")) for k in IDENTITY_LABELS)
+        parts = self._parts.get(key)
+        if parts is None:
+            if len(self._parts) >= self.limits.max_series:
+                raise HistoryReadError(
+                    f"more than {self.limits.max_series} series (history.maxSeries)"
+                )
+            parts = self._parts[key] = _Parts()
+        self._points += len(times)
+        if self._points > self.limits.max_points:
+            raise HistoryReadError(
+                f"more than {self.limits.max_points} samples (history.maxPoints)"
+            )
+        parts.timestamps.append(times)
+        parts.values.append(numbers)
+        return None
+
+    def series(self) -> list[Series]:
+        """Every series collected, folded, sorted by its ``ds_*`` labels; no empty one."""
+        out = []
+        for key in sorted(self._parts):
+            times, values = _fold(self._parts[key])
+            if len(times) == 0:
+                continue
+            labels = {k: v for k, v in zip(RESULT_LABELS, key[2:], strict=True) if v}
+            out.append(Series(key[0], key[1], labels, times, values))
+        return out
+
+
+def _check_metric(metric: Any) -> str | None:
+    if not isinstance(metric, dict):
+        return "metric: expected an object of labels"
+    for name, value in metric.items():
+        if not isinstance(value, str):
+            return f"metric.{name}: expected a string label value"
+    return None
+
+
+def _samples(
+    timestamps: Any, values: Any
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.float64]]] | str:
+    """The samples as arrays, or what is wrong with them."""
+    if not isinstance(timestamps, list) or not isinstance(values, list):
+        return "values, timestamps: expected two lists"
+    if len(timestamps) != len(values):
+        return f"timestamps: {len(timestamps)} timestamps for {len(values)} values"
+    try:
+        times = np.array(timestamps, dtype=np.int64)
+        numbers = _numbers(values)
+    except (TypeError, ValueError, OverflowError):
+        return "values, timestamps: expected numbers (timestamps in milliseconds)"
+    if times.ndim != 1 or numbers.ndim != 1:
+        return "values, timestamps: expected flat lists of numbers"
+    return times, numbers
+
+
+def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The values as floats: at C speed when they are all numbers (a boolean among numbers
+    reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
+    found = np.array(values)
+    if found.dtype.kind in "fiu":
+        return found.astype(np.float64)
+    return np.array([_number(v) for v in values], dtype=np.float64)
+
+
+def _number(value: Any) -> float:
+    """A sample value: a number, or the strings VictoriaMetrics writes for the others."""
+    if isinstance(value, bool):
+        raise TypeError("a boolean is not a sample")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and len(value) <= _MAX_NUMBER_TEXT:
+        return float(value)  # "NaN", "+Inf", and Prometheus' API's values as strings
+    raise TypeError("not a number")
+
+
+def _fold(
+    parts: _Parts,
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.float64]]]:
+    """One series' parts joined and sorted by time; of equal times the later part wins."""
+    if len(parts.timestamps) == 1:
+        times, values = parts.timestamps[0], parts.values[0]
+    else:
+        times, values = np.concatenate(parts.timestamps), np.concatenate(parts.values)
+    order = np.argsort(times, kind="stable")
+    times, values = times[order], values[order]
+    if len(times) > 1:
+        # of a run of equal times keep the last (the stable sort kept their line order)
+        last = np.append(times[1:] != times[:-1], True)
+        times, values = times[last], values[last]
+    return times, values
+
+
+# ------------------------------------------------------------------ the file
+
+
+def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
+    """The series of an export file (JSON lines, gzip when it starts so).
+
+    :class:`InputError` (exit 1) located ``FILE:LINE`` for a line that is not history;
+    :class:`HistoryReadError` (exit 2) when the file cannot be read or is over the byte cap.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as err:
+        raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
+    with handle:
+        stream: IO[bytes] = handle
+        if handle.peek(2)[:2] == _GZIP_MAGIC:
+            stream = gzip.GzipFile(fileobj=handle)  # type: ignore[assignment]  # reads bytes
+        try:
+            for number, line in _lines(stream, reader.limits.max_bytes, str(path)):
+                _add_line(reader, line, str(path), number)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+            # compressed, but not (or no longer) gzip: not a history file
+            raise InputError([Problem(str(path), 0, 0, "", f"not a gzip file: {err}")]) from None
+        except OSError as err:
+            raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
+    return reader.series()
+
+
+#: Bytes read from a history file at a time.
+_CHUNK = 8 * 1024 * 1024
+
+
+def _lines(stream: IO[bytes], max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all
+    (read a chunk at a time, so one endless line costs the cap, no more)."""
+    total, number, rest = 0, 0, b""
+    pieces: list[bytes] = []  # of a line longer than a chunk: joined once, when it ends
+    while True:
+        chunk = stream.read(_CHUNK)
+        total += len(chunk)
+        if total > max_bytes:
+            raise HistoryReadError(f"{name}: larger than {max_bytes} bytes (history.maxBytes)")
+        if not chunk:
+            break
+        if b"\n" not in chunk:
+            pieces.append(chunk)
+            continue
+        lines = b"".join([rest, *pieces, chunk]).split(b"\n")
+        pieces = []
+        rest = lines.pop()
+        for line in lines:
+            number += 1
+            if line.strip():
+                yield number, line
+    rest = b"".join([rest, *pieces])
+    if rest.strip():
+        yield number + 1, rest
+
+
+def _add_line(reader: HistoryReader, line: bytes, name: str, number: int) -> None:
+    try:
+        document = orjson.loads(line)
+    except orjson.JSONDecodeError as err:
+        column = getattr(err, "pos", 0) + 1
+        raise InputError(
+            [Problem(name, number, column, "", f"not a JSON line of an export: {err.msg}")]
+        ) from None
+    if not isinstance(document, dict) or "metric" not in document:
+        raise InputError(
+            [Problem(name, number, 1, "", 'expected {"metric": …, "values": …, "timestamps": …}')]
+        )
+    problem = reader.add(document["metric"], document.get("timestamps"), document.get("values"))
+    if problem is not None:
+        where, _, message = problem.partition(": ")
+        raise InputError([Problem(name, number, 1, where, message)])
+
+
+def write_export_file(path: Path, series: Iterable[Series]) -> None:
+    """``--save-history``: the series as export lines (gzip when ``path`` ends in ``.gz``),
+    written to a temporary file and renamed, so that no half-written file is left."""
+    from dsf_compile.files import atomic_write
+
+    lines = bytearray()
+    for one in series:
+        metric = {"__name__": METRIC, CLUSTER_LABEL: one.cluster, SCORE_NAME_LABEL: one.score_name}
+        metric |= {f"ds_{k}": v for k, v in one.labels.items()}
+        values = [_json_value(v) for v in one.values.tolist()]
+        lines += orjson.dumps(
+            {"metric": metric, "values": values, "timestamps": one.timestamps.tolist()}
+        )
+        lines += b"\n"
+    data = gzip.compress(bytes(lines), mtime=0) if path.name.endswith(".gz") else bytes(lines)
+    atomic_write(path, data)
+
+
+def _json_value(value: float) -> float | int | str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value

@@ -1,0 +1,377 @@
+"""Every Placement scheduled at every step, exactly as ``explain`` schedules it.
+
+The scheduler is :func:`dsf_compile.placement.scheduler.schedule`, called with the
+rebuilt scores of the step (:class:`StepIndex`), ``at`` = the step's time and the
+PlacementDecisions as the replay has left them (Placements in namespace/name order, so
+that ``Balance`` sees the ones already updated at this step).
+
+A Placement is scheduled again only when one of its inputs changed since it was last
+scheduled: the AddOn coordinates it ranks by (values and object states), its own
+decisions (``Steady``, ``NoSelectIfNew``), the others' (``Balance``). Placements whose
+result can depend on anything else (CEL reading ``scores()``, a toleration with
+``tolerationSeconds``, which the time decides) are scheduled at every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dsf_compile.backtest.fast import (
+    Budget,
+    FastPlan,
+    FastStep,
+    IntArray,
+    eligible,
+    fast_step,
+    plan_for,
+)
+from dsf_compile.backtest.scores import ABSENT, ScoreHistory
+from dsf_compile.inputs.placements import (
+    PLACEMENT_API_VERSION,
+    PLACEMENT_LABEL,
+    ManagedClusterSetBinding,
+    Placement,
+    PlacementDecision,
+)
+from dsf_compile.placement.cel import CelExpression
+from dsf_compile.placement.decisions import GROUP_INDEX_LABEL, GROUP_NAME_LABEL, DecisionObject
+from dsf_compile.placement.prioritizers import configured_prioritizers
+from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
+
+
+@dataclass(frozen=True)
+class StepIndex(ScoreIndex):
+    """The scores of one step, read from the rebuilt history instead of objects.
+
+    CEL results of expressions that never call ``scores()`` are kept for the whole run
+    (``static``): they depend on the cluster alone.
+    """
+
+    history: ScoreHistory | None = None
+    step: int = 0
+    static: ScoreIndex | None = None
+
+    def addon_table(self, resource_name: str, score_name: str) -> Mapping[str, Any]:
+        """The coordinate at this step (cluster → (value or None, validUntil))."""
+        assert self.history is not None
+        key = ("addon", resource_name, score_name)
+        found = self.memo.get(key)
+        if found is None:  # once per step, for every Placement ranking by it
+            found = self.memo[key] = self.history.coordinate(resource_name, score_name).table(
+                self.step
+            )
+        return found
+
+    def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
+        """``managedCluster.scores(name)`` at this step; None before the cluster's first sample."""
+        assert self.history is not None
+        found = self.history.objects.get((cluster, name))
+        if found is None or found.state[self.step] == ABSENT:
+            return None
+        return found.item_list(self.step)
+
+    def cel_true(self, expression: CelExpression, cluster: Cluster) -> bool:
+        """As :meth:`ScoreIndex.cel_true`, once per run for an expression without ``scores``."""
+        if self.static is not None and "scores" not in expression.source:
+            return self.static.cel_true(expression, cluster)
+        return super().cel_true(expression, cluster)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one step left of one Placement."""
+
+    decisions: tuple[str, ...]
+    margin: int | None
+    loss: int
+    expired: bool
+    simulated: bool
+
+
+@dataclass
+class Track:
+    """One Placement over the replay: a record per step, and what its scheduling said."""
+
+    placement: Placement
+    records: list[StepRecord] = field(default_factory=list)
+    warnings: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Inputs:
+    """What decides whether a Placement must be scheduled again."""
+
+    coordinates: tuple[tuple[str, str], ...]
+    volatile: bool
+    balance: bool
+
+
+def replay(
+    placements: Sequence[Placement],
+    clusters: Sequence[Cluster],
+    bindings: Sequence[ManagedClusterSetBinding],
+    history: ScoreHistory,
+    initial: Sequence[PlacementDecision],
+    *,
+    fast: bool = True,
+) -> list[Track]:
+    """Replay ``placements`` (sorted by namespace/name here) over every step of ``history``.
+
+    ``fast=False`` schedules every Placement with the scheduler at each change (the tests
+    compare both).
+    """
+    ordered = sorted(placements, key=lambda p: (p.metadata.namespace, p.metadata.name))
+    decisions = _Decisions(ordered, initial, clusters)
+    tracks = [Track(p) for p in ordered]
+    inputs = [_inputs_of(p) for p in ordered]
+    versions = [_score_versions(i, history) for i in inputs]
+    last_keys: list[object] = [None] * len(ordered)
+    plans: list[FastPlan | bool | None] = [fast and eligible(p) for p in ordered]
+    static = ScoreIndex({}, {})
+    for step in range(len(history.steps)):
+        index = StepIndex({}, {}, history=history, step=step, static=static)
+        at = history.moment(int(history.steps[step]))
+        for position, placement in enumerate(ordered):
+            key = _key(inputs[position], versions[position], step, decisions, position)
+            track = tracks[position]
+            if key is not None and key == last_keys[position]:
+                track.records.append(track.records[-1])
+                continue
+            plan = plans[position]
+            if isinstance(plan, FastPlan):
+                found = fast_step(plan, step, *decisions.counts(position))
+                track.records.append(StepRecord(*astuple_fast(found), simulated=True))
+                decisions.set_clusters(position, found.decisions)
+            else:
+                result = schedule(placement, clusters, bindings, index, decisions.all, at)
+                record = _record(result, inputs[position], history, step)
+                track.records.append(record)
+                track.warnings.update(_lasting(result.warnings))
+                if plan is True:  # the first call: the candidates are known now
+                    plans[position] = _checked_plan(
+                        placement, result, record, history, decisions, position, step
+                    )
+                decisions.update(position, result)
+            # after its own update: the key it will be compared with at the next step
+            last_keys[position] = _key(
+                inputs[position], versions[position], step, decisions, position
+            )
+    return tracks
+
+
+def astuple_fast(found: FastStep) -> tuple[tuple[str, ...], int | None, int, bool]:
+    """A fast step's fields in :class:`StepRecord`'s order."""
+    return found.decisions, found.margin, found.loss, found.expired
+
+
+def _checked_plan(
+    placement: Placement,
+    result: PlacementResult,
+    record: StepRecord,
+    history: ScoreHistory,
+    decisions: _Decisions,
+    position: int,
+    step: int,
+) -> FastPlan | None:
+    """The fast plan, kept only when it gives this step exactly what the scheduler gave."""
+    plan = plan_for(
+        placement, result, history, decisions.fleet, decisions.budget, decisions.new_only
+    )
+    if plan is None:
+        return None
+    found = fast_step(plan, step, *decisions.counts(position))
+    same = astuple_fast(found) == (record.decisions, record.margin, record.loss, record.expired)
+    return plan if same else None
+
+
+def _inputs_of(placement: Placement) -> _Inputs:
+    prioritizers = configured_prioritizers(placement)
+    coordinates = tuple(
+        sorted(
+            {
+                (p.coordinate.addOn.resourceName, p.coordinate.addOn.scoreName)
+                for p in prioritizers
+                if p.coordinate.type == "AddOn" and p.coordinate.addOn is not None
+            }
+        )
+    )
+    spec = placement.spec
+    reads_scores = any(
+        "scores" in expression
+        for predicate in spec.predicates
+        if predicate.requiredClusterSelector is not None
+        and predicate.requiredClusterSelector.celSelector is not None
+        for expression in predicate.requiredClusterSelector.celSelector.celExpressions or ()
+    )
+    timed = any(t.tolerationSeconds is not None for t in spec.tolerations)
+    balance = any(p.name == "Balance" for p in prioritizers)
+    return _Inputs(coordinates, reads_scores or timed, balance)
+
+
+def _score_versions(inputs: _Inputs, history: ScoreHistory) -> list[int]:
+    """Step → how many times the Placement's AddOn coordinates changed so far (each count
+    only grows, so their sum moves exactly when one of them does)."""
+    total = np.zeros(len(history.steps), dtype=np.int64)
+    for coordinate in inputs.coordinates:
+        total += history.coordinate(*coordinate).changed.cumsum()
+    return list(total.tolist())
+
+
+def _key(
+    inputs: _Inputs, versions: list[int], step: int, decisions: _Decisions, position: int
+) -> object:
+    """The versions of everything the Placement reads at ``step``; None: always schedule."""
+    if inputs.volatile:
+        return None
+    own = decisions.own_version[position]
+    others = decisions.version - own if inputs.balance else 0
+    return (versions[step], own, others)
+
+
+class _Decisions:
+    """The PlacementDecisions of every Placement as the replay leaves them, with versions."""
+
+    def __init__(
+        self,
+        ordered: Sequence[Placement],
+        initial: Sequence[PlacementDecision],
+        clusters: Sequence[Cluster],
+    ) -> None:
+        names = {(p.metadata.namespace, p.metadata.name) for p in ordered}
+        self._keys = [(p.metadata.namespace, p.metadata.name) for p in ordered]
+        self._own: list[tuple[PlacementDecision, ...]] = [
+            tuple(d for d in initial if (d.metadata.namespace, d.placement_name) == key)
+            for key in self._keys
+        ]
+        # decisions of Placements not in placements/ stay as they are (Balance counts them)
+        self._foreign = tuple(
+            d for d in initial if (d.metadata.namespace, d.placement_name) not in names
+        )
+        self._clusters = [_clusters_of(own) for own in self._own]
+        every = {c.name for c in clusters} | {
+            d.clusterName for o in initial for d in o.status.decisions
+        }
+        #: Every cluster a decision may name → its position in the count vectors.
+        self.fleet = {name: i for i, name in enumerate(sorted(every))}
+        self._vectors = [self._vector(c) for c in self._clusters]
+        self._total = self._vector(_clusters_of(self._foreign)) + sum(
+            self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
+        )
+        self.own_version = [0] * len(ordered)
+        #: What the fast plans may precompute together.
+        self.budget = Budget()
+        #: The clusters with a ``NoSelectIfNew`` taint.
+        self.new_only = frozenset(
+            c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints)
+        )
+        self.version = 0
+        self.all: tuple[PlacementDecision, ...] = ()
+        self._join()
+
+    def _vector(self, clusters: Sequence[str]) -> IntArray:
+        vector = np.zeros(len(self.fleet), dtype=np.int64)
+        for name in clusters:
+            vector[self.fleet[name]] += 1
+        return vector
+
+    def counts(self, position: int) -> tuple[IntArray, IntArray]:
+        """Per fleet cluster: this Placement's decisions, and every other's."""
+        own = self._vectors[position]
+        return own, self._total - own
+
+    def update(self, position: int, result: PlacementResult) -> None:
+        """Take ``result``'s PlacementDecisions when its decided clusters changed (the
+        scheduler reads nothing else of them: Steady, NoSelectIfNew and Balance count clusters)."""
+        clusters = tuple(c for o in result.placement_decisions for c in o.clusters)
+        if clusters == self._clusters[position]:
+            return
+        namespace, _ = self._keys[position]
+        objects = tuple(_decision_object(namespace, o) for o in result.placement_decisions)
+        self._replace(position, objects, clusters)
+
+    def set_clusters(self, position: int, clusters: tuple[str, ...]) -> None:
+        """A fast step's decisions (sorted), as one PlacementDecision when they changed."""
+        if clusters == tuple(sorted(self._clusters[position])):
+            return
+        namespace, name = self._keys[position]
+        found = DecisionObject(
+            f"{name}-decision-1",
+            {PLACEMENT_LABEL: name, GROUP_NAME_LABEL: "", GROUP_INDEX_LABEL: "0"},
+            clusters,
+        )
+        self._replace(position, (_decision_object(namespace, found),), clusters)
+
+    def _replace(
+        self, position: int, objects: tuple[PlacementDecision, ...], clusters: tuple[str, ...]
+    ) -> None:
+        self._own[position] = objects
+        self._clusters[position] = clusters
+        vector = self._vector(clusters)
+        self._total += vector - self._vectors[position]
+        self._vectors[position] = vector
+        self.own_version[position] += 1
+        self.version += 1
+        self._join()
+
+    def _join(self) -> None:
+        self.all = (*self._foreign, *(d for own in self._own for d in own))
+
+
+def _clusters_of(objects: Sequence[PlacementDecision]) -> tuple[str, ...]:
+    return tuple(d.clusterName for o in objects for d in o.status.decisions)
+
+
+def _decision_object(namespace: str, found: Any) -> PlacementDecision:
+    """A PlacementDecision as the hub would hold it after this step."""
+    return PlacementDecision.model_validate(
+        {
+            "apiVersion": PLACEMENT_API_VERSION,
+            "kind": "PlacementDecision",
+            "metadata": {"name": found.name, "namespace": namespace, "labels": dict(found.labels)},
+            "status": {"decisions": [{"clusterName": c, "reason": ""} for c in found.clusters]},
+        }
+    )
+
+
+def _record(
+    result: PlacementResult, inputs: _Inputs, history: ScoreHistory, step: int
+) -> StepRecord:
+    margin = min(result.margins.values()) if result.margins else None
+    candidates = result.ranking
+    expired = any(
+        bool(history.coordinate(*c).expired(step) & set(candidates)) for c in inputs.coordinates
+    )
+    return StepRecord(
+        decisions=tuple(sorted(result.decisions)),
+        margin=margin,
+        loss=_loss(result),
+        expired=expired,
+        simulated=result.simulated,
+    )
+
+
+def _loss(result: PlacementResult) -> int:
+    """Sum of the best ``n`` totals without the Steady term minus that sum over the decided."""
+    count = len(result.decisions)
+    if count == 0 or not result.totals:
+        return 0
+    steady = [p for p in result.prioritizers if p.name == "Steady"]
+    plain = {
+        name: total - sum(p.weight * p.scores[name] for p in steady)
+        for name, total in result.totals.items()
+    }
+    best = sorted(plain.values(), reverse=True)[:count]
+    decided = sum(plain[name] for name in result.decisions if name in plain)
+    return sum(best) - decided
+
+
+#: Warnings that name a step's scores or times: said per step, not once for the replay.
+_PER_STEP = ("expired at", "no such score for", "no AddOnPlacementScores were given")
+
+
+def _lasting(warnings: Sequence[str]) -> list[str]:
+    return [w for w in warnings if not any(part in w for part in _PER_STEP)]

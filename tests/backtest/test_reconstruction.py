@@ -1,0 +1,96 @@
+"""The rebuilt AddOnPlacementScores against the spec, read literally, on random histories:
+gaps, duplicate lines folded, values past ±100, a cluster appearing late."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsf_compile.backtest.history import HistoryReader, Limits
+from dsf_compile.backtest.scores import ABSENT, EXPIRED, VALID, ScorerRule, rebuild_object
+from dsf_contract.agent_cli import Aggregation
+from dsf_contract.placement_scores import fold_scores
+
+RULE = ScorerRule("my_score", interval=60, dimension_format="${node}")
+V = 180_000
+STEPS = np.arange(0, 40 * 30_000, 30_000, dtype=np.int64) + 1_000_000
+
+samples = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=1_300_000),
+        st.one_of(
+            st.floats(min_value=-1e6, max_value=1e6), st.sampled_from([-101.5, 100.0, 99.99])
+        ),
+    ),
+    max_size=30,
+)
+lines = st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), samples), max_size=6)
+
+
+def reference(
+    parsed: list[tuple[str, list[tuple[int, float]]]],
+    how: Aggregation,
+    step_ms: int,
+    fold_all: bool,
+):
+    """The spec, step by step: the state, validUntil and items at ``step_ms``."""
+    latest = {}
+    for node, points in parsed:
+        before = [(t, v) for t, v in points if t <= step_ms]
+        if before:
+            latest[node] = max(before)
+    counting = {n: tv for n, tv in latest.items() if step_ms - tv[0] <= V}
+    used = counting or latest
+    state = ABSENT if not latest else (VALID if counting else EXPIRED)
+    until = max(t for t, _ in used.values()) + V if used else 0
+    items: dict[str, list[float]] = {}
+    for node, (_, value) in sorted(used.items()):  # series in label order
+        if node or fold_all:
+            items.setdefault("all" if fold_all else node, []).append(value)
+    return state, until, {n: _value(fold_scores(v, how)) for n, v in items.items()}
+
+
+def _value(score: float) -> int:
+    return 100 if score >= 100 else -100 if score <= -100 else math.floor(score)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines, st.sampled_from(["last", "max", "min", "avg", "sum"]), st.booleans())
+def test_rebuilt_objects_follow_the_spec(found: list, how: Aggregation, fold_all: bool) -> None:
+    """``fold_all``: every series renders one name (``all``), folded by the aggregation."""
+    reader = HistoryReader(
+        frozenset({"c1"}), frozenset({"my_score"}), 0, 2_000_000, Limits(10**9, 1000, 10**6)
+    )
+    merged: dict[str, dict[int, float]] = {}
+    for node, points in found:  # duplicates: the later line wins a timestamp
+        metric = {
+            "__name__": "dynamic_score",
+            "ds_cluster": "c1",
+            "ds_score_name": "my_score",
+            "ds_node": node,
+        }
+        assert reader.add(metric, [t for t, _ in points], [v for _, v in points]) is None
+        for t, v in points:
+            merged.setdefault(node, {})[t] = v
+    series = reader.series()
+    assert len(series) == len([n for n in merged if merged[n]])
+    rule = ScorerRule("my_score", 60, "all") if fold_all else RULE
+    rebuilt = rebuild_object(series, rule, how, STEPS)
+    parsed = [(n, sorted(points.items())) for n, points in merged.items()]
+    for step, moment in enumerate(STEPS.tolist()):
+        state, until, items = reference(parsed, how, moment, fold_all)
+        assert rebuilt.state[step] == state
+        if state != ABSENT:
+            assert rebuilt.until_ms[step] == until
+            assert {i["name"]: i["value"] for i in rebuilt.item_list(step)} == items
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.integers(-1000, 1000).map(float))))
+def test_vectorized_mapping_is_the_agents(scores: list[float]) -> None:
+    from dsf_contract.placement_scores import placement_value, placement_values
+
+    mapped = placement_values(np.array(scores, dtype=np.float64)).tolist()
+    assert mapped == [placement_value(s) for s in scores]
