@@ -14,6 +14,7 @@ result can depend on anything else (CEL reading ``scores()``, a toleration with
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,16 +70,27 @@ class StepIndex(ScoreIndex):
     def cel_scores(self, cluster: str, name: str) -> list[dict[str, object]] | None:
         """``managedCluster.scores(name)`` at this step; None before the cluster's first sample."""
         assert self.history is not None
-        found = self.history.objects.get((cluster, name))
-        if found is None or found.state[self.step] == ABSENT:
-            return None
-        return found.item_list(self.step)
+        return _step_scores(self.history, self.step, cluster, name)
+
+    def scores_lookup(self) -> functools.partial[list[dict[str, object]] | None]:
+        """:meth:`cel_scores` without a reference to this index (see ``ScoreIndex.cel_true``)."""
+        assert self.history is not None
+        return functools.partial(_step_scores, self.history, self.step)
 
     def cel_true(self, expression: CelExpression, cluster: Cluster) -> bool:
         """As :meth:`ScoreIndex.cel_true`, once per run for an expression without ``scores``."""
         if self.static is not None and "scores" not in expression.source:
             return self.static.cel_true(expression, cluster)
         return super().cel_true(expression, cluster)
+
+
+def _step_scores(
+    history: ScoreHistory, step: int, cluster: str, name: str
+) -> list[dict[str, object]] | None:
+    found = history.objects.get((cluster, name))
+    if found is None or found.state[step] == ABSENT:
+        return None
+    return found.item_list(step)
 
 
 @dataclass(frozen=True)
