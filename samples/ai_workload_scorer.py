@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from . import autoregression
-from .service import BadRequestError, ScoringApp, base_parser, run_main
+from .cli import base_parser, run_main
+from .service import BadRequestError, ScoringApp
 
 PROMETHEUS_HOST = "https://thanos-querier.openshift-monitoring.svc.cluster.local:9091"
 POWER_QUERY = "sum(DCGM_FI_DEV_POWER_USAGE) by (GPU_I_ID, GPU_I_PROFILE, exported_pod, Hostname)"

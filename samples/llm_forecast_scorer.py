@@ -46,9 +46,10 @@ from urllib.parse import urlsplit
 import httpx
 import jinja2
 
+from .cli import base_parser, run_main
 from .prediction_scorer import normalized_score
 from .sample_scorer import CPU_QUERY, PROMETHEUS_HOST, finite_values
-from .service import ScoreFunction, ScoringApp, UpstreamError, base_parser, run_main
+from .service import ScoreFunction, ScoringApp, UpstreamError
 
 ENDPOINT_ENV = "INFERENCE_ENDPOINT"
 MODEL_ENV = "MODEL_NAME"

@@ -25,8 +25,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .cli import base_parser, run_main
 from .sample_scorer import CPU_QUERY, PROMETHEUS_HOST, finite_values
-from .service import ScoreFunction, ScoringApp, base_parser, run_main
+from .service import ScoreFunction, ScoringApp
 
 
 def linear_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
