@@ -28,7 +28,7 @@ from typing import Any
 from . import autoregression
 from .ai_workload_applications import load_applications
 from .ai_workload_power import PowerScorer, PowerSettings
-from .cli import base_parser, run_main
+from .cli import base_parser, require_at_least_one, run_main
 from .service import ScoringApp
 
 PROMETHEUS_HOST = "https://thanos-querier.openshift-monitoring.svc.cluster.local:9091"
@@ -109,9 +109,9 @@ def power_settings(args: argparse.Namespace) -> PowerSettings:
         raise SystemExit("error: THRESHOLD, ALPHA, OFFSET and MAX_RMSE_THRESHOLD must be finite")
     if not -100 <= args.offset <= 100:
         raise SystemExit("error: OFFSET must be in [-100, 100] (scores stay in range)")
-    for name in ("min_length", "horizon_length", "max_series", "max_points", "max_models"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1")
+    require_at_least_one(
+        args, ("min_length", "horizon_length", "max_series", "max_points", "max_models")
+    )
     return PowerSettings(
         args.min_length,
         args.horizon_length,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .service import DEFAULT_MAX_BODY_BYTES, QuietServer, ScoringApp, listen_address, make_handler
 
@@ -50,6 +50,13 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--verbose", action="store_true", help="log one line per request on stderr")
     return parser
+
+
+def require_at_least_one(args: argparse.Namespace, names: Iterable[str]) -> None:
+    """SystemExit naming the first option of ``names`` (attribute names) set below 1."""
+    for name in names:
+        if getattr(args, name) < 1:
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1")
 
 
 def serve(app: ScoringApp, args: argparse.Namespace) -> int:
