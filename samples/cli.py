@@ -52,6 +52,22 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def add_schedule_options(parser: argparse.ArgumentParser, *, interval: int, step: int) -> None:
+    """``--interval`` and ``--step``: the scoring interval and query step ``/config`` announces."""
+    parser.add_argument(
+        "--interval",
+        type=int,
+        default=interval,
+        help="scoring interval in /config, seconds (default %(default)s)",
+    )
+    parser.add_argument(
+        "--step",
+        type=int,
+        default=step,
+        help="query step in /config, seconds (default %(default)s)",
+    )
+
+
 def require_at_least_one(args: argparse.Namespace, names: Iterable[str]) -> None:
     """SystemExit naming the first option of ``names`` (attribute names) set below 1."""
     for name in names:

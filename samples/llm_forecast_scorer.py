@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 import httpx
 import jinja2
 
-from .cli import base_parser, require_at_least_one, run_main
+from .cli import add_schedule_options, base_parser, require_at_least_one, run_main
 from .prediction_scorer import normalized_score
 from .sample_scorer import CPU_QUERY, PROMETHEUS_HOST, finite_values
 from .service import ScoreFunction, ScoringApp, UpstreamError
@@ -327,8 +327,7 @@ def parser() -> argparse.ArgumentParser:
     add("--history", type=int, default=60, help="last values sent per series (default 60)")
     add("--parallel", type=int, default=4, help="concurrent requests to the API (default 4)")
     add("--max-tokens", type=int, default=128, help="max_tokens of each request (default 128)")
-    add("--interval", type=int, default=60, help="scoring interval in /config (default 60)")
-    add("--step", type=int, default=60, help="query step in /config (default 60)")
+    add_schedule_options(result, interval=60, step=60)
     return result
 
 
