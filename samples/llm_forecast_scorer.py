@@ -46,9 +46,10 @@ from urllib.parse import urlsplit
 import httpx
 import jinja2
 
+from .cli import add_schedule_options, base_parser, require_at_least_one, run_main
 from .prediction_scorer import normalized_score
 from .sample_scorer import CPU_QUERY, PROMETHEUS_HOST, finite_values
-from .service import ScoreFunction, ScoringApp, UpstreamError, base_parser, run_main
+from .service import ScoreFunction, ScoringApp, UpstreamError
 
 ENDPOINT_ENV = "INFERENCE_ENDPOINT"
 MODEL_ENV = "MODEL_NAME"
@@ -266,21 +267,15 @@ def check_endpoint(endpoint: str) -> str:
     return endpoint
 
 
+# Options that count something, each at least 1; InferenceSettings has fields of these names.
+_COUNTS = ("horizon", "history", "parallel", "max_tokens", "max_response_bytes")
+
+
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> InferenceSettings:
     """The inference settings: options first, then the environment."""
-    endpoint = args.inference_endpoint or environ.get(ENDPOINT_ENV) or None
-    if endpoint is not None:
-        try:
-            check_endpoint(endpoint)
-        except ValueError as error:
-            raise SystemExit(f"error: {ENDPOINT_ENV}: {error}") from None
-    token = environ.get(INFERENCE_TOKEN_ENV) or None
-    if args.inference_token_file is not None:
-        with open(args.inference_token_file, encoding="utf-8") as handle:
-            token = handle.read().strip() or None
-    for name in ("horizon", "history", "parallel", "max_tokens", "max_response_bytes"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1")
+    endpoint = _endpoint(args, environ)
+    token = _inference_token(args, environ)
+    require_at_least_one(args, _COUNTS)
     if not args.inference_timeout > 0:
         raise SystemExit("error: --inference-timeout must be above 0")
     return InferenceSettings(
@@ -288,12 +283,25 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Infer
         model=args.model or environ.get(MODEL_ENV) or None,
         token=token,
         timeout=args.inference_timeout,
-        max_response_bytes=args.max_response_bytes,
-        horizon=args.horizon,
-        history=args.history,
-        parallel=args.parallel,
-        max_tokens=args.max_tokens,
+        **{name: getattr(args, name) for name in _COUNTS},
     )
+
+
+def _endpoint(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    endpoint = args.inference_endpoint or environ.get(ENDPOINT_ENV) or None
+    if endpoint is not None:
+        try:
+            check_endpoint(endpoint)
+        except ValueError as error:
+            raise SystemExit(f"error: {ENDPOINT_ENV}: {error}") from None
+    return endpoint
+
+
+def _inference_token(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    if args.inference_token_file is None:
+        return environ.get(INFERENCE_TOKEN_ENV) or None
+    with open(args.inference_token_file, encoding="utf-8") as handle:
+        return handle.read().strip() or None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -319,8 +327,7 @@ def parser() -> argparse.ArgumentParser:
     add("--history", type=int, default=60, help="last values sent per series (default 60)")
     add("--parallel", type=int, default=4, help="concurrent requests to the API (default 4)")
     add("--max-tokens", type=int, default=128, help="max_tokens of each request (default 128)")
-    add("--interval", type=int, default=60, help="scoring interval in /config (default 60)")
-    add("--step", type=int, default=60, help="query step in /config (default 60)")
+    add_schedule_options(result, interval=60, step=60)
     return result
 
 

@@ -25,8 +25,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .cli import add_schedule_options, base_parser, run_main
 from .sample_scorer import CPU_QUERY, PROMETHEUS_HOST, finite_values
-from .service import ScoreFunction, ScoringApp, base_parser, run_main
+from .service import ScoreFunction, ScoringApp
 
 
 def linear_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -98,10 +99,7 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument(
         "--score-name", default="simple_prediction_score", help="score name in /config"
     )
-    result.add_argument(
-        "--interval", type=int, default=30, help="scoring interval in seconds (default 30)"
-    )
-    result.add_argument("--step", type=int, default=30, help="query step in seconds (default 30)")
+    add_schedule_options(result, interval=30, step=30)
     result.add_argument(
         "--description",
         default="A simple prediction score for time series data",

@@ -10,7 +10,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .service import ScoringApp, base_parser, run_main
+from .cli import base_parser, run_main
+from .service import ScoringApp
 
 PROMETHEUS_HOST = "http://kube-prometheus-kube-prome-prometheus.monitoring.svc:9090"
 CPU_QUERY = 'sum by (node, namespace, pod) (rate(container_cpu_usage_seconds_total{container!="", pod!=""}[1m]))'

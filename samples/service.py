@@ -1,26 +1,24 @@
 """Shared HTTP plumbing of the reference Scoring APIs (standard library only).
 
 A sample is a :class:`ScoringApp`: public ``GET`` documents (``/config``) and bearer-
-protected ``POST`` scoring functions, keyed by path. This module does the rest: routing,
-``/healthz``, JSON bodies, the ``{"data": [...]}`` shape check, the body size cap, the
-constant-time token check, quiet logging, and the command line every sample shares
-(``--host``, ``--port``, ``--token-file``; ``--port 0`` picks a free port and prints the
-actual ``host:port`` as the first line of stdout).
+protected ``POST`` scoring functions, keyed by path. This module does the rest: the route
+table (:data:`ROUTES`) and the handler that answers it, ``/healthz``, JSON bodies, the
+``{"data": [...]}`` shape check, the body size cap, the constant-time token check, quiet
+logging, and the servers (:class:`RunningServer` serves in a background thread). The
+command line every sample shares is :mod:`samples.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import hmac
 import json
-import os
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 Json = Any
 # A scoring function gets the validated ``data`` list and returns the ``results`` list.
@@ -30,7 +28,7 @@ Action = Callable[[], "Json"]
 
 # Large enough for the agent's biggest payloads (20 MB: 2,000 series x 1,000 points).
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
-TOKEN_ENV = "SCORER_TOKEN"
+HEALTH_PATH = "/healthz"
 
 
 @dataclass(frozen=True)
@@ -87,27 +85,33 @@ def parse_scoring_request(body: bytes) -> list[dict[str, Any]]:
         raise BadRequestError('body must be a JSON object {"data": [...]}')
     data: list[dict[str, Any]] = document["data"]
     for index, series in enumerate(data):
-        where = f"data[{index}]"
-        if not isinstance(series, dict):
-            raise BadRequestError(f"{where} must be an object")
-        metric = series.get("metric", {})
-        if not isinstance(metric, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
-        ):
-            raise BadRequestError(f"{where}.metric must map label names to strings")
-        values = series.get("values", [])
-        if not isinstance(values, list):
-            raise BadRequestError(f"{where}.values must be a list")
-        for point in values:
-            if (
-                not isinstance(point, list)
-                or len(point) != 2
-                or isinstance(point[0], bool)
-                or not isinstance(point[0], int | float)
-                or not isinstance(point[1], str)
-            ):
-                raise BadRequestError(f'{where}.values items must be [time, "value"]')
+        _check_series(series, f"data[{index}]")
     return data
+
+
+def _check_series(series: Any, where: str) -> None:
+    if not isinstance(series, dict):
+        raise BadRequestError(f"{where} must be an object")
+    metric = series.get("metric", {})
+    if not isinstance(metric, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
+    ):
+        raise BadRequestError(f"{where}.metric must map label names to strings")
+    values = series.get("values", [])
+    if not isinstance(values, list):
+        raise BadRequestError(f"{where}.values must be a list")
+    if not all(_is_point(point) for point in values):
+        raise BadRequestError(f'{where}.values items must be [time, "value"]')
+
+
+def _is_point(point: Any) -> bool:
+    return (
+        isinstance(point, list)
+        and len(point) == 2
+        and not isinstance(point[0], bool)
+        and isinstance(point[0], int | float)
+        and isinstance(point[1], str)
+    )
 
 
 def _json_bytes(document: Json) -> bytes:
@@ -119,135 +123,171 @@ def _error(status: HTTPStatus, message: str, headers: tuple[tuple[str, str], ...
     return Reply(status, _json_bytes({"error": message}), headers=headers)
 
 
-def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequestHandler]:
-    """The request handler class serving ``app``."""
+class ScoringHandler(BaseHTTPRequestHandler):
+    """Serves the :class:`ScoringApp` in ``app``; :func:`make_handler` makes one per app.
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, so the agent's client can reuse connections
-        server_version = "dsf-sample"
-        sys_version = ""
-        timeout = 60  # a client that stops sending must not hold a thread forever
-        # Headers and body go out in two writes; with Nagle on, a keep-alive client waits
-        # for the delayed ACK (about 40 ms) on every request.
-        disable_nagle_algorithm = True
+    :data:`ROUTES` says which method a path takes and which method here answers it.
+    """
 
-        def do_GET(self) -> None:
-            self._answer(self._route("GET"))
+    app: ClassVar[ScoringApp]
+    verbose: ClassVar[bool] = False
+    protocol_version = "HTTP/1.1"  # keep-alive, so the agent's client can reuse connections
+    server_version = "dsf-sample"
+    sys_version = ""
+    timeout = 60  # a client that stops sending must not hold a thread forever
+    # Headers and body go out in two writes; with Nagle on, a keep-alive client waits
+    # for the delayed ACK (about 40 ms) on every request.
+    disable_nagle_algorithm = True
+    # Whether the POST body was read: unread bytes would be taken for the next request.
+    _body_read = False
 
-        def do_POST(self) -> None:
-            self._body_read = False
-            reply = self._route("POST")
-            if not self._body_read:
-                # Unread body bytes would be taken for the next request on this connection.
-                self.close_connection = True
-            self._answer(reply)
+    def do_GET(self) -> None:
+        """Answer a GET: ``/healthz`` or a document."""
+        self._answer(self._route("GET"))
 
-        def _route(self, method: str) -> Reply:
-            path = self.path.split("?", 1)[0]
-            if (method, path) in app.raw:
-                return app.raw[(method, path)]()
-            if path == "/healthz":
-                return (
-                    Reply(200, _json_bytes({"status": "ok"}))
-                    if method == "GET"
-                    else self._not_allowed("GET")
-                )
-            if path in app.documents:
-                return (
-                    Reply(200, _json_bytes(app.documents[path]))
-                    if method == "GET"
-                    else self._not_allowed("GET")
-                )
-            if path in app.scorers:
-                return (
-                    self._score(app.scorers[path])
-                    if method == "POST"
-                    else self._not_allowed("POST")
-                )
-            if path in app.actions:
-                return (
-                    self._act(app.actions[path]) if method == "POST" else self._not_allowed("POST")
-                )
+    def do_POST(self) -> None:
+        """Answer a POST: a scoring function or an action."""
+        self._body_read = False
+        reply = self._route("POST")
+        if not self._body_read:
+            # Unread body bytes would be taken for the next request on this connection.
+            self.close_connection = True
+        self._answer(reply)
+
+    def _route(self, method: str) -> Reply:
+        path = self.path.split("?", 1)[0]
+        raw = self.app.raw.get((method, path))
+        if raw is not None:
+            return raw()
+        route = next((route for route in ROUTES if path in route.paths(self.app)), None)
+        if route is None:
             return _error(HTTPStatus.NOT_FOUND, f"no such path: {path}")
-
-        def _not_allowed(self, allowed: str) -> Reply:
-            return _error(HTTPStatus.METHOD_NOT_ALLOWED, f"use {allowed}", (("Allow", allowed),))
-
-        def _unauthorized(self) -> Reply | None:
-            if app.token is not None and not self._authorized(app.token):
-                return _error(
-                    HTTPStatus.UNAUTHORIZED,
-                    "missing or wrong bearer token",
-                    (("WWW-Authenticate", "Bearer"),),
-                )
-            return None
-
-        def _act(self, action: Action) -> Reply:
-            refused = self._unauthorized()
-            if refused is not None:
-                return refused
-            length_text = self.headers.get("Content-Length", "0").strip()
-            if length_text.isdigit() and int(length_text) <= app.max_body_bytes:
-                self.rfile.read(int(length_text))  # read and dropped: the connection stays usable
-                self._body_read = True
-            return Reply(200, _json_bytes(action()))
-
-        def _score(self, function: ScoreFunction) -> Reply:
-            refused = self._unauthorized()
-            if refused is not None:
-                return refused
-            length_text = self.headers.get("Content-Length")
-            if length_text is None:
-                return _error(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
-            try:
-                length = int(length_text)
-            except ValueError:
-                length = -1
-            if length < 0:
-                return _error(HTTPStatus.BAD_REQUEST, "bad Content-Length")
-            if length > app.max_body_bytes:
-                return _error(
-                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                    f"body larger than {app.max_body_bytes} bytes",
-                )
-            body = self.rfile.read(length)
-            self._body_read = True
-            try:
-                results = function(parse_scoring_request(body))
-            except BadRequestError as error:
-                return _error(HTTPStatus.BAD_REQUEST, str(error))
-            except UpstreamError as error:
-                sys.stderr.write(f"scoring failed: {error.status.value}: {error}\n")
-                return _error(error.status, str(error))
-            except Exception as error:  # a scorer bug must answer 500, not drop the connection
-                sys.stderr.write(f"scoring failed: {type(error).__name__}: {error}\n")
-                return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "scoring failed")
-            return Reply(200, _json_bytes({"results": results}))
-
-        def _authorized(self, token: str) -> bool:
-            scheme, _, given = self.headers.get("Authorization", "").partition(" ")
-            # http.server decodes headers as Latin-1: encoding back gives the bytes sent,
-            # compared in constant time against the token's UTF-8 bytes.
-            return scheme.lower() == "bearer" and hmac.compare_digest(
-                given.strip().encode("latin-1", "replace"), token.encode()
+        if method != route.method:
+            return _error(
+                HTTPStatus.METHOD_NOT_ALLOWED, f"use {route.method}", (("Allow", route.method),)
             )
+        return route.answer(self, path)
 
-        def _answer(self, reply: Reply) -> None:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(reply.body)))
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(reply.body)
+    def health(self, path: str) -> Reply:
+        """``{"status": "ok"}``: the process serves."""
+        return Reply(200, _json_bytes({"status": "ok"}))
 
-        def log_message(self, format: str, *args: Any) -> None:
-            # Quiet by default; the request line never holds the token (it is a header).
-            if verbose:
-                sys.stderr.write(f"{self.address_string()} {format % args}\n")
+    def document(self, path: str) -> Reply:
+        """The public document at ``path``."""
+        return Reply(200, _json_bytes(self.app.documents[path]))
 
+    def act(self, path: str) -> Reply:
+        """Run the action at ``path``; its body, if any, is read and dropped."""
+        refused = self._unauthorized()
+        if refused is not None:
+            return refused
+        length_text = self.headers.get("Content-Length", "0").strip()
+        if length_text.isdigit() and int(length_text) <= self.app.max_body_bytes:
+            self.rfile.read(int(length_text))  # read and dropped: the connection stays usable
+            self._body_read = True
+        return Reply(200, _json_bytes(self.app.actions[path]()))
+
+    def score(self, path: str) -> Reply:
+        """Run the scoring function at ``path`` on the request's series."""
+        refused = self._unauthorized()
+        if refused is not None:
+            return refused
+        body = self._read_body()
+        if isinstance(body, Reply):
+            return body
+        try:
+            results = self.app.scorers[path](parse_scoring_request(body))
+        except BadRequestError as error:
+            return _error(HTTPStatus.BAD_REQUEST, str(error))
+        except UpstreamError as error:
+            sys.stderr.write(f"scoring failed: {error.status.value}: {error}\n")
+            return _error(error.status, str(error))
+        except Exception as error:  # a scorer bug must answer 500, not drop the connection
+            sys.stderr.write(f"scoring failed: {type(error).__name__}: {error}\n")
+            return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "scoring failed")
+        return Reply(200, _json_bytes({"results": results}))
+
+    def _read_body(self) -> bytes | Reply:
+        """The request body, or the error answer when its length is missing, bad or too large."""
+        length_text = self.headers.get("Content-Length")
+        if length_text is None:
+            return _error(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
+        try:
+            length = int(length_text)
+        except ValueError:
+            length = -1
+        if length < 0:
+            return _error(HTTPStatus.BAD_REQUEST, "bad Content-Length")
+        if length > self.app.max_body_bytes:
+            return _error(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"body larger than {self.app.max_body_bytes} bytes",
+            )
+        body = self.rfile.read(length)
+        self._body_read = True
+        return body
+
+    def _unauthorized(self) -> Reply | None:
+        token = self.app.token
+        if token is None or self._authorized(token):
+            return None
+        return _error(
+            HTTPStatus.UNAUTHORIZED,
+            "missing or wrong bearer token",
+            (("WWW-Authenticate", "Bearer"),),
+        )
+
+    def _authorized(self, token: str) -> bool:
+        scheme, _, given = self.headers.get("Authorization", "").partition(" ")
+        # http.server decodes headers as Latin-1: encoding back gives the bytes sent,
+        # compared in constant time against the token's UTF-8 bytes.
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode("latin-1", "replace"), token.encode()
+        )
+
+    def _answer(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(reply.body)))
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(reply.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet unless ``verbose``; the request line never holds the token (it is a header)."""
+        if self.verbose:
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+@dataclass(frozen=True)
+class Route:
+    """A kind of path: which paths of an app are of it, the method they take, their answer."""
+
+    paths: Callable[[ScoringApp], Container[str]]
+    method: str
+    answer: Callable[[ScoringHandler, str], Reply]
+
+
+# Looked up in order, after ScoringApp.raw; a path of none of them answers 404.
+ROUTES: tuple[Route, ...] = (
+    Route(lambda app: (HEALTH_PATH,), "GET", ScoringHandler.health),
+    Route(lambda app: app.documents, "GET", ScoringHandler.document),
+    Route(lambda app: app.scorers, "POST", ScoringHandler.score),
+    Route(lambda app: app.actions, "POST", ScoringHandler.act),
+)
+
+
+def make_handler(app: ScoringApp, *, verbose: bool = False) -> type[BaseHTTPRequestHandler]:
+    """The request handler class serving ``app`` (``verbose``: one stderr line a request)."""
+
+    class Handler(ScoringHandler):
+        pass
+
+    Handler.app = app
+    Handler.verbose = verbose
     return Handler
 
 
@@ -302,67 +342,3 @@ class RunningServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def read_token(token_file: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The bearer token from ``--token-file`` (stripped) or ``$SCORER_TOKEN``; None when unset."""
-    if token_file is not None:
-        with open(token_file, encoding="utf-8") as handle:
-            token = handle.read().strip()
-        if not token:
-            raise SystemExit(f"error: {token_file} is empty")
-        return token
-    return environ.get(TOKEN_ENV) or None
-
-
-def base_parser(description: str) -> argparse.ArgumentParser:
-    """The options every sample takes; a sample adds its own before calling :func:`serve`."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)"
-    )
-    parser.add_argument(
-        "--token-file",
-        default=None,
-        metavar="PATH",
-        help=f"require 'Authorization: Bearer <token>' on scoring, token read from PATH (or ${TOKEN_ENV})",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=DEFAULT_MAX_BODY_BYTES,
-        help="largest accepted request body",
-    )
-    parser.add_argument("--verbose", action="store_true", help="log one line per request on stderr")
-    return parser
-
-
-def serve(app: ScoringApp, args: argparse.Namespace) -> int:
-    """Serve ``app`` until interrupted; print ``host:port`` first so callers can find it."""
-    app.token = read_token(args.token_file)
-    app.max_body_bytes = args.max_body_bytes
-    server = QuietServer((args.host, args.port), make_handler(app, verbose=args.verbose))
-    print(listen_address(server), flush=True)
-    auth = "bearer token required" if app.token else "no auth"
-    print(
-        f"serving {', '.join(sorted([*app.documents, *app.scorers, *app.actions]))} ({auth}); Ctrl-C stops",
-        file=sys.stderr,
-    )
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
-
-
-def run_main(
-    build: Callable[[argparse.Namespace], ScoringApp],
-    parser: argparse.ArgumentParser,
-    argv: Sequence[str] | None = None,
-) -> int:
-    """Parse ``argv``, build the sample's app and serve it."""
-    args = parser.parse_args(argv)
-    return serve(build(args), args)

@@ -16,7 +16,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from .service import ScoreFunction, ScoringApp, base_parser, run_main
+from .cli import base_parser, run_main
+from .service import ScoreFunction, ScoringApp
 
 # (app, device) -> score in [-100, 100]; a higher score is a better placement.
 PERFORMANCE: dict[tuple[str, str], int] = {
