@@ -55,6 +55,10 @@ MAX_LINKS = 40
 #: File suffixes of a distribution that nothing runs: C and Cython sources, type stubs.
 SOURCE_ONLY = (".pyi", ".pyx", ".pxd", ".pxi", ".c", ".h", ".cpp")
 NONROOT = 65532
+#: The one program of the virtual environment's ``bin/`` the image keeps (beside the
+#: interpreter's links): the other distributions' commands (``httpx``, ``wsdump``...) are
+#: never run.
+ENTRY_POINT = "dsf-agent"
 
 
 class RootFs:
@@ -244,16 +248,23 @@ def add_runtime(rootfs: RootFs) -> None:
             rootfs.add(path)
 
 
+def _kept(folder: str, name: str) -> bool:
+    """Whether the virtual environment's file ``name`` in ``folder`` goes in the image."""
+    if name.endswith(SOURCE_ONLY):
+        return False
+    if folder == os.path.join(sys.prefix, "bin"):
+        return name == ENTRY_POINT or os.path.islink(os.path.join(folder, name))
+    return True
+
+
 def add_venv(rootfs: RootFs) -> None:
-    """The virtual environment, sources compiled, C/Cython sources and stubs left out."""
-    venv = sys.prefix
-    for folder, dirs, files in os.walk(venv):
+    """The virtual environment, sources compiled; C/Cython sources, stubs and every
+    command but the agent's left out."""
+    for folder, dirs, files in os.walk(sys.prefix):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
-            path = os.path.join(folder, name)
-            if name.endswith(SOURCE_ONLY) or name.startswith("activate"):
-                continue
-            rootfs.add_sources(path)
+            if _kept(folder, name):
+                rootfs.add_sources(os.path.join(folder, name))
         for name in dirs:
             if os.path.islink(os.path.join(folder, name)):
                 rootfs.add(os.path.join(folder, name))
