@@ -35,12 +35,13 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from email.parser import HeaderParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cyclonedx.model import HashAlgorithm, HashType, Property
-from cyclonedx.model.bom import Bom
-from cyclonedx.model.component import Component, ComponentType
-from cyclonedx.output.json import JsonV1Dot6
-from packageurl import PackageURL
+# cyclonedx-python-lib is imported where it is used: it is the build stage's tool, not a
+# dependency of the agent, whose package this file ships in
+if TYPE_CHECKING:
+    from cyclonedx.model.bom import Bom
+    from cyclonedx.model.component import Component
 
 DPKG = Path("/var/lib/dpkg")
 #: Files Debian packages write from their maintainer scripts, which dpkg does not list:
@@ -71,6 +72,10 @@ def wheel_digests(wheels: Path) -> dict[tuple[str, str], str]:
 
 def python_components(rootfs: Path, wheels: Path) -> list[Component]:
     """A component per distribution installed in the image's virtual environment."""
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
     digests = wheel_digests(wheels)
     components = []
     for metadata in sorted(rootfs.glob("opt/*/lib/python3*/site-packages/*.dist-info/METADATA")):
@@ -146,44 +151,52 @@ def os_release() -> tuple[str, str]:
     return fields.get("ID", "debian"), fields.get("VERSION_ID", "")
 
 
+def debian_component(fields: dict[str, str], distro: str, release: str) -> Component:
+    """The component of one installed Debian package (its stanza in dpkg's status)."""
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    name, arch, version = fields["Package"], fields.get("Architecture", ""), fields["Version"]
+    qualifiers = {"arch": arch, **({"distro": f"{distro}-{release}"} if release else {})}
+    return Component(
+        name=name,
+        version=version,
+        type=ComponentType.LIBRARY if name.startswith("lib") else ComponentType.APPLICATION,
+        bom_ref=f"deb:{name}:{arch}@{version}",
+        purl=PackageURL(
+            type="deb", namespace=distro, name=name, version=version, qualifiers=qualifiers
+        ),
+    )
+
+
 def debian_components(rootfs: Path) -> tuple[list[Component], list[str], bool]:
     """The Debian packages owning the image's files, the files none owns, and whether
     the Python interpreter is one of the owned files."""
     owners, status = file_owners(), dpkg_status()
-    distro, release = os_release()
     python = os.path.realpath(sys.executable)
     packages: set[str] = set()
     unowned, python_owned = [], False
     for path in sorted(image_files(rootfs)):
-        owner = owners.get(os.path.realpath(path)) if not path.startswith("/opt/") else None
-        if owner is None:
-            if not path.startswith("/opt/"):
-                unowned.append(path)
+        if path.startswith("/opt/"):  # the virtual environment: Python distributions
+            continue
+        owner = owners.get(os.path.realpath(path))
+        if owner is None or owner not in status:  # no package, or one half-installed
+            unowned.append(path)
             continue
         packages.add(owner)
         python_owned = python_owned or os.path.realpath(path) == python
-    components = []
-    for owner in sorted(packages):
-        fields = status.get(owner, {})
-        name, arch = fields.get("Package", owner.partition(":")[0]), fields.get("Architecture", "")
-        version = fields.get("Version", "")
-        qualifiers = {"arch": arch, **({"distro": f"{distro}-{release}"} if release else {})}
-        components.append(
-            Component(
-                name=name,
-                version=version,
-                type=ComponentType.LIBRARY if name.startswith("lib") else ComponentType.APPLICATION,
-                bom_ref=f"deb:{name}:{arch}@{version}",
-                purl=PackageURL(
-                    type="deb", namespace=distro, name=name, version=version, qualifiers=qualifiers
-                ),
-            )
-        )
+    distro, release = os_release()
+    components = [debian_component(status[owner], distro, release) for owner in sorted(packages)]
     return components, unowned, python_owned
 
 
 def build_bom(rootfs: Path, wheels: Path, name: str, version: str) -> Bom:
     """The SBOM of the image whose root filesystem is ``rootfs``."""
+    from cyclonedx.model import Property
+    from cyclonedx.model.bom import Bom
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
     components = python_components(rootfs, wheels)
     debian, unowned, python_owned = debian_components(rootfs)
     components += debian
@@ -222,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    from cyclonedx.output.json import JsonV1Dot6
+
     bom = build_bom(args.rootfs, args.wheels, args.name, args.version)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(JsonV1Dot6(bom).output_as_string(indent=2) + "\n")

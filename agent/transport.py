@@ -79,7 +79,7 @@ def make_client(
         )
     elif transport is None and not proxy_configured():
         transport = PlainHTTPTransport(
-            httpx.AsyncHTTPTransport(limits=limits, trust_env=True),
+            lambda: httpx.AsyncHTTPTransport(limits=limits, trust_env=True),
             max_idle_per_host=64,
             keepalive_expiry=30.0,
         )
@@ -90,6 +90,12 @@ def make_client(
         limits=limits,
         trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_of(url: str) -> str:
+    """``host:port`` of ``url`` as its slots count it (a few endpoints, every cycle)."""
+    return urlsplit(url).netloc.lower()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -173,8 +179,10 @@ class RequestSlots:
     @contextlib.asynccontextmanager
     async def take(self, url: str) -> AsyncIterator[None]:
         """Hold a slot for one request to ``url``; ``TimeoutError`` when the deadline passes."""
-        host = urlsplit(url).netloc.lower()
-        per_host = self._hosts.setdefault(host, asyncio.Semaphore(self._per_host))
+        host = _host_of(url)
+        per_host = self._hosts.get(host)
+        if per_host is None:
+            per_host = self._hosts[host] = asyncio.Semaphore(self._per_host)
         async with per_host, self._semaphore:
             async with asyncio.timeout(self.deadline):
                 yield
