@@ -28,9 +28,10 @@ from pathlib import Path
 from types import ModuleType
 
 #: Modules the agent imports only when a request needs them (``agent.kube``, ``publish``,
-#: ``secrets``, ``config``); the image must hold them all the same.
+#: ``secrets``, ``config``: a YAML configuration file); the image must hold them all the same.
 LAZY_IMPORTS = (
     "agent.__main__",
+    "dsf_contract.bounded_yaml",
     "kubernetes.client",
     "kubernetes.client.exceptions",
     "kubernetes.config",
