@@ -7,3 +7,10 @@ cadence) → ``cycle`` (one scoring cycle) → ``fetch`` (Prometheus) → ``scor
 """
 
 from __future__ import annotations
+
+import sys
+
+# httpx's package imports its command line (click, rich and pygments: 6 MB of the agent's
+# memory) whenever those happen to be installed; the agent never runs it, and its image
+# does not hold them.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

@@ -1,41 +1,96 @@
 #!/usr/bin/env bash
 # Build the dsf-agent container image with no network in the build.
 #
-#   agent/build-image.sh [--base IMAGE] [--tag TAG]
+#   agent/build-image.sh [--base IMAGE] [--tag TAG] [--sbom PATH] [--wheelhouse-only]
 #
-# 1. On this machine: a wheelhouse in build/agent-image/ (git-ignored) holding the
-#    project's wheel and the wheels of exactly the distributions the agent loads
-#    (python3 -m agent.image_deps), at the versions installed here;
+# 1. On this machine: a wheelhouse in build/agent-image/ (git-ignored): the wheels
+#    agent/requirements.lock pins by version and SHA-256 (the agent's dependencies) and
+#    agent/sbom-tools.lock (the SBOM generator, used in the build stage only), downloaded
+#    with pip --require-hashes (a wheel of another digest, or a version such as
+#    X==V+local, is refused and nothing is built), and the project's own wheel; the
+#    SHA-256 of every wheel is printed. --wheelhouse-only stops here.
 # 2. podman build (docker build when podman is absent) with --network none and
-#    --build-arg BASE_IMAGE=IMAGE, that folder as the build context.
+#    --build-arg BASE_IMAGE=IMAGE, that folder as the build context: the wheels are
+#    installed again with --require-hashes, and a FROM scratch stage receives only what
+#    the agent loads (agent/image_rootfs.py): no shell, package manager or compiler.
+# 3. --sbom PATH: the image's CycloneDX JSON SBOM (agent/image_sbom.py, also inside the
+#    image at /usr/share/doc/dsf-agent/sbom.cdx.json) is copied to PATH.
 #
 # IMAGE: any image with python3 (3.11 or later) and its venv module, of the same
 # minor version as the python3 running this script (PYTHON=... picks another);
 # default docker.io/library/python:<that version>-slim. TAG: default
 # localhost/dsf-agent:VERSION, the compiler's version.
-# Exit 0 means the image TAG exists locally.
+# Exit 0 means the image TAG exists locally (and PATH holds its SBOM).
 set -euo pipefail
 
-usage() { echo "usage: agent/build-image.sh [--base IMAGE] [--tag TAG]" >&2; exit 2; }
+usage() {
+  echo "usage: agent/build-image.sh [--base IMAGE] [--tag TAG] [--sbom PATH] [--wheelhouse-only]" >&2
+  exit 2
+}
 
 python="${PYTHON:-python3}"
 base=""
 tag=""
+sbom=""
+wheelhouse_only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --base) [ $# -ge 2 ] || usage; base="$2"; shift 2 ;;
     --base=*) base="${1#--base=}"; shift ;;
     --tag) [ $# -ge 2 ] || usage; tag="$2"; shift 2 ;;
     --tag=*) tag="${1#--tag=}"; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sbom) [ $# -ge 2 ] || usage; sbom="$2"; shift 2 ;;
+    --sbom=*) sbom="${1#--sbom=}"; shift ;;
+    --wheelhouse-only) wheelhouse_only=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage ;;
   esac
 done
+case "$sbom" in /*|"") ;; *) sbom="$PWD/$sbom" ;; esac
 
 cd "$(dirname "$0")/.."
+wheelhouse=build/agent-image
+
+# The wheelhouse: every wheel checked against the digests the repository commits.
+fill_wheelhouse() {
+  rm -rf "$wheelhouse"
+  mkdir -p "$wheelhouse/project" "$wheelhouse/deps" "$wheelhouse/tools"
+  local lock dir
+  for lock in requirements sbom-tools; do
+    dir=deps
+    [ "$lock" = requirements ] || dir=tools
+    "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
+      --require-hashes --only-binary :all: --dest "$wheelhouse/$dir" \
+      --requirement "agent/$lock.lock"
+    cp "agent/$lock.lock" "$wheelhouse/$lock.lock"
+  done
+  "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
+    --wheel-dir "$wheelhouse/project" .
+  # the project's wheel, pinned by its own digest for the install in the build stage
+  "$python" - "$wheelhouse" <<'PY'
+import hashlib, pathlib, sys
+house = pathlib.Path(sys.argv[1])
+(wheel,) = (house / "project").glob("*.whl")
+name, version = wheel.name.split("-")[:2]
+digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+(house / "project.lock").write_text(f"{name}=={version} --hash=sha256:{digest}\n")
+for path in sorted(house.glob("*/*.whl")):
+    print(f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(house)}")
+PY
+  cp agent/image_sbom.py "$wheelhouse/image_sbom.py"
+  "$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' > "$wheelhouse/python-version"
+}
+
 version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+project_version="$("$python" -c 'from dsf_compile import __version__; print(__version__)')"
 base="${base:-docker.io/library/python:${version}-slim}"
-tag="${tag:-localhost/dsf-agent:$("$python" -c 'from dsf_compile import __version__; print(__version__)')}"
+tag="${tag:-localhost/dsf-agent:$project_version}"
+
+fill_wheelhouse
+if [ -n "$wheelhouse_only" ]; then
+  echo "wheelhouse ready in $wheelhouse"
+  exit 0
+fi
 
 if command -v podman >/dev/null; then
   engine=podman
@@ -46,17 +101,16 @@ else
   exit 1
 fi
 
-wheelhouse=build/agent-image
-rm -rf "$wheelhouse"
-mkdir -p "$wheelhouse/project" "$wheelhouse/deps"
-"$python" -m agent.image_deps > "$wheelhouse/requirements.txt"
-"$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
-  --wheel-dir "$wheelhouse/project" .
-"$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
-  --wheel-dir "$wheelhouse/deps" --requirement "$wheelhouse/requirements.txt"
-echo "$version" > "$wheelhouse/python-version"
-
 "$engine" build --network none --build-arg "BASE_IMAGE=$base" \
+  --build-arg "VERSION=$project_version" \
   --file agent/Containerfile --tag "$tag" "$wheelhouse"
 "$engine" image inspect "$tag" >/dev/null
+if [ -n "$sbom" ]; then
+  # a container is created, never started: the image has nothing to run but the agent
+  holder="dsf-agent-sbom-$$"
+  "$engine" create --name "$holder" "$tag" >/dev/null
+  trap '"$engine" rm --force "$holder" >/dev/null 2>&1 || true' EXIT
+  "$engine" cp "$holder:/usr/share/doc/dsf-agent/sbom.cdx.json" "$sbom"
+  echo "SBOM of $tag written to $sbom"
+fi
 echo "built $tag from $base"

@@ -31,8 +31,7 @@ from agent.kube import (
     read_bounded,
 )
 from agent.logs import fields
-from dsf_contract.bounded_json import load_json
-from dsf_contract.bounded_yaml import MAX_DEPTH, parse_yaml
+from dsf_contract.bounded_json import MAX_JSON_DEPTH, load_json
 from dsf_contract.fields import check_http_url
 from dsf_contract.http import ApiFailure, RequestFailure, api_status_reason
 from dsf_contract.kube_bounds import Budget, within
@@ -95,11 +94,11 @@ def load_config_json(text: str | bytes, what: str) -> Any:
             f"{what} is larger than {MAX_CONFIG_BYTES} bytes", reason=RequestFailure.TOO_LARGE
         )
     try:
-        return load_json(text, max_depth=MAX_DEPTH)
+        return load_json(text, max_depth=MAX_JSON_DEPTH)
     except ValueError as err:  # also a number too long, NaN, bytes that are not text
         if "nested deeper" in str(err):
             raise ConfigError(
-                f"{what} nests deeper than {MAX_DEPTH} levels", reason=Reason.TOO_DEEP
+                f"{what} nests deeper than {MAX_JSON_DEPTH} levels", reason=Reason.TOO_DEEP
             ) from None
         raise ConfigError(f"{what} is not valid JSON: {err}", reason=Reason.INVALID_JSON) from None
 
@@ -113,6 +112,10 @@ def _load_yaml(text: str | bytes, source: str) -> Any:
             raise ConfigError(
                 f"{source} is not UTF-8 text (byte {err.start})", reason=Reason.INVALID_YAML
             ) from None
+    # imported here, when a file is YAML: PyYAML is 1.4 MB of the agent's memory, and the
+    # summaries a ConfigMap carries are JSON
+    from dsf_contract.bounded_yaml import parse_yaml
+
     documents, problems = parse_yaml(text, source)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -7,7 +7,7 @@ import httpx
 from agent.answer import SeriesBlock, series_block
 from agent.errors import FetchError
 from agent.memory import Reservation
-from agent.transport import RequestSlots, read_answer, request_failures
+from agent.transport import RequestSlots, read_answer, request_failures, stream
 from dsf_contract.summary import Summary
 
 
@@ -52,7 +52,8 @@ async def fetch_series(
         with request_failures("Prometheus", FetchError):
             async with (
                 slots.take(summary.sourceEndpoint),
-                client.stream(
+                stream(
+                    client,
                     "GET",
                     summary.sourceEndpoint,
                     params=range_params(query, now, summary),

@@ -8,7 +8,7 @@ compiler's own package) plus exactly the distributions printed here, pinned to t
     python3 -m agent.image_deps --check    # in the image: every module the agent loads imports
 
 The set is found, not listed by hand: the agent's modules are imported (those it imports
-lazily too: the Kubernetes client, uvloop) and the distributions of every module then
+lazily too: the Kubernetes client) and the distributions of every module then
 loaded are the answer. Libraries that import extras only when present (the Kubernetes
 client's ``kubernetes_validate``, httpx's command line) are denied those extras first, so
 the answer is what an image without them loads.
@@ -17,7 +17,6 @@ the answer is what an image without them loads.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import importlib.abc
 import importlib.metadata
@@ -29,9 +28,10 @@ from pathlib import Path
 from types import ModuleType
 
 #: Modules the agent imports only when a request needs them (``agent.kube``, ``publish``,
-#: ``secrets``, ``config``); the image must hold them all the same.
+#: ``secrets``, ``config``: a YAML configuration file); the image must hold them all the same.
 LAZY_IMPORTS = (
     "agent.__main__",
+    "dsf_contract.bounded_yaml",
     "kubernetes.client",
     "kubernetes.client.exceptions",
     "kubernetes.config",
@@ -53,15 +53,13 @@ class _DenyExtras(importlib.abc.MetaPathFinder):
 
 
 def import_agent() -> list[ModuleType]:
-    """Import every module the agent runs with (uvloop too, where it is installed)."""
+    """Import every module the agent runs with."""
     modules = [importlib.import_module(name) for name in LAZY_IMPORTS]
     # httpx loads httpcore, anyio and h11 only when its transport is built (for https://
     # and behind a proxy; plain http:// goes through the agent's own transport).
     import httpx
 
     httpx.AsyncHTTPTransport()
-    with contextlib.suppress(ImportError):  # the agent falls back to asyncio's loop
-        modules.append(importlib.import_module("uvloop"))
     return modules
 
 

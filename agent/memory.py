@@ -18,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctypes import _NamedFuncPointer  # typeshed's name for a looked-up C function
 
 MIB = 1024 * 1024
 #: Bytes of memory per byte of answer a cycle holds at its peak (measured; see README).
@@ -65,13 +68,20 @@ def budget_for(limit: int | None) -> int | None:
     return max(limit - BASE_BYTES, 0) // COST_PER_BYTE
 
 
+def _libc_function(name: str) -> _NamedFuncPointer | None:
+    """A C library function, looked up among the symbols the interpreter already loaded
+    (``dlopen(NULL)``), or None. Not ``ctypes.util.find_library``: it runs ``ldconfig``,
+    ``gcc`` or ``ld`` to find the library, and the image has none of them."""
+    try:
+        function: _NamedFuncPointer = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
 def _malloc_trim() -> Callable[[], None]:
     """glibc's ``malloc_trim(0)``: returns freed heap pages to the system (elsewhere: nothing)."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
+    trim = _libc_function("malloc_trim")
     if trim is None:
         return lambda: None
     trim.argtypes = [ctypes.c_size_t]
@@ -108,11 +118,7 @@ def tune_malloc() -> None:
     then land in the heap, which fragments and keeps its peak. A fixed threshold gives
     each big buffer back to the system the moment it is freed.
     """
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt if name else None
-    except (OSError, AttributeError):
-        return
+    mallopt = _libc_function("mallopt")
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, 1024 * 1024)
 

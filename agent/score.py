@@ -26,7 +26,7 @@ from agent.answer import (
     walk_object,
 )
 from agent.errors import Reason, ScoreError
-from agent.transport import RequestSlots, read_answer, request_failures
+from agent.transport import RequestSlots, read_answer, request_failures, stream
 from dsf_contract.http import RequestFailure
 from dsf_contract.placement_scores import RESULT_LABELS as RESULT_LABELS
 from dsf_contract.scoring_api import ScoreResult
@@ -134,7 +134,7 @@ async def request_scores(
     with request_failures("Scoring API", ScoreError):
         async with (
             slots.take(endpoint),
-            client.stream("POST", endpoint, content=body, headers=headers) as response,
+            stream(client, "POST", endpoint, content=body, headers=headers) as response,
         ):
             raw = await read_answer(response, "Scoring API", ScoreError, max_bytes)
     return parse_response(raw, max_results=max_results)

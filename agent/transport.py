@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import orjson
@@ -78,7 +79,7 @@ def make_client(
         )
     elif transport is None and not proxy_configured():
         transport = PlainHTTPTransport(
-            httpx.AsyncHTTPTransport(limits=limits, trust_env=True),
+            lambda: httpx.AsyncHTTPTransport(limits=limits, trust_env=True),
             max_idle_per_host=64,
             keepalive_expiry=30.0,
         )
@@ -89,6 +90,71 @@ def make_client(
         limits=limits,
         trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_of(url: str) -> str:
+    """``host:port`` of ``url`` as its slots count it (a few endpoints, every cycle)."""
+    return urlsplit(url).netloc.lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def _endpoint_url(endpoint: str) -> httpx.URL:
+    """A summary's endpoint, parsed once (the same few endpoints serve every cycle)."""
+    return httpx.URL(endpoint)
+
+
+def _request_url(endpoint: str, params: Mapping[str, str] | None) -> httpx.URL:
+    """``endpoint`` with ``params`` as its query, encoded as httpx encodes them."""
+    url = _endpoint_url(endpoint)
+    if not params:
+        return url
+    if url.query or url.fragment or "?" in endpoint or "#" in endpoint:
+        return url.copy_merge_params(params)
+    return httpx.URL(f"{endpoint}?{urlencode(params)}")
+
+
+def _request_headers(
+    client: httpx.AsyncClient, headers: Mapping[str, str]
+) -> list[tuple[bytes, bytes]]:
+    """The client's default headers, overridden by ``headers`` (names compared as HTTP
+    compares them)."""
+    own = [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers.items()]
+    names = {name.lower() for name, _ in own}
+    return [item for item in client.headers.raw if item[0].lower() not in names] + own
+
+
+@contextlib.asynccontextmanager
+async def stream(
+    client: httpx.AsyncClient,
+    method: str,
+    endpoint: str,
+    *,
+    headers: Mapping[str, str],
+    params: Mapping[str, str] | None = None,
+    content: bytes | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """``client.stream(method, endpoint, ...)`` through the transport the client picks for
+    the URL (its mounts: proxies, ``--resolve``, the plain-HTTP transport), with its
+    timeouts and default headers, but not through its authentication, redirect and
+    cookie layers, which the agent's client has turned off (:func:`new_client`): building
+    and walking them cost about a third of the agent's CPU at 400 requests a second.
+    The endpoint's URL is parsed once."""
+    url = _request_url(endpoint, params)
+    request = httpx.Request(
+        method,
+        url,
+        headers=_request_headers(client, headers),
+        content=content,
+        extensions={"timeout": client.timeout.as_dict()},
+    )
+    transport = client._transport_for_url(url)  # httpx's own choice of transport
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        yield response
+    finally:
+        await response.aclose()
 
 
 class RequestSlots:
@@ -113,8 +179,10 @@ class RequestSlots:
     @contextlib.asynccontextmanager
     async def take(self, url: str) -> AsyncIterator[None]:
         """Hold a slot for one request to ``url``; ``TimeoutError`` when the deadline passes."""
-        host = urlsplit(url).netloc.lower()
-        per_host = self._hosts.setdefault(host, asyncio.Semaphore(self._per_host))
+        host = _host_of(url)
+        per_host = self._hosts.get(host)
+        if per_host is None:
+            per_host = self._hosts[host] = asyncio.Semaphore(self._per_host)
         async with per_host, self._semaphore:
             async with asyncio.timeout(self.deadline):
                 yield

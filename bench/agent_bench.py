@@ -745,14 +745,14 @@ def main() -> None:
             f"{agent['cpu'] * 100:.1f}",
             f"{floor['cpu'] * 100:.1f}",
             agent["cpu"] / floor["cpu"],
-            "<= 35 %",
+            "<= 15 %",
         ),
         (
-            "RSS under load (MB)",
+            "RSS under load (MiB)",
             f"{agent['rss']:.1f}",
             f"{floor['rss']:.1f}",
             agent["rss"] / floor["rss"],
-            "<= 80 MB",
+            "<= 45 MiB",
         ),
         ("idle RSS (MB)", f"{idle:.1f}", f"{idle_floor:.1f}", idle / idle_floor, "tens of MB"),
         (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,16 +59,26 @@ class _Framing:
 
 
 class PlainHTTPTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 with keep-alive for ``http://`` URLs; other schemes go to ``fallback``."""
+    """HTTP/1.1 with keep-alive for ``http://`` URLs; other schemes go to ``fallback``.
+
+    ``fallback`` may be a function that makes it, called at the first request that needs
+    it: httpx's transport loads a TLS context with its CA bundle (about 2.6 MB of memory),
+    which a fleet of plain-http scorers never uses."""
 
     def __init__(
         self,
-        fallback: httpx.AsyncBaseTransport,
+        fallback: httpx.AsyncBaseTransport | Callable[[], httpx.AsyncBaseTransport],
         *,
         max_idle_per_host: int = 64,
         keepalive_expiry: float = 30.0,
     ) -> None:
-        self._fallback = fallback
+        self._fallback: httpx.AsyncBaseTransport | None = None
+        self._make_fallback: Callable[[], httpx.AsyncBaseTransport]
+        if isinstance(fallback, httpx.AsyncBaseTransport):
+            self._fallback = fallback
+            self._make_fallback = lambda: fallback
+        else:
+            self._make_fallback = fallback
         self._max_idle = max_idle_per_host
         self._expiry = keepalive_expiry
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
@@ -77,7 +87,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         """Send ``request`` and return the response with its body still to be streamed."""
         url = request.url
         if url.scheme != "http":
-            return await self._fallback.handle_async_request(request)
+            return await self._fallback_transport().handle_async_request(request)
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         key = (url.host, url.port or 80)
         body = await request.aread()
@@ -102,7 +112,13 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             for connection in connections:
                 connection.close()
         self._idle.clear()
-        await self._fallback.aclose()
+        if self._fallback is not None:
+            await self._fallback.aclose()
+
+    def _fallback_transport(self) -> httpx.AsyncBaseTransport:
+        if self._fallback is None:
+            self._fallback = self._make_fallback()
+        return self._fallback
 
     def _take(self, key: tuple[str, int]) -> _Connection | None:
         idle = self._idle.get(key)

@@ -16,18 +16,24 @@ built per run and removed after it; the first run on a machine also makes the ba
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
+import tarfile
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsf_compile import __version__
 from dsf_compile.inputs.quantity import quantity_value
 from tests.agent.agent_fakes import FakeServer, Reply, prometheus_matrix
 from tests.agent.conftest import free_port
@@ -119,19 +125,135 @@ def _debian_base_locked(env: dict[str, str]) -> str:
     return BASE_IMAGE
 
 
+@dataclass(frozen=True)
+class Built:
+    """The image ``agent/build-image.sh`` built, its SBOM, and what the build printed."""
+
+    tag: str
+    sbom: dict[str, Any]
+    output: str
+
+
 @pytest.fixture(scope="module")
-def image(podman_env: dict[str, str]) -> Iterator[str]:
-    """The agent image, built by agent/build-image.sh from the Debian base."""
+def built(podman_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    """The agent image, built by agent/build-image.sh from the Debian base, with its SBOM."""
     base = debian_base(podman_env)
+    sbom = tmp_path_factory.mktemp("sbom") / "agent.cdx.json"
     done = subprocess.run(
-        [str(REPO_ROOT / "agent" / "build-image.sh"), "--base", base, "--tag", AGENT_IMAGE],
-        env=podman_env, capture_output=True, text=True, timeout=900,
+        [str(REPO_ROOT / "agent" / "build-image.sh"), "--base", base, "--tag", AGENT_IMAGE,
+         "--sbom", str(sbom)],
+        env={**podman_env, "PYTHON": sys.executable}, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, f"build-image.sh failed:\n{done.stdout}\n{done.stderr}"
-    yield AGENT_IMAGE
+    yield Built(AGENT_IMAGE, json.loads(sbom.read_text()), done.stdout)
     subprocess.run(
         ["podman", "rmi", "--force", AGENT_IMAGE], env=podman_env, capture_output=True, timeout=120
     )
+
+
+@pytest.fixture(scope="module")
+def image(built: Built) -> str:
+    return built.tag
+
+
+def image_files(env: dict[str, str], image: str) -> list[tarfile.TarInfo]:
+    """Every entry of the image's root filesystem (``podman export`` of a container
+    created from it, never started)."""
+    name = f"dsf-agent-files-{os.getpid()}"
+    podman(env, "create", "--name", name, image)
+    try:
+        exported = subprocess.run(
+            ["podman", "export", name], env=env, capture_output=True, timeout=300, check=True
+        ).stdout
+    finally:
+        subprocess.run(["podman", "rm", "--force", name], env=env, capture_output=True, timeout=120)
+    with tarfile.open(fileobj=io.BytesIO(exported)) as archive:
+        return archive.getmembers()
+
+
+def test_the_image_is_small_and_holds_nothing_but_the_agent(
+    image: str, podman_env: dict[str, str]
+) -> None:
+    (config,) = json.loads(podman(podman_env, "image", "inspect", image))
+    assert config["Size"] <= 120_000_000, config["Size"]
+    entries = image_files(podman_env, image)
+    # no shell, package manager or compiler: the only programs are the interpreter and
+    # the agent's script (which the kernel starts through its #! line)
+    programs = sorted(
+        "/" + e.name.lstrip("./")
+        for e in entries
+        if e.isfile() and e.mode & 0o111 and ".so" not in e.name
+    )
+    assert programs == ["/opt/dsf-agent/bin/dsf-agent", "/usr/bin/python3.11"], programs
+    names = {Path(e.name).name for e in entries}
+    for tool in ("sh", "bash", "dash", "busybox", "apt", "apt-get", "dpkg", "rpm", "pip",
+                 "gcc", "cc", "ld", "as", "make"):  # fmt: skip
+        assert tool not in names, tool
+    # none of the standard library the agent does not run
+    paths = {e.name.lstrip("./") for e in entries}
+    for left_out in ("test", "idlelib", "tkinter", "ensurepip", "pydoc_data", "lib2to3"):
+        assert not any(f"/python3.11/{left_out}/" in path for path in paths), left_out
+    for shell in ("/bin/sh", "/bin/bash", "/usr/bin/apt-get", "/usr/bin/dpkg", "/usr/bin/gcc"):
+        done = subprocess.run(
+            ["podman", "run", "--rm", "--network", "none", "--entrypoint", shell, image, "-c", "true"],
+            env=podman_env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode != 0 and "no such file" in done.stderr.lower(), done.stderr
+    helped = podman(
+        podman_env, "run", "--rm", "--network", "none", "--read-only", "--cap-drop", "all",
+        "--user", "65532:65532", image, "--help",
+    )  # fmt: skip
+    assert "--cluster-name" in helped
+
+
+def locked_versions() -> dict[str, tuple[str, set[str]]]:
+    """Normalized name -> (version, SHA-256 digests) of agent/requirements.lock."""
+    text = (REPO_ROOT / "agent" / "requirements.lock").read_text().replace("\\\n", " ")
+    locked = {}
+    for line in text.splitlines():
+        if line and not line.startswith((" ", "#")):
+            requirement, *hashes = line.split()
+            name, version = requirement.split("==")
+            digests = {h.removeprefix("--hash=sha256:") for h in hashes}
+            locked[re.sub(r"[-_.]+", "-", name).lower()] = (version, digests)
+    return locked
+
+
+def test_the_sbom_names_every_distribution_and_debian_package(
+    built: Built, podman_env: dict[str, str]
+) -> None:
+    sbom = built.sbom
+    assert sbom["bomFormat"] == "CycloneDX" and sbom["specVersion"] == "1.6"
+    by_purl = {c["purl"].split("@")[0]: c for c in sbom["components"]}
+    # every locked distribution, at its version, with the digest of a wheel the lock allows
+    for name, (version, digests) in locked_versions().items():
+        component = by_purl[f"pkg:pypi/{name}"]
+        assert component["version"] == version
+        assert {h["content"] for h in component["hashes"]} <= digests
+    assert by_purl["pkg:pypi/ocm-dynamic-scoring"]["version"] == __version__
+    # the Debian packages the image's files come from, at the base's versions
+    installed = dict(
+        line.split("\t")
+        for line in podman(
+            podman_env, "run", "--rm", "--network", "none", "--entrypoint", "dpkg-query",
+            BASE_IMAGE, "--show", "--showformat", "${Package}\t${Version}\n",
+        ).splitlines()
+    )  # fmt: skip
+    for package in ("libc6", "libssl3", "python3.11-minimal", "libpython3.11-stdlib", "zlib1g"):
+        component = by_purl[f"pkg:deb/debian/{package}"]
+        assert component["version"] == installed[package], package
+        assert "arch=" in component["purl"] and "distro=debian-12" in component["purl"]
+    debian = [c["name"] for c in sbom["components"] if c["purl"].startswith("pkg:deb/")]
+    assert "bash" not in debian and "dpkg" not in debian and "apt" not in debian, debian
+    # the same document is in the image
+    inside = podman(
+        podman_env, "run", "--rm", "--network", "none", "--entrypoint", "/opt/dsf-agent/bin/python",
+        built.tag, "-c", "print(open('/usr/share/doc/dsf-agent/sbom.cdx.json').read())",
+    )  # fmt: skip
+    assert json.loads(inside) == sbom
+    # the build printed the digest of every wheel it installed
+    for _name, (_version, digests) in locked_versions().items():
+        assert any(f"sha256:{digest}" in built.output for digest in digests)
 
 
 def test_the_image_runs_as_the_rendered_pod_requires(
