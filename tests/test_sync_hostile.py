@@ -21,14 +21,14 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile import journal
-from dsf_compile.cli import run
-from dsf_compile.conformance import run_scorer_check
-from dsf_compile.files import NotRegularFileError, read_regular_file
+from dsf_compile.commands.cli import run
+from dsf_compile.commands.scorer_check import run_scorer_check
+from dsf_compile.edges import journal
+from dsf_compile.edges.files import NotRegularFileError, read_regular_file
+from dsf_compile.edges.untrusted import redact, safe_message, string_problem
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
-from dsf_compile.untrusted import redact, safe_message, string_problem
 from dsf_contract.bounded_json import load_json
 from dsf_contract.escaping import terminal
 from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond

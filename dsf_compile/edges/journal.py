@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsf_compile.errors import DsfError, InputError
-from dsf_compile.files import (
+from dsf_compile.edges.files import (
     BACKUP_SUFFIX,
     JOURNAL,
     STAGED_SUFFIX,
     TEMP_TOKEN_HEX,
     create_new,
 )
+from dsf_compile.errors import DsfError, InputError
 from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
 from dsf_contract.escaping import terminal
 

@@ -51,7 +51,7 @@ def render(root: Path) -> Rendered:
     said = fastpath.unchanged(root)
     if said is not None:
         return Rendered(said, NOTHING_CHANGED)
-    from dsf_compile.pipeline import render_fleet
+    from dsf_compile.pipeline.render import render_fleet
 
     digest = fastpath.inputs_digest(root)  # before rendering: an edit meanwhile counts
     result = render_fleet(root)
@@ -77,7 +77,7 @@ def check(root: Path, *, use_cache: bool = True) -> Checked:
     said = fastpath.unchanged(root) if use_cache else None
     if said is not None:
         return Checked(said.warnings, None)
-    from dsf_compile.pipeline import render_fleet
+    from dsf_compile.pipeline.render import render_fleet
 
     digest = fastpath.inputs_digest(root)
     result = render_fleet(root, check=True)

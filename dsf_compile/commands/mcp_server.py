@@ -1,7 +1,7 @@
 """``dsf-mcp``: the fleet's scorers, scores, Placements and optimizer, for AI assistants.
 
 An MCP server (the official ``mcp`` SDK, ``pip install 'ocm-dynamic-scoring[mcp]'``), stdio by default,
-streamable HTTP with ``--http HOST:PORT`` (:mod:`dsf_compile.mcp_http`: Host/Origin
+streamable HTTP with ``--http HOST:PORT`` (:mod:`dsf_compile.commands.mcp_http`: Host/Origin
 checks, a bearer token off loopback). Its tools read and propose, never apply:
 
 - ``list_scorers``: the scorers of Git with their health from ``dsf.lock.json``;
@@ -32,10 +32,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import ConfigDict, Field
 
-from dsf_compile.errors import DsfError, InputError, UsageError
-from dsf_compile.hub_state import HubState, read_hub, read_scores
-from dsf_compile.inputs.validate import Inputs
-from dsf_compile.mcp_models import (
+from dsf_compile.commands.mcp_models import (
     ExplainDocument,
     OptimizeReport,
     ProblemRecord,
@@ -44,8 +41,11 @@ from dsf_compile.mcp_models import (
     ScoresAvailable,
     ValidationReport,
 )
-from dsf_compile.repository import find_repository
-from dsf_compile.untrusted import safe_message
+from dsf_compile.commands.repository import find_repository
+from dsf_compile.edges.hub_state import HubState, read_hub, read_scores
+from dsf_compile.edges.untrusted import safe_message
+from dsf_compile.errors import DsfError, InputError, UsageError
+from dsf_compile.inputs.validate import Inputs
 from dsf_contract import __version__
 from dsf_contract.fields import parse_time
 from dsf_contract.scores import CONDITION_TYPE
@@ -85,14 +85,14 @@ class Fleet:
 
     def validated(self) -> Inputs:
         """The repository as ``validate`` reads and checks it; InputError when it does not pass."""
-        from dsf_compile.pipeline import validate_fleet
+        from dsf_compile.pipeline.inputs import validate_fleet
 
         return validate_fleet(self.root)
 
     def state(self) -> HubState:
         """The scores (and decisions) to replay against; read after :meth:`validated`."""
         if self.hub_kubeconfig:
-            from dsf_compile.pipeline import load_settings
+            from dsf_compile.pipeline.inputs import load_settings
 
             return read_hub(self.hub_kubeconfig, load_settings(self.root).hub)
         if self.scores:
@@ -177,7 +177,7 @@ class Fleet:
         return sorted(out, key=lambda s: (s.cluster, s.name))
 
     def explain(self, placement: str | None, at: str | None) -> ExplainDocument:
-        from dsf_compile.pipeline import explain_fleet
+        from dsf_compile.pipeline.placements import explain_fleet
         from dsf_compile.placement.explain import explain_document
 
         moment = _moment(at)
@@ -186,7 +186,7 @@ class Fleet:
         return ExplainDocument.model_validate(explain_document(results, moment))
 
     def validate(self) -> ValidationReport:
-        from dsf_compile.pipeline import validate_fleet
+        from dsf_compile.pipeline.inputs import validate_fleet
 
         try:
             inputs = validate_fleet(self.root)
@@ -209,9 +209,9 @@ class Fleet:
         )
 
     def optimize(self, at: str | None) -> OptimizeReport:
-        from dsf_compile.committed import committed_bytes
+        from dsf_compile.edges.committed import committed_bytes
         from dsf_compile.inputs.load import MAX_FILE_BYTES
-        from dsf_compile.pipeline import optimize_fleet
+        from dsf_compile.pipeline.placements import optimize_fleet
 
         # validated before the scores are read; optimize_fleet reads nothing of
         # placements/optimized/ but the plans it replaces, through the safe reader
@@ -357,7 +357,7 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from dsf_compile.mcp_http import (
+    from dsf_compile.commands.mcp_http import (
         BearerToken,
         allowed_hosts,
         check_can_start,

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.untrusted import first_string_problem, safe_message
+from dsf_compile.edges.untrusted import first_string_problem, safe_message
 from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
