@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile.commands import scorer_check
+from dsf_compile.commands import scorer_check, scorer_exchange
 from dsf_compile.commands.cli import run
 from dsf_compile.commands.scorer_check import run_scorer_check
 from samples.process import sample_process
@@ -426,7 +426,7 @@ def test_token_echoed_by_the_scorer_is_not_printed() -> None:
     ],
 )
 def test_endpoints_from_url(url: str, healthz: str, config: str) -> None:
-    endpoints = scorer_check._endpoints(url)
+    endpoints = scorer_exchange.endpoints(url)
     assert (endpoints.healthz, endpoints.config) == (healthz, config)
 
 

@@ -165,7 +165,8 @@ def handle_check(call: Call) -> int:
     if changes is not None and hub_state is not None:
         from dsf_compile.pipeline.placements import decision_changes
 
-        moved = decision_changes(call.root, hub_state, args.at or now())
+        at = args.at or now()
+        moved = decision_changes(call.root, hub_state, at, inputs=checked.inputs)
     _show_changes(call, changes, moved)
     if changes is None or changes.empty:
         call.say("rendered/ is up to date")

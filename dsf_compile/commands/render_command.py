@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from dsf_compile.render import fastpath
 
 if TYPE_CHECKING:
+    from dsf_compile.inputs.validate import Inputs
     from dsf_compile.render.changes import Changes
     from dsf_contract.problem import Problem
 
@@ -44,6 +45,7 @@ class Checked:
 
     warnings: tuple[Problem, ...]
     changes: Changes | None
+    inputs: Inputs | None = None  # what was compared (None: the cache vouched)
 
 
 def render(root: Path) -> Rendered:
@@ -84,4 +86,4 @@ def check(root: Path, *, use_cache: bool = True) -> Checked:
     if result.changes.empty and digest is not None:
         said = fastpath.Remembered(result.files, result.clusters, result.warnings)
         fastpath.remember(root, digest, said)
-    return Checked(result.warnings, result.changes)
+    return Checked(result.warnings, result.changes, result.inputs)

@@ -10,7 +10,7 @@ import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,10 +110,26 @@ def _load_inputs(root: Path) -> Inputs:
     return validate_documents(documents, settings, problems, settings_document)
 
 
+@dataclass(frozen=True)
+class Validated:
+    """What ``validate`` read and resolved, for a caller that goes on from there (``dsf-mcp``):
+    the inputs, the lockfile (None when there is none or it is unreadable) and each scorer
+    resolved against it, so that nothing is loaded or resolved twice."""
+
+    inputs: Inputs
+    lock: Lockfile | None
+    resolutions: Resolutions
+
+
 def validate_fleet(root: Path) -> Inputs:
     """``validate``: the inputs, the resolution of every scorer the lockfile is not needed
     for, and the Placements against the scores the fleet publishes (as far as the
     lockfile, when it is readable, tells)."""
+    return validated_fleet(root).inputs
+
+
+def validated_fleet(root: Path) -> Validated:
+    """:func:`validate_fleet`, with the lockfile and the resolutions it used."""
     inputs = load_inputs(root)
     lock: Lockfile | None = None
     lock_readable = True  # a broken lockfile is render's and sync's to report
@@ -129,7 +145,8 @@ def validate_fleet(root: Path) -> Inputs:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
     # what the hub needs for these kinds: said once the inputs are valid, not beside errors
     notes = prerequisite_notes(inputs.placement_objects)
-    return replace(inputs, warnings=(*inputs.warnings, *warnings, *notes))
+    valid = replace(inputs, warnings=(*inputs.warnings, *warnings, *notes))
+    return Validated(valid, lock, resolutions)
 
 
 def plan_fleet(root: Path) -> Plan:

@@ -31,6 +31,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.edges.hub_state import HubState
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
+    from dsf_compile.inputs.validate import Inputs
     from dsf_compile.placement.decision_index import DecisionIndex
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
@@ -38,13 +39,21 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
 
 
 def explain_fleet(
-    root: Path, names: Sequence[str], state: HubState, at: datetime
+    root: Path,
+    names: Sequence[str],
+    state: HubState,
+    at: datetime,
+    *,
+    inputs: Inputs | None = None,
 ) -> list[PlacementResult]:
-    """``explain``: OCM's scheduler replayed for the named Placements (all when none)."""
+    """``explain``: OCM's scheduler replayed for the named Placements (all when none).
+
+    ``inputs``: the repository already loaded (``dsf-mcp`` validates it first), else loaded here.
+    """
     from dsf_compile.placement.checks import inventory_clusters
     from dsf_compile.placement.scheduler import schedule
 
-    inputs = load_inputs(root)
+    inputs = inputs or load_inputs(root)
     wanted = set(placement_names(names, [_object_name(p.model) for p in inputs.placements]))
     placements = [p for p in inputs.placements if not wanted or _object_name(p.model) in wanted]
     clusters = inventory_clusters(inputs)
@@ -98,16 +107,19 @@ def _object_name(placement: Placement) -> str:
     return f"{placement.metadata.namespace}/{placement.metadata.name}"
 
 
-def decision_changes(root: Path, state: HubState, at: datetime) -> list[DecisionChange]:
+def decision_changes(
+    root: Path, state: HubState, at: datetime, *, inputs: Inputs | None = None
+) -> list[DecisionChange]:
     """Replay the scheduler on the Placements of ``rendered/`` and of ``placements/``, same state.
 
     Placements added or removed by the change count too (no decisions on the missing side).
+    ``inputs``: the repository already loaded (``diff`` renders first), else loaded here.
     """
     from dsf_compile.placement.checks import inventory_clusters
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import schedule
 
-    inputs = load_inputs(root)
+    inputs = inputs or load_inputs(root)
     clusters = inventory_clusters(inputs)
     scores, decided = _indexed(state), _decided(state)
     old_placements, old_bindings = read_rendered_placements(root)
@@ -185,12 +197,15 @@ def optimize_fleet(
     at: datetime,
     time_limit: float | None = None,
     notice: Callable[[str], None] | None = None,
+    *,
+    inputs: Inputs | None = None,
 ) -> list[Optimized]:
     """``optimize``: solve every PlacementOptimization and write its plan under ``placements/optimized/``.
 
     ``time_limit`` (seconds, default 60) bounds the solver over the whole
     command; past it, or past the size bound, an InputError and nothing is written.
     ``notice`` is told, in one line, what a killed ``optimize`` left and this one recovered.
+    ``inputs``: the repository already validated (``dsf-mcp`` does it first), else here.
     """
     import time
 
@@ -200,7 +215,7 @@ def optimize_fleet(
     from dsf_compile.placement.proposal import Proposal, propose
 
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
-    inputs = validate_fleet(root)
+    inputs = inputs or validate_fleet(root)
     if not inputs.optimizations:
         raise UsageError("no PlacementOptimization in placements/")
     if state.scores is None:

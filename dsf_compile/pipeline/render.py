@@ -13,6 +13,7 @@ from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.inputs.validate import Inputs
     from dsf_compile.render.changes import Changes
 
 
@@ -24,6 +25,7 @@ class RenderResult:
     clusters: int
     changes: Changes
     warnings: tuple[Problem, ...]
+    inputs: Inputs | None = None  # what was rendered, for a replay of the same inputs
 
 
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
@@ -44,4 +46,5 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     if errors:
         raise InputError([*errors, *plan.warnings])
     changes = compare_tree(folder, files) if check else write_tree(folder, files)
-    return RenderResult(len(files), len(plan.clusters), changes, (*plan.warnings, *notices))
+    warnings = (*plan.warnings, *notices)
+    return RenderResult(len(files), len(plan.clusters), changes, warnings, plan.inputs)

@@ -22,6 +22,7 @@ from dsf_compile.inputs.load import MAX_FILE_BYTES
 from dsf_compile.pipeline.inputs import load_inputs, load_settings
 from dsf_compile.sync.lock import (
     LockEntry,
+    Lockfile,
     check_lockfile_target,
     read_lockfile,
     write_lockfile,
@@ -29,7 +30,9 @@ from dsf_compile.sync.lock import (
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.inputs.validate import Inputs
     from dsf_compile.sync.clusters import Discovery
+    from dsf_compile.sync.fetch import Fetched
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,6 @@ def sync_fleet(
     the lockfile could not be reached (:mod:`dsf_compile.sync.guard`), unless
     ``allow_mass_failure``.
     """
-    from dsf_compile.sync.fetch import parse_resolve_options, parse_resolve_setting, sync_lock
     from dsf_compile.sync.guard import unreachable_fleet
 
     inputs = load_inputs(root)
@@ -67,6 +69,40 @@ def sync_fleet(
     previous, problems = read_lockfile(root)
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
+    only = frozenset(names) if names else None
+    fetched = _fetch(inputs, previous, names, resolve, progress)
+    lock = fetched.lock
+    fraction = inputs.settings.sync.maxUnreachableFraction
+    refreshed = only if only is not None else lock.scorers.keys()
+    lost, counted_active = unreachable_fleet(previous, refreshed, fetched.unreachable, fraction)
+    if lost and not allow_mass_failure:
+        problems = [_scorer_problem(inputs, lock, name, "not reached") for name in lost]
+        raise UnreachableFleetError(problems, len(lost), counted_active, fraction)
+    written = write_lockfile(root, lock)
+    inactive = tuple(
+        sorted(
+            n
+            for n, e in lock.scorers.items()
+            if e.health == "Inactive" and (only is None or n in only)
+        )
+    )
+    warnings += [_scorer_problem(inputs, lock, name, "Inactive", "warning") for name in inactive]
+    active = sum(1 for e in lock.scorers.values() if e.health == "Active")
+    return SyncResult(inactive, active, bool(written.written), tuple(warnings), written.recovered)
+
+
+def _fetch(
+    inputs: Inputs,
+    previous: Lockfile,
+    names: Sequence[str],
+    resolve: Sequence[str],
+    progress: Callable[[str, LockEntry, int, int], None] | None,
+) -> Fetched:
+    """Every scorer asked (only ``names`` when given), ``progress`` told after each."""
+    import asyncio
+
+    from dsf_compile.sync.fetch import parse_resolve_options, parse_resolve_setting, sync_lock
+
     connect_to = parse_resolve_setting(inputs.settings.sync.resolve)
     connect_to.update(parse_resolve_options(resolve))
     scorers = [s.model for s in inputs.scorers]
@@ -80,9 +116,7 @@ def sync_fleet(
         if progress is not None:
             progress(name, entry, done, total)
 
-    import asyncio
-
-    fetched = asyncio.run(
+    return asyncio.run(
         sync_lock(
             scorers,
             previous,
@@ -92,34 +126,14 @@ def sync_fleet(
             progress=counted,
         )
     )
-    lock = fetched.lock
-    fraction = inputs.settings.sync.maxUnreachableFraction
-    refreshed = only if only is not None else lock.scorers.keys()
-    lost, counted_active = unreachable_fleet(previous, refreshed, fetched.unreachable, fraction)
-    if lost and not allow_mass_failure:
-        problems = [
-            inputs.scorer(name).problem(
-                ("spec", "configURL"), f"not reached: {lock.scorers[name].reason}"
-            )
-            for name in lost
-        ]
-        raise UnreachableFleetError(problems, len(lost), counted_active, fraction)
-    written = write_lockfile(root, lock)
-    inactive = tuple(
-        sorted(
-            n
-            for n, e in lock.scorers.items()
-            if e.health == "Inactive" and (only is None or n in only)
-        )
-    )
-    warnings += [
-        inputs.scorer(name).problem(
-            ("spec", "configURL"), f"Inactive: {lock.scorers[name].reason}", "warning"
-        )
-        for name in inactive
-    ]
-    active = sum(1 for e in lock.scorers.values() if e.health == "Active")
-    return SyncResult(inactive, active, bool(written.written), tuple(warnings), written.recovered)
+
+
+def _scorer_problem(
+    inputs: Inputs, lock: Lockfile, name: str, what: str, severity: str = "error"
+) -> Problem:
+    """``what`` of scorer ``name``, with the reason the lockfile records, at its configURL."""
+    reason = lock.scorers[name].reason
+    return inputs.scorer(name).problem(("spec", "configURL"), f"{what}: {reason}", severity)
 
 
 def discover_clusters(
