@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.commands.cli import run as cli_run
-from dsf_compile.edges.journal import replace_files
+from dsf_compile.edges.replacement import replace_files
 from dsf_compile.errors import WriteError
 from dsf_compile.render.write import compare_tree, write_tree
 from tests import kill_harness as harness

@@ -209,7 +209,7 @@ def optimize_fleet(
     """
     import time
 
-    from dsf_compile.edges.journal import replace_files
+    from dsf_compile.edges.replacement import replace_files
     from dsf_compile.inputs.names import OPTIMIZED_FOLDER
     from dsf_compile.placement.optimize import DEFAULT_TIME_LIMIT
     from dsf_compile.placement.proposal import Proposal, propose

@@ -148,7 +148,7 @@ def discover_clusters(
     allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
     before anything is written.
     """
-    from dsf_compile.edges.journal import replace_files
+    from dsf_compile.edges.replacement import replace_files
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
         Discovery,

@@ -7,7 +7,7 @@ writes files; here only what render adds: the ownership record written with the 
 
 from __future__ import annotations
 
-from dsf_compile.edges.journal import Replacement
+from dsf_compile.edges.replacement import Replacement
 from dsf_compile.errors import RenderError
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import RECORD, record_text

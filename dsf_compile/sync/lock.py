@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from dsf_compile.edges.files import read_regular_file
-from dsf_compile.edges.journal import Replaced, replace_files
+from dsf_compile.edges.replacement import Replaced, replace_files
 from dsf_compile.edges.untrusted import first_string_problem, redact
 from dsf_compile.errors import InputError, SyncError
 from dsf_compile.inputs.scorer import DynamicScorerSpec
