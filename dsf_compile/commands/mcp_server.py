@@ -205,8 +205,8 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
     ).run()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``dsf-mcp``."""
+def _parser() -> argparse.ArgumentParser:
+    """``dsf-mcp``'s options."""
     parser = argparse.ArgumentParser(prog="dsf-mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dsf-mcp {__version__}")
     parser.add_argument(
@@ -240,7 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME[:PORT]",
         help="a Host header clients use to reach the server, besides its own address; repeatable",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dsf-mcp``."""
+    args = _parser().parse_args(argv)
     try:
         root = find_repository(Path(".")) if args.root is None else Path(args.root)
     except UsageError as error:
