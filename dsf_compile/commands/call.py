@@ -78,6 +78,7 @@ def hub_state_of(args: argparse.Namespace, root: Path) -> HubState | None:
 
 
 def no_scores() -> HubState:
+    """An empty hub state: every AddOnPlacementScore counts 0."""
     from dsf_compile.edges.hub_state import HubState
 
     return HubState(None, ())
@@ -94,10 +95,12 @@ def format_unchanged(style: str) -> str:
 
 
 def now() -> datetime:
+    """The current moment, in UTC (what ``--at`` defaults to)."""
     return datetime.now(UTC)
 
 
 def print_error(error: BaseException | str, stream: TextIO) -> None:
+    """``dsf-compile: error: …`` on ``stream``, each line of the error escaped."""
     # an error may carry several lines (a hub's malformed objects, one each): each is escaped
     lines = getattr(error, "lines", None) or (str(error),)
     for line in lines:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 
 def handle_validate(call: Call) -> int:
+    """``validate``: the inputs checked; ``--strict`` makes warnings errors."""
     from dsf_compile.pipeline.inputs import validate_fleet
 
     inputs = validate_fleet(call.root)
@@ -59,6 +60,7 @@ def handle_validate(call: Call) -> int:
 
 
 def handle_sync(call: Call) -> int:
+    """``sync``: the lockfile refreshed (``--clusters``: the hub's ManagedClusters)."""
     args, err = call.args, call.err
     if args.clusters:
         return _discover(call)
@@ -133,6 +135,7 @@ def _discover(call: Call) -> int:
 
 
 def handle_render(call: Call) -> int:
+    """``render``: ``rendered/`` written (``--check``: compared, see :func:`handle_check`)."""
     if call.args.check:
         return handle_check(call)
     refuse_unused_state_options("render", call.args)
@@ -208,6 +211,7 @@ def _decision_record(change: DecisionChange) -> dict[str, object]:
 
 
 def handle_optimize(call: Call) -> int:
+    """``optimize``: every PlacementOptimization solved and its plan written."""
     from dsf_compile.pipeline.placements import optimize_fleet
 
     args = call.args
@@ -225,6 +229,7 @@ def handle_optimize(call: Call) -> int:
 
 
 def handle_explain(call: Call) -> int:
+    """``explain``: the scheduler replayed per Placement (``--verify``: against the hub)."""
     args = call.args
     if args.verify:
         return _verify(call)
@@ -245,6 +250,7 @@ def handle_explain(call: Call) -> int:
 
 
 def handle_backtest(call: Call) -> int:
+    """``backtest``: the Placements replayed over the score history."""
     from dsf_compile.backtest.command import run_backtest
 
     if not call.structured:
@@ -275,6 +281,7 @@ def _verify(call: Call) -> int:
 
 
 def handle_scorer_check(call: Call) -> int:
+    """``scorer-check``: the conformance test of a live Scoring API; exit 1 on a failure."""
     from dsf_compile.commands.scorer_check import run_scorer_check
 
     args = call.args
@@ -284,6 +291,7 @@ def handle_scorer_check(call: Call) -> int:
 
 
 def handle_schemas(call: Call) -> int:
+    """``schemas``: ``schemas/`` written (``--check``: exit 1 when stale)."""
     from dsf_compile.edges.schemas import write_schemas
 
     check = call.args.check

@@ -46,6 +46,8 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Answer:
+    """A scorer's answer: status, body (capped), time taken, any redirect target."""
+
     status: int
     body: bytes | bytearray
     seconds: float
@@ -62,6 +64,8 @@ class RequestFailedError(Exception):
 
 @dataclass(frozen=True)
 class Endpoints:
+    """The URLs of one scorer: its ``/healthz``, its ``/config`` and their origin."""
+
     healthz: str
     config: str
     origin: str
@@ -71,6 +75,8 @@ class Endpoints:
 
 @dataclass
 class Report:
+    """The check lines, printed as they come with the token redacted, and their results."""
+
     out: TextIO
     token: str | None
     timeout: float = 10.0
@@ -109,6 +115,7 @@ def generate_series(
 
 
 def endpoints(url: str) -> Endpoints:
+    """The scorer's endpoints from its base or ``/config`` URL; ValueError if not http(s)."""
     check_http_url(url)
     parts = urlsplit(url)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
@@ -130,6 +137,7 @@ async def request(
     body: object = None,
     headers: dict[str, str] | None = None,
 ) -> Answer:
+    """One request within ``timeout`` (the whole exchange), its body capped at ``limit``."""
     content = None if body is None else json.dumps(body).encode()
     all_headers = dict(headers or {})
     if content is not None:
@@ -183,6 +191,7 @@ async def post_scoring(
 
 
 def status_reason(answer: Answer) -> str:
+    """The status with the start of the body, or where a redirect pointed."""
     if 300 <= answer.status < 400:
         return f"{answer.status} redirect to {answer.location or '?'} (redirects are not followed)"
     excerpt = answer.body[:120].decode("utf-8", "replace").strip()

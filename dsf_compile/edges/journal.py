@@ -207,6 +207,7 @@ def write_journal(tree: Tree, text: str, *, durable: bool) -> None:
 
 
 def drop_journal(tree: Tree) -> None:
+    """Remove the journal (nothing when there is none)."""
     remove_quietly(JOURNAL, tree.fds[""])
 
 
