@@ -82,7 +82,7 @@ def _semantic_problems(summary: Summary) -> list[str]:
 # A configuration is read from a file or an API that someone else writes: a 100,000-deep
 # array, a 6,000-digit number or an 8 MiB alias bomb must give a ConfigError, never a
 # RecursionError or ValueError that ends the follower. Both parsers are the compiler's
-# bounded ones: JSON through dsf_compile.untrusted (nesting and number length checked
+# bounded ones: JSON through dsf_compile.edges.untrusted (nesting and number length checked
 # before Python's parser recurses), YAML through its loader (depth, aliases and bad
 # scalars checked on libyaml's iterative event stream).
 

@@ -33,9 +33,9 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # this checkout's compiler, also when run as a script
 
-from dsf_compile.cli import run  # noqa: E402
+from dsf_compile.commands.cli import run  # noqa: E402
 from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
-from dsf_compile.pipeline import plan_fleet  # noqa: E402
+from dsf_compile.pipeline.inputs import plan_fleet  # noqa: E402
 from dsf_compile.render.manifests import render_manifests  # noqa: E402
 from dsf_compile.resolve.summaries import Plan  # noqa: E402
 from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile  # noqa: E402

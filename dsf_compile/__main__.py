@@ -1,5 +1,5 @@
 """``python -m dsf_compile``: the same as ``dsf-compile``."""
 
-from dsf_compile.cli import main
+from dsf_compile.commands.cli import main
 
 main()

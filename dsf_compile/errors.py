@@ -1,4 +1,4 @@
-"""The error tree of the compiler.
+"""The error tree of the compiler, and the did-you-mean hint its messages share.
 
 Stages collect :class:`~dsf_contract.problem.Problem` records instead of stopping at the
 first one; the CLI prints them sorted and turns them into exit codes. Only the CLI
@@ -7,6 +7,7 @@ catches :class:`DsfError`.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from dsf_contract.problem import Problem
@@ -72,3 +73,9 @@ class WriteError(DsfError):
 
 class UsageError(DsfError):
     """The command line is wrong."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or an empty string."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

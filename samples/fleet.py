@@ -97,7 +97,7 @@ def _split_globals(args: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def sync(args: Sequence[str], root: str | None = None) -> int:
     """Run ``dsf-compile [--root ROOT] sync ARGS`` against the fleet on loopback; return its exit code."""
-    from dsf_compile.cli import run
+    from dsf_compile.commands.cli import run
 
     global_args, rest = _split_globals(args)
     if root is not None:

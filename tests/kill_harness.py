@@ -47,7 +47,7 @@ class Ran:
 def run(root: Path, *argv: str) -> Ran:
     """The command, to its end, in this process (the same code as the command line runs;
     only the killed runs need a process of their own)."""
-    from dsf_compile.cli import run as cli_run
+    from dsf_compile.commands.cli import run as cli_run
 
     out, err = io.StringIO(), io.StringIO()
     code = cli_run(["--root", str(root), *argv], out, err)

@@ -13,7 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.settings import AgentOverride, AgentSettings, Settings
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.template_variables import TEMPLATE_VARIABLES, check_template_variables
@@ -184,7 +184,7 @@ def test_a_template_variable_in_the_settings_is_refused(
         [
             sys.executable,
             "-c",
-            "from dsf_compile.cli import main; main()",
+            "from dsf_compile.commands.cli import main; main()",
             "--root",
             str(override_root),
             "render",

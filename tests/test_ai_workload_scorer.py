@@ -19,7 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from samples.process import SampleStartError, sample_process
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from dsf_compile.inputs.load import MAX_FILE_BYTES
 from dsf_compile.inputs.names import MAX_DERIVED_FILE_NAME_BYTES
 from dsf_compile.inputs.scorer import DynamicScorer

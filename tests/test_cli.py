@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile import __version__
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.fleet_repo import without_example_image
 
 
@@ -185,7 +185,7 @@ def test_console_script_runs_as_a_process(fleet: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from dsf_compile.cli import main; main()",
+            "from dsf_compile.commands.cli import main; main()",
             "--root",
             str(fleet),
             "render",

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.cli import COMMANDS, NO_SCORES_WARNING, run
+from dsf_compile.commands.call import NO_SCORES_WARNING
+from dsf_compile.commands.cli import run
+from dsf_compile.commands.table import COMMANDS
 from dsf_contract import __version__
 
 AT = "2026-11-22T10:00:00Z"
@@ -46,9 +48,9 @@ def break_a_scorer(fleet: Path) -> None:
 @pytest.mark.parametrize(
     ("program", "entry"),
     [
-        ("dsf-compile", "from dsf_compile.cli import main; main()"),
+        ("dsf-compile", "from dsf_compile.commands.cli import main; main()"),
         ("dsf-agent", "from agent.__main__ import main; main()"),
-        ("dsf-mcp", "from dsf_compile.mcp_server import main; raise SystemExit(main())"),
+        ("dsf-mcp", "from dsf_compile.commands.mcp_server import main; raise SystemExit(main())"),
     ],
 )
 def test_every_program_has_version(program: str, entry: str) -> None:
@@ -331,7 +333,11 @@ def test_a_missing_scores_folder_is_not_said_to_write(fleet: Path) -> None:
 
 def test_dsf_mcp_finds_its_repository_upward_too(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "from dsf_compile.mcp_server import main; raise SystemExit(main())"],
+        [
+            sys.executable,
+            "-c",
+            "from dsf_compile.commands.mcp_server import main; raise SystemExit(main())",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

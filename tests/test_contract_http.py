@@ -292,7 +292,7 @@ def test_the_agent_reasons_are_those_its_readme_documents() -> None:
 
 def test_the_hub_reader_names_failures_without_loading_httpx() -> None:
     """It reads through the kubernetes client; a second HTTP client would only cost time."""
-    probe = "import sys, dsf_compile.hub; print('httpx' in sys.modules)"
+    probe = "import sys, dsf_compile.edges.hub; print('httpx' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60
     )

@@ -29,11 +29,11 @@ FOLDERS = ("dsf_compile", "agent", "samples")
 #: options of the same name, the schema file of the summaries, a sample scorer's option,
 #: the dashboard's uid and tag.
 SAME_TEXT_OTHER_THING = {
-    ("dsf_compile/cli.py", "--resolve"),
-    ("dsf_compile/cli.py", "--hub-kubeconfig"),
-    ("dsf_compile/cli_parser.py", "--hub-kubeconfig"),
-    ("dsf_compile/mcp_server.py", "--hub-kubeconfig"),
-    ("dsf_compile/schemas.py", "summaries"),
+    ("dsf_compile/commands/table.py", "--resolve"),
+    ("dsf_compile/commands/table.py", "--hub-kubeconfig"),
+    ("dsf_compile/commands/parser.py", "--hub-kubeconfig"),
+    ("dsf_compile/commands/mcp_server.py", "--hub-kubeconfig"),
+    ("dsf_compile/edges/schemas.py", "summaries"),
     ("samples/llm_forecast_scorer.py", "--max-response-bytes"),
     ("dsf_compile/render/observability.py", "dsf-agent"),
     ("dsf_compile/render/observability.py", "dynamic-scoring"),

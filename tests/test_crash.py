@@ -1,6 +1,6 @@
 """Crash safety: every command that writes files, killed at many moments (``SIGKILL`` on
 the real command), leaves the previous files or the new ones, and the next run removes
-whatever the killed one left, saying so (``dsf_compile.journal``).
+whatever the killed one left, saying so (``dsf_compile.edges.journal``).
 
 Two kinds of test: the real commands killed at a seeded spread of moments over a run of
 the same command measured here (``tests/kill_harness.py``), and, in-process, a "kill"
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.cli import run as cli_run
+from dsf_compile.commands.cli import run as cli_run
+from dsf_compile.edges.replacement import replace_files
 from dsf_compile.errors import WriteError
-from dsf_compile.journal import replace_files
 from dsf_compile.render.write import compare_tree, write_tree
 from tests import kill_harness as harness
 from tests.fleet_repo import copy_fleet

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from agent.settings import parse_settings
-from dsf_compile.cli import run
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.commands.cli import run
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from tests.day2_fleet import DAY2_SETTINGS, TEST_CA, day2_fleet
 from tests.fleet_repo import REPO_ROOT

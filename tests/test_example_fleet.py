@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from dsf_compile.cli import run
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.commands.cli import run
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from samples.fleet import running_fleet
 from tests.fleet_repo import REPO_ROOT, copy_fleet

@@ -474,7 +474,7 @@ async def mcp_calls(root: Path, calls: list[str]) -> list[Any]:
         command=sys.executable,
         args=[
             "-m",
-            "dsf_compile.mcp_server",
+            "dsf_compile.commands.mcp_server",
             "--root",
             str(root),
             "--hub-kubeconfig",

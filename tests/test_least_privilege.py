@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.agent_manifests import secret_names
 from dsf_compile.render.manifests import render_manifests
 from tests.fleet_repo import REPO_ROOT, copy_fleet

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from samples import fleet, llm_forecast_scorer
 from samples.process import sample_process

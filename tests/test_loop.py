@@ -44,7 +44,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from samples.fleet import resolve_flags, running_fleet
 from tests.agent.agent_fakes import FakeKube
 from tests.agent.conftest import (

@@ -16,7 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from agent.metrics import AgentMetrics
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.observability import DASHBOARD_KEY
 from tests.day2_fleet import day2_fleet

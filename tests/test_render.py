@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.emit import encode_summaries, encode_summary
 from dsf_compile.render.manifests import render_manifests, summaries_of
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
-from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.summary import Summary
 
 

@@ -1,4 +1,4 @@
-"""``render``'s cache protocol (``dsf_compile.render_command``) and the CLI's command table."""
+"""``render``'s cache protocol (``dsf_compile.commands.render_command``) and the CLI's command table."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile import pipeline, render_command
-from dsf_compile.cli import COMMANDS, build_parser
+from dsf_compile.commands import render_command
+from dsf_compile.commands.cli import build_parser
+from dsf_compile.commands.render_command import NOTHING_CHANGED, check, render
+from dsf_compile.commands.table import COMMANDS
+from dsf_compile.pipeline import render as pipeline
 from dsf_compile.render import fastpath
-from dsf_compile.render_command import NOTHING_CHANGED, check, render
 
 
 def test_every_command_of_the_parser_has_a_handler() -> None:

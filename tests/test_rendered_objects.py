@@ -26,7 +26,7 @@ import yaml
 from referencing import Registry, Resource
 
 from dsf_compile.inputs.placements import PlacementBinding, Policy
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import write_tree
 from tests.crd_models import MODELS, model_errors

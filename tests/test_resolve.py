@@ -432,7 +432,7 @@ def test_validate_and_render_resolve_each_scorer_once(
     score before the plan resolves them: each scorer is still resolved once per command."""
     from collections import Counter
 
-    from dsf_compile.pipeline import load_inputs, plan_fleet, validate_fleet
+    from dsf_compile.pipeline.inputs import load_inputs, plan_fleet, validate_fleet
     from dsf_compile.resolve import summaries
     from tests.fleet_repo import copy_fleet
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.agent.conftest import free_port
 from tests.agent.test_agent_image import debian_base, podman, podman_env  # noqa: F401
 from tests.fleet_repo import REPO_ROOT

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 import yaml
 
-from dsf_compile.cli import run
-from dsf_compile.schemas import SCHEMAS, encode_schema
+from dsf_compile.commands.cli import run
+from dsf_compile.edges.schemas import SCHEMAS, encode_schema
 from tests.fleet_repo import REPO_ROOT
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile import conformance
-from dsf_compile.cli import run
-from dsf_compile.conformance import run_scorer_check
+from dsf_compile.commands import scorer_check, scorer_exchange
+from dsf_compile.commands.cli import run
+from dsf_compile.commands.scorer_check import run_scorer_check
 from samples.process import sample_process
 from samples.service import Reply, RunningServer, ScoringApp
 
@@ -364,7 +364,7 @@ def test_scoring_host_from_config_is_used() -> None:
 def test_oversized_response_fails() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/config":
-            return httpx.Response(200, content=b" " * (conformance.MAX_CONFIG_BYTES + 1))
+            return httpx.Response(200, content=b" " * (scorer_check.MAX_CONFIG_BYTES + 1))
         return _good(request)
 
     out = io.StringIO()
@@ -377,7 +377,7 @@ def test_oversized_response_fails() -> None:
 
 def test_slow_scoring_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     # The limit is lowered instead of making a slow server: tests assert no timing.
-    monkeypatch.setattr(conformance, "LATENCY_LIMIT_SECONDS", -1.0)
+    monkeypatch.setattr(scorer_check, "LATENCY_LIMIT_SECONDS", -1.0)
     out = io.StringIO()
     assert not run_scorer_check(
         "http://scorer.invalid", token=None, timeout=1, out=out, transport=_mock(_good)
@@ -426,7 +426,7 @@ def test_token_echoed_by_the_scorer_is_not_printed() -> None:
     ],
 )
 def test_endpoints_from_url(url: str, healthz: str, config: str) -> None:
-    endpoints = conformance._endpoints(url)
+    endpoints = scorer_exchange.endpoints(url)
     assert (endpoints.healthz, endpoints.config) == (healthz, config)
 
 

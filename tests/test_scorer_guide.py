@@ -75,7 +75,7 @@ def clone(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     shim = bin_dir / "dsf-compile"
     shim.write_text(
         f'#!/bin/sh\nexec "{sys.executable}" -c '
-        "'from dsf_compile.cli import main; main()' \"$@\"\n",
+        "'from dsf_compile.commands.cli import main; main()' \"$@\"\n",
         encoding="utf-8",
     )
     shim.chmod(0o755)

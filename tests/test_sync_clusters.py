@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from dsf_compile.cli import run
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.commands.cli import run
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from tests.agent.agent_fakes import FakeKube, Reply, Request
 from tests.fleet_repo import copy_fleet

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from dsf_compile.sync.guard import unreachable_fleet
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from tests import test_sync_hostile as hostile

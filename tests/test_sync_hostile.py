@@ -21,14 +21,14 @@ from typing import Any
 import httpx
 import pytest
 
-from dsf_compile import journal
-from dsf_compile.cli import run
-from dsf_compile.conformance import run_scorer_check
-from dsf_compile.files import NotRegularFileError, read_regular_file
+from dsf_compile.commands.cli import run
+from dsf_compile.commands.scorer_check import run_scorer_check
+from dsf_compile.edges import replacement
+from dsf_compile.edges.files import NotRegularFileError, read_regular_file
+from dsf_compile.edges.untrusted import redact, safe_message, string_problem
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
-from dsf_compile.untrusted import redact, safe_message, string_problem
 from dsf_contract.bounded_json import load_json
 from dsf_contract.escaping import terminal
 from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond
@@ -332,7 +332,7 @@ def test_sync_on_a_full_disk_is_one_line_and_keeps_the_old_lockfile(
     def full(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(journal, "create_new", full)
+    monkeypatch.setattr(replacement, "create_new", full)
     code, _, err = cli(root, "sync")
     assert code == 2
     assert err.splitlines()[-1] == (

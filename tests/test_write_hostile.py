@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from dsf_compile.sync.lock import write_lockfile
 from tests.test_bad_inputs import BASE, BASE_CONFIGS, _base_lock
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile import journal
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
+from dsf_compile.edges import journal
 from dsf_compile.errors import RenderError
 from dsf_compile.render.changes_text import format_changes
 from dsf_compile.render.record import RECORD

@@ -114,7 +114,7 @@ def _gate(reports: Sequence[PlacementReport], limit: float | None) -> int:
 
 
 def _fleet(root: Path, names: Sequence[str]) -> Fleet:
-    from dsf_compile.pipeline import load_inputs
+    from dsf_compile.pipeline.inputs import load_inputs
 
     inputs = load_inputs(root)
     placements = tuple(p.model for p in inputs.placements)
@@ -214,7 +214,7 @@ def _read_history(
 def _initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     if path is None:
         return ()
-    from dsf_compile.hub_state import read_decisions
+    from dsf_compile.edges.hub_state import read_decisions
 
     return read_decisions(path)
 

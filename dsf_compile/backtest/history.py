@@ -280,7 +280,7 @@ def _add_line(reader: HistoryReader, line: bytes, name: str, number: int) -> Non
 def write_export_file(path: Path, series: Iterable[Series]) -> None:
     """``--save-history``: the series as export lines (gzip when ``path`` ends in ``.gz``),
     written to a temporary file and renamed, so that no half-written file is left."""
-    from dsf_compile.files import atomic_write
+    from dsf_compile.edges.files import atomic_write
 
     lines = bytearray()
     for one in series:

@@ -10,7 +10,7 @@ import re
 import stat
 from pathlib import Path
 
-from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
+from dsf_compile.edges.files import FileTooLargeError, NotRegularFileError, read_regular_file
 from dsf_contract.bounded_yaml import Document, parse_yaml
 from dsf_contract.problem import Problem
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsf_compile.files import TEMP_NAME_EXTRA
+from dsf_compile.edges.files import TEMP_NAME_EXTRA
 from dsf_compile.render.shards import shard_digits as digits_of
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 #: One path component (a file name) on Linux, macOS and Windows file systems, in bytes.
 MAX_FILE_NAME_BYTES = 255
 #: The most bytes a writer adds to a file's name for the temporary names it writes beside
-#: it (``.NAME.<hex>.dsf-tmp`` and ``….dsf-old``, owned by :mod:`dsf_compile.files`): every
+#: it (``.NAME.<hex>.dsf-tmp`` and ``….dsf-old``, owned by :mod:`dsf_compile.edges.files`): every
 #: derived file name is checked against ``MAX_FILE_NAME_BYTES - WRITER_AFFIX_BYTES``, and a
 #: test renders the longest name allowed through the real writer.
 WRITER_AFFIX_BYTES = TEMP_NAME_EXTRA

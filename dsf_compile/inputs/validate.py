@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from dsf_compile.edges.untrusted import has_secret_query
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
@@ -25,7 +26,6 @@ from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
 from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings
 from dsf_compile.inputs.settings_checks import check_agent_resources, check_external_secrets
-from dsf_compile.untrusted import has_secret_query
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.connect_to import parse_resolve_entry
 from dsf_contract.problem import Problem

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.located import Located
@@ -49,7 +50,6 @@ from dsf_compile.placement.optimize import (
     item_pattern,
     solve,
 )
-from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP

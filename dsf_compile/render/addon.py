@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.settings import ComplianceClaimSettings, Settings
 from dsf_compile.render.addon_hub import (
@@ -43,7 +44,6 @@ from dsf_compile.render.emit import ClusterTemplate
 from dsf_compile.render.gitops import WAVE_HUB, gitops_metadata
 from dsf_compile.render.template_variables import check_template_variables
 from dsf_compile.resolve.summaries import ClusterPlan, Plan
-from dsf_compile.yaml_text import dump_yaml
 
 
 def compliance_claim(plan: Plan) -> ComplianceClaimSettings | None:

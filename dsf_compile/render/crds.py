@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.inputs.inventory import DynamicScoringConfigSpec
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.render.gitops import WAVE_CRDS, gitops_annotations
-from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP, API_GROUP_VERSION
 from dsf_contract.scoring_api import ScorerConfig
 

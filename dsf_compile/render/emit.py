@@ -3,7 +3,7 @@
 The summary lists, which repeat the same per-scorer blocks on every cluster, are encoded
 once per scorer and joined (:func:`encode_summaries`); objects that differ between
 clusters only by the cluster's name are written once and copied (:class:`ClusterTemplate`).
-YAML itself is written by :func:`dsf_compile.yaml_text.dump_yaml`.
+YAML itself is written by :func:`dsf_compile.edges.yaml_text.dump_yaml`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dsf_compile.yaml_text import dump_yaml
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_contract.summary import Summary
 
 

@@ -67,7 +67,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsf_compile.files import JOURNAL, FileTooLargeError, NotRegularFileError, read_regular_file
+from dsf_compile.edges.files import (
+    JOURNAL,
+    FileTooLargeError,
+    NotRegularFileError,
+    read_regular_file,
+)
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:

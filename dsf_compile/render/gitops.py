@@ -23,11 +23,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.inputs.names import flux_crds_name, shard_application_name
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.shards import SHARDS_FOLDER, UNSHARDED, Sharding
-from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.names import check_settings_names, scorer_path
 from dsf_compile.render.addon import render_addon
@@ -49,7 +50,6 @@ from dsf_compile.render.shards import (
     split_clusters,
 )
 from dsf_compile.resolve.summaries import Plan
-from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.fields import API_GROUP, API_VERSION
 from dsf_contract.summary import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.inputs.names import placement_path
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.render.gitops import WAVE_PLACEMENTS, gitops_annotations
-from dsf_compile.yaml_text import dump_yaml
 
 
 def render_placements(inputs: Inputs) -> dict[str, str]:

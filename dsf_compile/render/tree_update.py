@@ -1,14 +1,14 @@
 """One all-or-nothing update of ``rendered/``: the changes as writes and removals.
 
 The update itself — staging, the journal, the renames with undo, and what the next run
-does after a kill — is :mod:`dsf_compile.journal`'s, shared with every command that
+does after a kill — is :mod:`dsf_compile.edges.journal`'s, shared with every command that
 writes files; here only what render adds: the ownership record written with the files.
 """
 
 from __future__ import annotations
 
+from dsf_compile.edges.replacement import Replacement
 from dsf_compile.errors import RenderError
-from dsf_compile.journal import Replacement
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import RECORD, record_text
 from dsf_compile.render.tree import Tree

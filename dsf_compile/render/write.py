@@ -3,7 +3,7 @@
 The compiler records the files it owns in ``rendered/.dsf-files``. A render
 
 1. locks ``rendered/`` (a second render waits for the first) and finishes or undoes
-   what a killed render left (``dsf_compile.journal``),
+   what a killed render left (``dsf_compile.edges.journal``),
 2. compares every rendered file with the tree (files with the same bytes are left alone),
 3. checks that every change is possible and stages every new or changed file, and the
    new record, as a new temporary file beside its target,
@@ -15,10 +15,10 @@ The compiler records the files it owns in ``rendered/.dsf-files``. A render
    the render's, and a stamp that every later change to a file will reach.
 
 So from the outside an update happens completely or not at all, also when the process is
-killed: the journal (``dsf_compile.journal``) lets the next run finish or undo it. Files the compiler did
+killed: the journal (``dsf_compile.edges.journal``) lets the next run finish or undo it. Files the compiler did
 not write are never touched.
 
-Here: the comparison; the lock and the journal are ``dsf_compile.journal``'s; the settling is ``settle.py``. ``rendered/`` is hostile input, opened
+Here: the comparison; the lock and the journal are ``dsf_compile.edges.journal``'s; the settling is ``settle.py``. ``rendered/`` is hostile input, opened
 without following links (``tree.py``); the record is ``record.py``, the update's
 staging and undo ``tree_update.py``; the changes are reported by ``changes_text.py``.
 """
@@ -29,8 +29,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from dsf_compile.edges.journal import inspect, lock, recover
 from dsf_compile.errors import RenderError
-from dsf_compile.journal import inspect, lock, recover
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import read_owned
 from dsf_compile.render.settle import Clock, settle

@@ -14,14 +14,13 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
-from dsf_compile.errors import InputError
+from dsf_compile.edges.untrusted import redact
+from dsf_compile.errors import InputError, did_you_mean
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
-from dsf_compile.suggest import did_you_mean
 from dsf_compile.sync.lock import Lockfile, sha256
-from dsf_compile.untrusted import redact
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.fields import check_http_url
 from dsf_contract.problem import Problem

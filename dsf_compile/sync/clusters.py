@@ -1,6 +1,6 @@
 """``sync --clusters``: the hub's ManagedClusters → ``clusters/discovered.yaml``.
 
-Read-only: list calls through :mod:`dsf_compile.hub` (paged and bounded). Each cluster is written as
+Read-only: list calls through :mod:`dsf_compile.edges.hub` (paged and bounded). Each cluster is written as
 ``kubectl get managedclusters -o yaml`` shows it, minus what the servers set and change
 on their own (uid, resourceVersion, managedFields, conditions, leases, client configs,
 and the ``feature.open-cluster-management.io/addon-*`` labels that follow addon health),
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.inputs.settings import HubSettings
-from dsf_compile.yaml_text import dump_yaml
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
@@ -142,10 +142,10 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
     cluster is an error and nothing is written: skipping it would drop it from the file, so
     the scheduled sync would propose removing a cluster the hub still has.
     """
-    from dsf_compile.hub import HubReadError, format_object_problems, item_label, open_hub
+    from dsf_compile.edges.hub import HubReadError, format_object_problems, item_label
+    from dsf_compile.edges.hub_state import list_managed_clusters
 
-    with open_hub(str(kubeconfig), settings) as hub:
-        items = hub.list_objects(OCM_CLUSTER_GROUP, VERSION, "managedclusters")
+    items = list_managed_clusters(str(kubeconfig), settings)
     problems: list[str] = []
     cleaned = []
     seen: set[str] = set()
@@ -171,9 +171,9 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
 
 def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
     """What ``validate`` would say about ``item`` as a ManagedCluster in ``clusters/``."""
+    from dsf_compile.edges.untrusted import first_string_problem
     from dsf_compile.inputs.inventory import ManagedCluster
     from dsf_compile.inputs.validate import precheck, validate_model
-    from dsf_compile.untrusted import first_string_problem
     from dsf_contract.bounded_yaml import Document
 
     if not isinstance(item, dict):

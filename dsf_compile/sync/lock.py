@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from dsf_compile.edges.files import read_regular_file
+from dsf_compile.edges.replacement import Replaced, replace_files
+from dsf_compile.edges.untrusted import first_string_problem, redact
 from dsf_compile.errors import InputError, SyncError
-from dsf_compile.files import read_regular_file
 from dsf_compile.inputs.scorer import DynamicScorerSpec
-from dsf_compile.journal import Replaced, replace_files
-from dsf_compile.untrusted import first_string_problem, redact
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import Frozen, Health, SyncMode
 from dsf_contract.problem import Problem

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.agent.agent_fakes import FakeKube
 from tests.agent.conftest import CLUSTER, AgentProcess, agent_env
 from tests.fleet_repo import copy_fleet

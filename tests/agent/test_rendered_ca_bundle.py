@@ -16,7 +16,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from dsf_compile.pipeline import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from tests.agent.agent_fakes import FakeServer, average_scorer
 from tests.agent.conftest import AgentProcess, agent_env, make_summary

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.agent.conftest import (
     backfilled_prometheus,
     import_into_victoria_metrics,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.backtest import history_data
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 from tests.placement.test_pull_request_workflow import git

@@ -13,7 +13,7 @@ import yaml
 
 from bench.validate_bench import generate_fleet
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.pipeline import load_inputs
+from dsf_compile.pipeline.inputs import load_inputs
 from dsf_compile.placement.checks import (
     check_placements,
     inventory_clusters,

@@ -46,7 +46,7 @@ async def session_run(
     options = ["--scores", str(root / "snapshots")] if scores else []
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "dsf_compile.mcp_server", "--root", str(root), *options],
+        args=["-m", "dsf_compile.commands.mcp_server", "--root", str(root), *options],
         env=server_env(),
     )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
@@ -298,7 +298,14 @@ def test_a_relative_scores_path_is_relative_to_the_root(tmp_path: Path) -> None:
     elsewhere.mkdir()
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "dsf_compile.mcp_server", "--root", str(root), "--scores", "snapshots"],
+        args=[
+            "-m",
+            "dsf_compile.commands.mcp_server",
+            "--root",
+            str(root),
+            "--scores",
+            "snapshots",
+        ],
         env=server_env(),
         cwd=str(elsewhere),
     )
@@ -427,7 +434,7 @@ class HttpServer:
             [
                 sys.executable,
                 "-m",
-                "dsf_compile.mcp_server",
+                "dsf_compile.commands.mcp_server",
                 "--root",
                 str(root),
                 "--scores",
@@ -518,7 +525,7 @@ def test_beyond_loopback_without_a_token_the_server_does_not_start(tmp_path: Pat
     root = copy_fleet(tmp_path / "fleet")
     env = {k: v for k, v in server_env().items() if k != "DSF_MCP_TOKEN"}
     done = subprocess.run(
-        [sys.executable, "-m", "dsf_compile.mcp_server", "--root", str(root), "--http",
+        [sys.executable, "-m", "dsf_compile.commands.mcp_server", "--root", str(root), "--http",
          f"0.0.0.0:{free_port()}"],
         env=env,
         capture_output=True,

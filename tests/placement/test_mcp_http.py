@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.errors import UsageError
-from dsf_compile.mcp_http import (
+from dsf_compile.commands.mcp_http import (
     Listen,
     allowed_hosts,
     check_can_start,
     parse_listen,
     read_token,
 )
+from dsf_compile.errors import UsageError
 
 
 @pytest.mark.parametrize(

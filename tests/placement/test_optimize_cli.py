@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from dsf_compile.inputs.placements import Placement, PlacementBinding
 from tests.fleet_repo import copy_fleet
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.fleet_repo import copy_fleet
 
 AT = "2026-11-22T10:00:00Z"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dsf_compile.cli import run
+from dsf_compile.commands.cli import run
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "pull-request.yaml"

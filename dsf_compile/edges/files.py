@@ -18,7 +18,7 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # The names dsf gives its own temporary files, beside the file they stand for: a staged
 # new file ``.NAME.<hex>.dsf-tmp``, a previous one kept until an update succeeded
 # ``.NAME.<hex>.dsf-old``, and the journal of an update of several files. The next run
-# removes any of them a killed one left (:mod:`dsf_compile.journal`).
+# removes any of them a killed one left (:mod:`dsf_compile.edges.journal`).
 STAGED_SUFFIX = ".dsf-tmp"
 BACKUP_SUFFIX = ".dsf-old"
 JOURNAL = ".dsf-journal"

@@ -1,9 +1,11 @@
-"""Files replaced together: the previous ones or the new ones, even when the process is killed.
+"""The journal of an update, its lock and the recovery after a kill: the previous files or the new ones.
 
 Every command that writes files of the repository — ``render`` (``rendered/``),
 ``optimize`` (``placements/optimized/``), ``schemas`` (``schemas/``), ``sync`` (the
 lockfile), ``sync --clusters`` (``clusters/discovered.yaml``) — goes through
-:class:`Replacement`, in a folder opened without following links (:class:`Tree`):
+:class:`~dsf_compile.edges.replacement.Replacement`, in a folder opened without following
+links (:class:`Tree`); this module holds the journal it writes, the lock it takes and
+:func:`recover`, what the next run does:
 
 1. the folder is locked (``flock`` on its descriptor, released by the kernel when the
    process ends: a lock held is a command running, never one that died);
@@ -34,20 +36,19 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from dsf_compile.errors import DsfError, InputError
-from dsf_compile.files import (
+from dsf_compile.edges.files import (
     BACKUP_SUFFIX,
     JOURNAL,
     STAGED_SUFFIX,
     TEMP_TOKEN_HEX,
     create_new,
 )
-from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
+from dsf_compile.errors import DsfError, InputError
+from dsf_compile.render.tree import Tree, remove_quietly, where
 from dsf_contract.escaping import terminal
 
 LOCK_WAIT_SECONDS = 60.0
@@ -114,7 +115,7 @@ class Plan:
         return json.dumps({**body, "removals": self.removals}, separators=(",", ":")) + "\n"
 
 
-def _staging(folders: Sequence[str]) -> str:
+def staging(folders: Sequence[str]) -> str:
     """The journal while staging: the folders the staging creates (an undo removes them)."""
     return json.dumps({"journal": 1, "state": "staging", "folders": list(folders)}) + "\n"
 
@@ -138,20 +139,31 @@ def _parse_plan(document: Any) -> Plan | None:
         return None
     if len(renames) + len(removals) > MAX_JOURNAL_ENTRIES:
         return None
-    plan = Plan(
-        tuple(tuple(e) for e in renames if isinstance(e, list) and len(e) == 3),
-        tuple(tuple(e) for e in removals if isinstance(e, list) and len(e) == 2),
-    )
+    plan = Plan(_entries(renames, 3), _entries(removals, 2))  # type: ignore[arg-type]
     if len(plan.renames) != len(renames) or len(plan.removals) != len(removals):
         return None
-    for entry in [*plan.renames, *plan.removals]:
-        if not all(isinstance(part, str) for part in entry) or not _PLANNED_PATH.match(entry[0]):
-            return None
-    fits = all(
+    return plan if _fits(plan) else None
+
+
+def _entries(listed: list[Any], size: int) -> tuple[tuple[str, ...], ...]:
+    """The entries of ``listed`` that are lists of ``size`` strings, the first a planned path."""
+    return tuple(
+        tuple(entry)
+        for entry in listed
+        if isinstance(entry, list)
+        and len(entry) == size
+        and all(isinstance(part, str) for part in entry)
+        and _PLANNED_PATH.match(entry[0])
+    )
+
+
+def _fits(plan: Plan) -> bool:
+    """Whether every temporary name of ``plan`` is one dsf gives its path's file."""
+    renames = all(
         _named_for(p, staged, STAGED_SUFFIX) and _named_for(p, kept, BACKUP_SUFFIX, optional=True)
         for p, staged, kept in plan.renames
-    ) and all(_named_for(p, kept, BACKUP_SUFFIX) for p, kept in plan.removals)
-    return plan if fits else None
+    )
+    return renames and all(_named_for(p, kept, BACKUP_SUFFIX) for p, kept in plan.removals)
 
 
 def _read_journal(tree: Tree) -> tuple[str, Plan | None, list[str]]:
@@ -175,7 +187,7 @@ def _read_journal(tree: Tree) -> tuple[str, Plan | None, list[str]]:
     return ("commit", plan, []) if plan is not None else ("unreadable", None, [])
 
 
-def _write_journal(tree: Tree, text: str, *, durable: bool) -> None:
+def write_journal(tree: Tree, text: str, *, durable: bool) -> None:
     """Put ``text`` at the journal's name all at once (a rename); ``durable``: on the disk
     (``fsync``) before this returns."""
     root = tree.fds[""]
@@ -194,7 +206,8 @@ def _write_journal(tree: Tree, text: str, *, durable: bool) -> None:
         os.fsync(root)  # the rename itself reaches the disk
 
 
-def _drop_journal(tree: Tree) -> None:
+def drop_journal(tree: Tree) -> None:
+    """Remove the journal (nothing when there is none)."""
     remove_quietly(JOURNAL, tree.fds[""])
 
 
@@ -287,7 +300,7 @@ def recover(tree: Tree, folders: Sequence[str] | None = None) -> Recovery:
             tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
             tree.remove_folder(key)
     if state:
-        _drop_journal(tree)
+        drop_journal(tree)
         os.fsync(tree.fds[""])
     action = {"": "", "commit": "finished"}.get(state, "undone")
     return Recovery(tree.label, action, _WHY.get(state, ""), tuple(removed))
@@ -303,7 +316,7 @@ def _finish(tree: Tree, plan: Plan) -> None:
         folder, name = tree.locate(relative)
         if folder is not None and not _exists(folder, kept) and _is_regular(folder, name):
             os.unlink(name, dir_fd=folder)
-    _prune(tree, [p for p, _ in plan.removals])
+    prune(tree, [p for p, _ in plan.removals])
 
 
 def _exists(folder: int, name: str) -> bool:
@@ -352,219 +365,13 @@ def _sweep(tree: Tree, folders: Sequence[str] | None) -> list[str]:
         remove_quietly(name, fd)
         removed.append(where(f"{key}/{name}".lstrip("/"), tree.label))
         emptied.append(f"{key}/x")
-    _prune(tree, emptied)
+    prune(tree, emptied)
     return removed
 
 
-def _prune(tree: Tree, paths: Collection[str]) -> None:
+def prune(tree: Tree, paths: Collection[str]) -> None:
     """Remove the folders of ``paths`` that are now empty, upward (never the tree itself)."""
     for relative in sorted(paths, reverse=True):
         key = relative.rpartition("/")[0].lstrip("/")
         while key and tree.remove_folder(key):
             key = key.rpartition("/")[0]
-
-
-# ---------------------------------------------------------------- the update
-
-
-@dataclass
-class Replacement:
-    """One all-or-nothing update of ``tree``: stage, commit, rename with undo, clean up.
-
-    ``existing``: the paths where a file is now (its previous file is kept until the end);
-    ``error``: the error raised when the update cannot be made (the previous files are
-    then in place); ``durable``: every staged file is flushed to the disk (``fsync``)
-    before the commit, so that a power loss, too, leaves the previous files or the new ones
-    (one ``fsync`` per file: for a few files, not for ``rendered/``'s thousands).
-    """
-
-    tree: Tree
-    existing: Collection[str]
-    error: type[DsfError]
-    durable: bool = False
-    staged: list[tuple[str, int, str, str, str]] = field(default_factory=list)
-    undo: list[tuple[int, str, str]] = field(default_factory=list)  # folder, from, to
-    journaled: bool = False
-
-    def run(self, writes: Sequence[tuple[str, bytes]], removals: Sequence[str]) -> list[str]:
-        """Write ``writes`` and delete ``removals``, all or nothing; return the backups
-        that could not be deleted after an otherwise complete update."""
-        self._check_removals(removals)
-        self.journaled = len(writes) + len(removals) > 1
-        plan = Plan()
-        try:
-            if self.journaled:  # not flushed: a kill keeps it, and it only undoes
-                _write_journal(self.tree, _staging(self._new_folders(writes)), durable=False)
-            self._stage(writes)
-            gone = tuple((p, temporary_name(p.rpartition("/")[2], BACKUP_SUFFIX)) for p in removals)
-            plan = Plan(tuple((p, s, kept) for p, _, _, s, kept in self.staged), gone)
-            if self.journaled:
-                _write_journal(self.tree, plan.text(), durable=True)
-        except OSError as err:
-            self._roll_back()
-            raise self.error(
-                f"cannot write {self.tree.label}/: {err}; the previous tree is intact"
-            ) from err
-        try:
-            self._replace_all(plan)
-        except OSError as err:
-            trouble = self._roll_back()
-            state = (
-                "the previous tree is restored"
-                if not trouble
-                else f"the previous tree could not be fully restored ({trouble}); the next "
-                "run finishes the update"
-            )
-            raise self.error(f"cannot update {self.tree.label}/: {err}; {state}") from err
-        return self._clean_up(plan)
-
-    def _check_removals(self, removals: Sequence[str]) -> None:
-        """Before anything changes: every file to delete is a regular file in a writable folder."""
-        for relative in removals:
-            folder, name = self.tree.locate(relative)
-            assert folder is not None  # it was read a moment ago
-            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
-            check_kind(relative, mode, stat.S_ISREG, "a regular file", self.tree.label)
-            if not os.access(".", os.W_OK, dir_fd=folder):
-                parent = relative.rpartition("/")[0]
-                raise self.error(
-                    f"cannot update {self.tree.label}/: {where(parent, self.tree.label)} is "
-                    f"not writable, so {where(relative, self.tree.label)} cannot be deleted; "
-                    "nothing was changed"
-                )
-
-    def _new_folders(self, writes: Sequence[tuple[str, bytes]]) -> list[str]:
-        """The folders staging ``writes`` will create, parents first."""
-        new: set[str] = set()
-        for relative, _ in writes:
-            key = relative.rpartition("/")[0]
-            while key and key not in new and self.tree.folder(key) is None:
-                new.add(key)
-                key = key.rpartition("/")[0]
-        return sorted(new)
-
-    def _stage(self, writes: Sequence[tuple[str, bytes]]) -> None:
-        """Write every file beside its target as a new ``.NAME.<random>.dsf-tmp``, flushed."""
-        for relative, data in writes:
-            folder, name = self.tree.locate(relative, create=True)
-            assert folder is not None
-            fd, staged = create_new(f".{name}.", STAGED_SUFFIX, dir_fd=folder)
-            kept = temporary_name(name, BACKUP_SUFFIX) if relative in self.existing else ""
-            self.staged.append((relative, folder, name, staged, kept))
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                if self.durable:
-                    out.flush()
-                    os.fsync(out.fileno())
-
-    def _replace_all(self, plan: Plan) -> None:
-        for _, folder, name, staged, kept in self.staged:
-            if kept:  # a second name for the previous file, to put it back on failure
-                try:
-                    os.link(name, kept, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
-                except FileNotFoundError:
-                    kept = ""  # gone meanwhile: nothing to put back
-            os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
-            self.undo.append((folder, kept, name))
-        # Renamed away, not unlinked: renaming moves the name (never a link's target) and
-        # can be undone until the whole update succeeded.
-        for relative, kept in plan.removals:
-            at, name = self.tree.locate(relative)
-            assert at is not None
-            os.rename(name, kept, src_dir_fd=at, dst_dir_fd=at)
-            self.undo.append((at, kept, name))
-
-    def _roll_back(self) -> str:
-        """Undo every rename, remove staged files and new folders; say what could not be
-        undone (then the journal stays, and the next run finishes the update)."""
-        trouble = []
-        for folder, kept, name in reversed(self.undo):
-            try:
-                if kept:
-                    os.replace(kept, name, src_dir_fd=folder, dst_dir_fd=folder)
-                else:
-                    os.unlink(name, dir_fd=folder)
-            except OSError as err:
-                trouble.append(str(err))
-        for _, folder, _, staged, kept in self.staged:
-            remove_quietly(staged, folder)
-            remove_quietly(kept, folder)  # left only when its rename never happened
-        for key in reversed(self.tree.made):
-            self.tree.remove_folder(key)
-        if self.journaled and not trouble:
-            _drop_journal(self.tree)
-        return "; ".join(trouble)
-
-    def _clean_up(self, plan: Plan) -> list[str]:
-        """After success: drop the previous files, prune folders the removals emptied,
-        then the journal."""
-        leftovers = []
-        kept = [(p, k) for p, _, k in plan.renames if k] + list(plan.removals)
-        for relative, backup in kept:
-            folder, _ = self.tree.locate(relative)
-            try:
-                assert folder is not None
-                os.unlink(backup, dir_fd=folder)
-            except FileNotFoundError:
-                pass  # the previous file had gone before it could be kept
-            except (OSError, AssertionError):
-                leftovers.append(
-                    where(f"{relative.rpartition('/')[0]}/{backup}".lstrip("/"), self.tree.label)
-                )
-        _prune(self.tree, [p for p, _ in plan.removals])
-        if self.journaled and not leftovers:
-            try:
-                os.unlink(JOURNAL, dir_fd=self.tree.fds[""])
-            except OSError:
-                leftovers.append(where(JOURNAL, self.tree.label))
-        return leftovers  # the next run removes them (the journal stays for it: see recover)
-
-
-# ---------------------------------------------------------------- a command's files
-
-
-@dataclass(frozen=True)
-class Replaced:
-    """What :func:`replace_files` did: the files it wrote, and what it recovered first."""
-
-    written: tuple[str, ...]
-    recovery: Recovery
-
-    @property
-    def recovered(self) -> str:
-        """The line to show the user about a killed command's leftovers (or ``""``)."""
-        return self.recovery.line() if self.recovery.found else ""
-
-
-def replace_files(
-    folder: Path, files: Mapping[str, bytes], *, label: str, error: type[DsfError]
-) -> Replaced:
-    """Bring the files ``files`` names (paths under ``folder``) to their bytes, all or
-    nothing and durably, under ``folder``'s lock, after recovering what a killed command
-    left there; files whose bytes are already right are not rewritten.
-
-    ``folder`` is created if missing; a link at its last component (or below) is refused,
-    never followed.
-    """
-    try:
-        tree = Tree.open(folder, create=True, label=label)
-    except OSError as err:
-        raise error(f"cannot open {label}/: {err}") from err
-    try:
-        lock(tree, fcntl.LOCK_EX, error)
-        folders = sorted({p.rpartition("/")[0] for p in files} | {""})
-        recovery = recover(tree, folders)
-        found = {p: tree.read(p) for p in files}
-        existing = {p for p, now in found.items() if now is not None}
-        writes = [(p, data) for p, data in files.items() if _bytes(found[p]) != data]
-        if writes:
-            Replacement(tree, existing, error, durable=True).run(writes, [])
-        return Replaced(tuple(p for p, _ in writes), recovery)
-    except OSError as err:
-        raise error(f"cannot update {label}/: {err}") from err
-    finally:
-        tree.close()
-
-
-def _bytes(found: Found | None) -> bytes | None:
-    return None if found is None else found.data

@@ -1,7 +1,7 @@
 """``dsf-mcp``: the fleet's scorers, scores, Placements and optimizer, for AI assistants.
 
 An MCP server (the official ``mcp`` SDK, ``pip install 'ocm-dynamic-scoring[mcp]'``), stdio by default,
-streamable HTTP with ``--http HOST:PORT`` (:mod:`dsf_compile.mcp_http`: Host/Origin
+streamable HTTP with ``--http HOST:PORT`` (:mod:`dsf_compile.commands.mcp_http`: Host/Origin
 checks, a bearer token off loopback). Its tools read and propose, never apply:
 
 - ``list_scorers``: the scorers of Git with their health from ``dsf.lock.json``;
@@ -22,33 +22,26 @@ cluster: changes reach the hub through Git.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from pydantic import ConfigDict, Field
 
-from dsf_compile.errors import DsfError, InputError, UsageError
-from dsf_compile.hub_state import HubState, read_hub, read_scores
-from dsf_compile.inputs.validate import Inputs
-from dsf_compile.mcp_models import (
+from dsf_compile.commands.mcp_fleet import Fleet
+from dsf_compile.commands.mcp_models import (
     ExplainDocument,
     OptimizeReport,
-    ProblemRecord,
     ScoreInfo,
     ScorerInfo,
-    ScoresAvailable,
     ValidationReport,
 )
-from dsf_compile.repository import find_repository
-from dsf_compile.untrusted import safe_message
+from dsf_compile.commands.repository import find_repository
+from dsf_compile.edges.untrusted import safe_message
+from dsf_compile.errors import DsfError, InputError, UsageError
 from dsf_contract import __version__
-from dsf_contract.fields import parse_time
-from dsf_contract.scores import CONDITION_TYPE
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -69,181 +62,6 @@ AT_DESCRIPTION = (
     "like 2026-11-22T10:00:00Z or 2026-11-22T12:00:00+02:00 (default: now)"
 )
 At = Annotated[str | None, Field(description=AT_DESCRIPTION)]
-
-
-class Fleet:
-    """The repository and where its scores come from; every tool reads through here.
-
-    ``scores``, when relative, is relative to ``root`` (the snapshot is repository
-    content); ``hub_kubeconfig`` is relative to the working directory, like kubectl's.
-    """
-
-    def __init__(self, root: Path, scores: str | None, hub_kubeconfig: str | None) -> None:
-        self.root = root
-        self.scores = str(root / scores) if scores and not Path(scores).is_absolute() else scores
-        self.hub_kubeconfig = hub_kubeconfig
-
-    def validated(self) -> Inputs:
-        """The repository as ``validate`` reads and checks it; InputError when it does not pass."""
-        from dsf_compile.pipeline import validate_fleet
-
-        return validate_fleet(self.root)
-
-    def state(self) -> HubState:
-        """The scores (and decisions) to replay against; read after :meth:`validated`."""
-        if self.hub_kubeconfig:
-            from dsf_compile.pipeline import load_settings
-
-            return read_hub(self.hub_kubeconfig, load_settings(self.root).hub)
-        if self.scores:
-            return HubState(read_scores(self.scores), ())
-        return HubState(None, ())
-
-    def list_scorers(self) -> list[ScorerInfo]:
-        from dsf_compile.placement.checks import score_catalog
-        from dsf_compile.sync.lock import read_lockfile
-        from dsf_contract.summary import sanitize_score_name
-
-        inputs = self.validated()
-        lock, _ = read_lockfile(self.root)
-        by_scorer = {s.scorer: s for s in score_catalog(inputs, lock).scores.values()}
-        out = []
-        for located in inputs.scorers:
-            scorer = located.model
-            name = scorer.metadata.name
-            entry = lock.scorers.get(name)
-            published = by_scorer.get(name)
-            score_name = published.score_name if published else None
-            out.append(
-                ScorerInfo(
-                    name=name,
-                    description=scorer.spec.description,
-                    scoreName=score_name,
-                    addOnPlacementScore=sanitize_score_name(score_name) if score_name else None,
-                    scoreDimensionFormat=scorer.spec.scoreDimensionFormat,
-                    configSyncMode=scorer.spec.configSyncMode,
-                    health=entry.health if entry else None,
-                    reason=entry.reason if entry else "not synced yet",
-                )
-            )
-        return out
-
-    def get_scores(self, at: str | None) -> list[ScoreInfo]:
-        from dsf_compile.placement.scheduler import format_time
-
-        moment = _moment(at)
-        scorers = {s.addOnPlacementScore: s for s in self.list_scorers() if s.addOnPlacementScore}
-        state = self.state()
-        if state.scores is None:
-            raise DsfError(NO_SCORES)
-        out = []
-        for score in state.scores:
-            scorer = scorers.get(score.metadata.name)
-            until = score.status.validUntil
-            expired = until is not None and moment > until
-            condition = next((c for c in score.status.conditions if c.type == CONDITION_TYPE), None)
-            available = (
-                ScoresAvailable(
-                    status=safe_message(condition.status),
-                    reason=safe_message(condition.reason),
-                    message=safe_message(condition.message),
-                )
-                if condition is not None
-                else None
-            )
-            warnings = []
-            if expired and until is not None:
-                warnings.append(
-                    f"expired: validUntil {format_time(until)} is before {format_time(moment)}"
-                )
-            if available is not None and available.status == "False":
-                warnings.append(
-                    f"failing: ScoresAvailable is False ({available.reason}: {available.message})"
-                )
-            out.append(
-                ScoreInfo(
-                    cluster=score.metadata.namespace,
-                    name=score.metadata.name,
-                    items={item.name: item.value for item in score.status.scores},
-                    validUntil=format_time(until) if until else None,
-                    expired=expired,
-                    scoresAvailable=available,
-                    warnings=warnings,
-                    scorer=scorer.name if scorer else None,
-                    description=scorer.description if scorer else None,
-                    scoreDimensionFormat=scorer.scoreDimensionFormat if scorer else None,
-                )
-            )
-        return sorted(out, key=lambda s: (s.cluster, s.name))
-
-    def explain(self, placement: str | None, at: str | None) -> ExplainDocument:
-        from dsf_compile.pipeline import explain_fleet
-        from dsf_compile.placement.explain import explain_document
-
-        moment = _moment(at)
-        self.validated()  # before the scores are read, and stricter than explain's own load
-        results = explain_fleet(self.root, [placement] if placement else [], self.state(), moment)
-        return ExplainDocument.model_validate(explain_document(results, moment))
-
-    def validate(self) -> ValidationReport:
-        from dsf_compile.pipeline import validate_fleet
-
-        try:
-            inputs = validate_fleet(self.root)
-            problems = list(inputs.warnings)
-        except InputError as error:
-            problems = list(error.problems)
-        records = [
-            ProblemRecord(
-                path=p.path,
-                line=p.line,
-                column=p.column,
-                field=p.field,
-                severity=p.severity,
-                message=p.message,
-            )
-            for p in sorted(problems)
-        ]
-        return ValidationReport(
-            valid=not any(r.severity == "error" for r in records), problems=records
-        )
-
-    def optimize(self, at: str | None) -> OptimizeReport:
-        from dsf_compile.committed import committed_bytes
-        from dsf_compile.inputs.load import MAX_FILE_BYTES
-        from dsf_compile.pipeline import optimize_fleet
-
-        # validated before the scores are read; optimize_fleet reads nothing of
-        # placements/optimized/ but the plans it replaces, through the safe reader
-        moment = _moment(at)
-        self.validated()
-        plans = optimize_fleet(self.root, self.state(), moment)
-        diffs: list[str] = []
-        differing: list[str] = []
-        for plan in plans:
-            before = committed_bytes(self.root, plan.path, max_bytes=MAX_FILE_BYTES) or b""
-            old = before.decode("utf-8", errors="replace")
-            if old == plan.text:
-                continue
-            differing.append(plan.path)
-            diffs += difflib.unified_diff(
-                old.splitlines(keepends=True),
-                plan.text.splitlines(keepends=True),
-                f"a/{plan.path}",
-                f"b/{plan.path}",
-            )
-        return OptimizeReport(
-            files=differing,
-            written=[p.path for p in plans if p.changed],
-            objective={p.path: p.objective for p in plans},
-            leftOut={p.path: list(p.left_out) for p in plans},
-            warnings=[w.format() for p in plans for w in p.warnings],
-            diff="".join(diffs),
-        )
-
-
-def _moment(at: str | None) -> datetime:
-    return parse_time(at) if at else datetime.now(UTC)
 
 
 def _answer(call: Callable[[], T], *, writes: bool = False) -> T:
@@ -357,7 +175,7 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from dsf_compile.mcp_http import (
+    from dsf_compile.commands.mcp_http import (
         BearerToken,
         allowed_hosts,
         check_can_start,
@@ -387,8 +205,8 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
     ).run()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``dsf-mcp``."""
+def _parser() -> argparse.ArgumentParser:
+    """``dsf-mcp``'s options."""
     parser = argparse.ArgumentParser(prog="dsf-mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dsf-mcp {__version__}")
     parser.add_argument(
@@ -422,7 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME[:PORT]",
         help="a Host header clients use to reach the server, besides its own address; repeatable",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dsf-mcp``."""
+    args = _parser().parse_args(argv)
     try:
         root = find_repository(Path(".")) if args.root is None else Path(args.root)
     except UsageError as error:

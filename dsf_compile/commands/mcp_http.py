@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsf_compile.edges.files import read_regular_file
 from dsf_compile.errors import UsageError
-from dsf_compile.files import read_regular_file
 
 TOKEN_VARIABLE = "DSF_MCP_TOKEN"
 _MAX_TOKEN_BYTES = 4096

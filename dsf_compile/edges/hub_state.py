@@ -1,14 +1,15 @@
 """The hub's state for the scheduler's replay: snapshot files, or a hub read through its API.
 
-The I/O edge of ``explain``, ``optimize``, ``render --check``/``diff`` with ``--scores``
-and ``dsf-mcp``; what it returns (:class:`HubState`) is plain values the pure
+Every read of a hub goes through here (over :mod:`dsf_compile.edges.hub`'s bounded
+session): the I/O edge of ``explain`` (``--verify`` too), ``optimize``, ``render
+--check``/``diff`` with ``--scores``, ``sync --clusters`` and ``dsf-mcp``; what it returns (:class:`HubState`) is plain values the pure
 ``placement/`` stages take.
 
 ``--scores PATH`` / ``--decisions PATH`` name a file or a folder of YAML/JSON holding
 AddOnPlacementScores (PlacementDecisions) or ``List``s of them, as ``kubectl get … -A -o
 yaml`` prints them, read through the project's safe loader with located errors.
 ``--hub-kubeconfig`` reads the same, and the hub's ManagedClusterSetBindings, with list
-calls only (:mod:`dsf_compile.hub`, bounded): dsf never writes to a cluster.
+calls only (:mod:`dsf_compile.edges.hub`, bounded): dsf never writes to a cluster.
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from dsf_compile.edges.hub import (
+    HubReadError,
+    HubSession,
+    format_object_problems,
+    item_label,
+    open_hub,
+)
 from dsf_compile.errors import InputError
-from dsf_compile.hub import HubReadError, HubSession, format_object_problems, item_label, open_hub
 from dsf_compile.inputs.load import list_input_files, read_yaml_file
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
@@ -212,6 +219,22 @@ def hub_objects(hub: HubSession) -> HubObjects:
         clusters=tuple(listed("ManagedCluster")),
         cluster_sets=tuple(s for s in listed("ManagedClusterSet") if isinstance(s, dict)),
     )
+
+
+def read_hub_replay(kubeconfig: str, settings: HubSettings) -> tuple[HubState, HubObjects]:
+    """``explain --verify``'s read: :func:`hub_state` and :func:`hub_objects` in one session
+    (one deadline for all six lists)."""
+    with open_hub(kubeconfig, settings) as hub:
+        return hub_state(hub), hub_objects(hub)
+
+
+def list_managed_clusters(kubeconfig: str, settings: HubSettings) -> list[Any]:
+    """``sync --clusters``' read: the hub's ManagedClusters as listed (any JSON value).
+
+    The caller validates and cleans each one (:mod:`dsf_compile.sync.clusters`).
+    """
+    with open_hub(kubeconfig, settings) as hub:
+        return hub.list_objects(OCM_CLUSTER_GROUP, *_HUB_RESOURCES["ManagedCluster"])
 
 
 def _listed(hub: HubSession, model: type[M], problems: list[str]) -> list[M]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, ClassVar, TextIO
 
-from dsf_compile.untrusted import safe_message
+from dsf_compile.edges.untrusted import safe_message
 from dsf_contract.escaping import json_text
 from dsf_contract.problem import Problem
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from dsf_compile.render import fastpath
 
 if TYPE_CHECKING:
+    from dsf_compile.inputs.validate import Inputs
     from dsf_compile.render.changes import Changes
     from dsf_contract.problem import Problem
 
@@ -44,6 +45,7 @@ class Checked:
 
     warnings: tuple[Problem, ...]
     changes: Changes | None
+    inputs: Inputs | None = None  # what was compared (None: the cache vouched)
 
 
 def render(root: Path) -> Rendered:
@@ -51,7 +53,7 @@ def render(root: Path) -> Rendered:
     said = fastpath.unchanged(root)
     if said is not None:
         return Rendered(said, NOTHING_CHANGED)
-    from dsf_compile.pipeline import render_fleet
+    from dsf_compile.pipeline.render import render_fleet
 
     digest = fastpath.inputs_digest(root)  # before rendering: an edit meanwhile counts
     result = render_fleet(root)
@@ -77,11 +79,11 @@ def check(root: Path, *, use_cache: bool = True) -> Checked:
     said = fastpath.unchanged(root) if use_cache else None
     if said is not None:
         return Checked(said.warnings, None)
-    from dsf_compile.pipeline import render_fleet
+    from dsf_compile.pipeline.render import render_fleet
 
     digest = fastpath.inputs_digest(root)
     result = render_fleet(root, check=True)
     if result.changes.empty and digest is not None:
         said = fastpath.Remembered(result.files, result.clusters, result.warnings)
         fastpath.remember(root, digest, said)
-    return Checked(result.warnings, result.changes)
+    return Checked(result.warnings, result.changes, result.inputs)

@@ -6,9 +6,9 @@ names, a ``/scoring`` round trip with generated series and one with an empty ``d
 list, the response schema, finite scores, the auth behaviour (when a token is given),
 and the latency of scoring. A check that cannot run because an earlier one failed is
 ``SKIP``ped. The network is touched only through the one ``httpx.AsyncClient`` made here
-(its transport is injectable for tests): no redirects, capped bodies, and a deadline per
-request that covers the whole exchange, so a server dripping one byte at a time cannot
-stretch it (the same ``asyncio.timeout`` that bounds each scorer's budget in sync).
+(its transport is injectable for tests), by :mod:`dsf_compile.commands.scorer_exchange`:
+no redirects, capped bodies, and a deadline per request that covers the whole exchange,
+so a server dripping one byte at a time cannot stretch it (the same ``asyncio.timeout`` that bounds each scorer's budget in sync).
 Everything the scorer says is untrusted: JSON is parsed with bounded nesting, and every
 line printed is redacted and escaped.
 """
@@ -16,92 +16,35 @@ line printed is redacted and escaped.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, TextIO
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Sequence
+from typing import TextIO
 
 import httpx
 from pydantic import ValidationError
 
-from dsf_compile.untrusted import first_string_problem, safe_message
-from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
+from dsf_compile.commands.scorer_exchange import (
+    POINTS_PER_SERIES,
+    Answer,
+    Endpoints,
+    Report,
+    RequestFailedError,
+    Status,
+    endpoints,
+    generate_series,
+    post_scoring,
+    request,
+    status_reason,
+)
+from dsf_compile.edges.untrusted import first_string_problem
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
-from dsf_contract.http import BodyTooLargeError, UserAgent, new_client, read_capped
+from dsf_contract.http import UserAgent, new_client
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from dsf_contract.summary import range_step_problem
 
-Status = Literal["PASS", "FAIL", "SKIP"]
-
 LATENCY_LIMIT_SECONDS = 5.0
 MAX_CONFIG_BYTES = 1024 * 1024
-SERIES_COUNT = 3
-POINTS_PER_SERIES = 60
-FIRST_TIMESTAMP = 1_718_600_000  # fixed, so a run is reproducible
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The outcome of one check; ``seconds`` is None for checks that make no request."""
-
-    name: str
-    status: Status
-    reason: str
-    seconds: float | None = None
-
-    def format(self) -> str:
-        """``PASS name  reason (12 ms)``."""
-        timing = "" if self.seconds is None else f" ({self.seconds * 1000:.0f} ms)"
-        return f"{self.status} {self.name:<16} {self.reason}{timing}"
-
-
-@dataclass(frozen=True)
-class _Answer:
-    status: int
-    body: bytes | bytearray
-    seconds: float
-    location: str | None
-
-
-class _RequestFailedError(Exception):
-    """A request got no usable answer; the message is the reason shown to the user."""
-
-    def __init__(self, reason: str, seconds: float) -> None:
-        super().__init__(reason)
-        self.seconds = seconds
-
-
-@dataclass(frozen=True)
-class _Endpoints:
-    healthz: str
-    config: str
-    origin: str
-    #: The /config URL was made from a base URL (the scorer may serve it elsewhere).
-    guessed: bool = False
-
-
-@dataclass
-class _Report:
-    out: TextIO
-    token: str | None
-    timeout: float = 10.0
-    results: list[CheckResult] = field(default_factory=list)
-
-    def add(self, name: str, status: Status, reason: str, seconds: float | None = None) -> bool:
-        result = CheckResult(name, status, reason, seconds)
-        self.results.append(result)
-        self.print(result.format())
-        return status == "PASS"
-
-    def print(self, line: str) -> None:
-        if self.token:
-            # A scorer could echo the header back in an error text; never show it.
-            line = line.replace(self.token, "***")
-        print(safe_message(line), file=self.out, flush=True)
 
 
 def run_scorer_check(
@@ -118,19 +61,19 @@ def run_scorer_check(
     ``token`` is sent as ``Authorization: Bearer`` on scoring requests and is never printed.
     Each request, its answer included, must be over within ``timeout`` seconds.
     """
-    report = _Report(out, token or None, timeout)
+    report = Report(out, token or None, timeout)
     try:
-        endpoints = _endpoints(url)
+        found = endpoints(url)
     except ValueError as error:
         # The URL is not echoed: a rejected one may carry user:password@.
         report.add("url", "FAIL", f"the URL {error}")
         return _summary(report, "the URL")
-    asyncio.run(_run_checks(endpoints, report, transport))
+    asyncio.run(_run_checks(found, report, transport))
     return _summary(report, url)
 
 
 async def _run_checks(
-    endpoints: _Endpoints, report: _Report, transport: httpx.AsyncBaseTransport | None
+    endpoints: Endpoints, report: Report, transport: httpx.AsyncBaseTransport | None
 ) -> None:
     client = new_client(
         UserAgent.SCORER_CHECK,
@@ -142,7 +85,7 @@ async def _run_checks(
         await _check_all(client, endpoints, report)
 
 
-async def _check_all(client: httpx.AsyncClient, endpoints: _Endpoints, report: _Report) -> None:
+async def _check_all(client: httpx.AsyncClient, endpoints: Endpoints, report: Report) -> None:
     await _check_healthz(client, endpoints.healthz, report)
     config = await _check_config(client, endpoints, report)
     scoring_url = _check_scoring_endpoint(config, endpoints.origin, report)
@@ -162,125 +105,25 @@ async def _check_all(client: httpx.AsyncClient, endpoints: _Endpoints, report: _
     _check_latency(answers, report)
 
 
-def generate_series(
-    step: int, count: int = SERIES_COUNT, points: int = POINTS_PER_SERIES
-) -> Iterator[dict[str, object]]:
-    """``count`` deterministic series (rising, flat, falling...) of ``points`` values each."""
-    for index in range(count):
-        slope = (1 - index % 3) * 0.01
-        yield {
-            "metric": {
-                "node": f"node-{index}",
-                "namespace": "scorer-check",
-                "pod": f"pod-{index}",
-            },
-            "values": [
-                [FIRST_TIMESTAMP + i * step, f"{0.5 + index * 0.1 + slope * i:.4f}"]
-                for i in range(points)
-            ],
-        }
-
-
-def _endpoints(url: str) -> _Endpoints:
-    check_http_url(url)
-    parts = urlsplit(url)
-    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    path = parts.path.rstrip("/")
-    if path.endswith("/config"):
-        config = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-        return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin)
-    config = f"{origin}{path}/config"
-    return _Endpoints(healthz=f"{origin}/healthz", config=config, origin=origin, guessed=True)
-
-
-async def _request(
-    client: httpx.AsyncClient,
-    method: str,
-    url: str,
-    *,
-    timeout: float,
-    limit: int,
-    body: object = None,
-    headers: dict[str, str] | None = None,
-) -> _Answer:
-    content = None if body is None else json.dumps(body).encode()
-    all_headers = dict(headers or {})
-    if content is not None:
-        all_headers["Content-Type"] = "application/json"
-    start = time.perf_counter()
+async def _check_healthz(client: httpx.AsyncClient, url: str, report: Report) -> None:
     try:
-        # A deadline for the whole exchange: httpx's timeouts apply to each read, which a
-        # server sending a byte at a time never runs into.
-        async with (
-            asyncio.timeout(timeout),
-            client.stream(method, url, content=content, headers=all_headers) as response,
-        ):
-            try:
-                data = await read_capped(response, limit)
-            except BodyTooLargeError:
-                raise _RequestFailedError(
-                    f"{method} {url}: body larger than {limit} bytes",
-                    time.perf_counter() - start,
-                ) from None
-            return _Answer(
-                response.status_code,
-                data,
-                time.perf_counter() - start,
-                response.headers.get("Location"),
-            )
-    except TimeoutError:
-        reason = f"{method} {url}: no complete answer within {timeout:g} s"
-        raise _RequestFailedError(reason, time.perf_counter() - start) from None
-    except httpx.HTTPError as error:
-        reason = f"{method} {url}: {type(error).__name__}: {error}"
-        raise _RequestFailedError(reason, time.perf_counter() - start) from None
-
-
-async def _post_scoring(
-    client: httpx.AsyncClient,
-    url: str,
-    timeout: float,
-    body: object,
-    headers: dict[str, str],
-) -> _Answer:
-    """A ``POST /scoring``, its answer capped as the agent caps it."""
-    return await _request(
-        client,
-        "POST",
-        url,
-        timeout=timeout,
-        limit=DEFAULT_MAX_SCORING_RESPONSE_BYTES,
-        body=body,
-        headers=headers,
-    )
-
-
-def _status_reason(answer: _Answer) -> str:
-    if 300 <= answer.status < 400:
-        return f"{answer.status} redirect to {answer.location or '?'} (redirects are not followed)"
-    excerpt = answer.body[:120].decode("utf-8", "replace").strip()
-    return f"{answer.status}" + (f": {excerpt}" if excerpt else "")
-
-
-async def _check_healthz(client: httpx.AsyncClient, url: str, report: _Report) -> None:
-    try:
-        answer = await _request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
-    except _RequestFailedError as error:
+        answer = await request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
+    except RequestFailedError as error:
         report.add("healthz", "FAIL", str(error), error.seconds)
         return
     if answer.status == 200:
         report.add("healthz", "PASS", f"GET {url} -> 200", answer.seconds)
     else:
-        report.add("healthz", "FAIL", f"GET {url} -> {_status_reason(answer)}", answer.seconds)
+        report.add("healthz", "FAIL", f"GET {url} -> {status_reason(answer)}", answer.seconds)
 
 
 async def _check_config(
-    client: httpx.AsyncClient, endpoints: _Endpoints, report: _Report
+    client: httpx.AsyncClient, endpoints: Endpoints, report: Report
 ) -> ScorerConfig | None:
     url = endpoints.config
     try:
-        answer = await _request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
-    except _RequestFailedError as error:
+        answer = await request(client, "GET", url, timeout=report.timeout, limit=MAX_CONFIG_BYTES)
+    except RequestFailedError as error:
         report.add("config", "FAIL", str(error), error.seconds)
         return None
     if answer.status != 200:
@@ -289,7 +132,7 @@ async def _check_config(
             if endpoints.guessed and answer.status == 404
             else ""
         )
-        report.add("config", "FAIL", f"GET {url} -> {_status_reason(answer)}{hint}", answer.seconds)
+        report.add("config", "FAIL", f"GET {url} -> {status_reason(answer)}{hint}", answer.seconds)
         return None
     try:
         document = load_json(answer.body)  # bounded: a deeply nested answer is refused
@@ -370,9 +213,7 @@ def _config_summary(config: ScorerConfig) -> str:
     return ", ".join(parts)
 
 
-def _check_scoring_endpoint(
-    config: ScorerConfig | None, origin: str, report: _Report
-) -> str | None:
+def _check_scoring_endpoint(config: ScorerConfig | None, origin: str, report: Report) -> str | None:
     if config is None:
         report.add("scoring-endpoint", "SKIP", "no valid /config")
         return None
@@ -399,31 +240,31 @@ async def _check_scoring(
     client: httpx.AsyncClient,
     url: str,
     body: dict[str, list[dict[str, object]]],
-    report: _Report,
+    report: Report,
     name: str,
-) -> _Answer | None:
+) -> Answer | None:
     shown = (
         f"{len(body['data'])} series x {POINTS_PER_SERIES} points"
         if body["data"]
         else '{"data": []}'
     )
     try:
-        answer = await _post_scoring(client, url, report.timeout, body, _auth_header(report.token))
-    except _RequestFailedError as error:
+        answer = await post_scoring(client, url, report.timeout, body, _auth_header(report.token))
+    except RequestFailedError as error:
         report.add(name, "FAIL", str(error), error.seconds)
         return None
     if answer.status != 200:
         hint = ""
         if answer.status in (401, 403) and not report.token:
             hint = " (the scorer wants a token: --token or $DSF_SCORER_TOKEN)"
-        report.add(name, "FAIL", f"POST {shown} -> {_status_reason(answer)}{hint}", answer.seconds)
+        report.add(name, "FAIL", f"POST {shown} -> {status_reason(answer)}{hint}", answer.seconds)
         return None
     report.add(name, "PASS", f"POST {shown} -> 200, {len(answer.body)} bytes", answer.seconds)
     return answer
 
 
 def _check_schema(
-    answers: Sequence[_Answer], report: _Report, expected: int
+    answers: Sequence[Answer], report: Report, expected: int
 ) -> list[ScoringResponse]:
     if not answers:
         report.add("response-schema", "SKIP", "no scoring response")
@@ -450,7 +291,7 @@ def _check_schema(
     return responses
 
 
-def _check_finite(responses: Sequence[ScoringResponse], report: _Report) -> None:
+def _check_finite(responses: Sequence[ScoringResponse], report: Report) -> None:
     if not responses:
         report.add("finite-scores", "SKIP", "no valid scoring response")
         return
@@ -473,8 +314,8 @@ async def _check_auth(
     client: httpx.AsyncClient,
     url: str,
     body: dict[str, list[dict[str, object]]],
-    with_token: _Answer | None,
-    report: _Report,
+    with_token: Answer | None,
+    report: Report,
 ) -> None:
     if not report.token:
         report.add("auth", "SKIP", "no token given (--token or $DSF_SCORER_TOKEN)")
@@ -487,8 +328,8 @@ async def _check_auth(
         ("wrong token", _auth_header(f"{report.token}-wrong")),
     ):
         try:
-            answer = await _post_scoring(client, url, report.timeout, body, headers)
-        except _RequestFailedError as error:
+            answer = await post_scoring(client, url, report.timeout, body, headers)
+        except RequestFailedError as error:
             report.add("auth", "FAIL", f"{label}: {error}", seconds + error.seconds)
             return
         seconds += answer.seconds
@@ -509,7 +350,7 @@ async def _check_auth(
     report.add("auth", "PASS", f"{', '.join(outcomes)}, token -> 200", seconds)
 
 
-def _check_latency(answers: Sequence[_Answer], report: _Report) -> None:
+def _check_latency(answers: Sequence[Answer], report: Report) -> None:
     if not answers:
         report.add("latency", "SKIP", "no scoring response")
         return
@@ -522,7 +363,7 @@ def _check_latency(answers: Sequence[_Answer], report: _Report) -> None:
     )
 
 
-def _summary(report: _Report, url: str) -> bool:
+def _summary(report: Report, url: str) -> bool:
     counts = {
         status: sum(1 for r in report.results if r.status == status)
         for status in ("PASS", "FAIL", "SKIP")

@@ -14,14 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from dsf_compile.edges.files import FileTooLargeError, NotRegularFileError, read_regular_file
+from dsf_compile.edges.replacement import replace_files
 from dsf_compile.errors import InputError, WriteError
-from dsf_compile.files import FileTooLargeError, NotRegularFileError, read_regular_file
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
 from dsf_compile.inputs.optimization import PlacementOptimization
 from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import Settings
-from dsf_compile.journal import replace_files
 from dsf_compile.sync.lock import Lockfile
 from dsf_contract.problem import Problem
 from dsf_contract.scoring_api import ScorerConfig, ScoringRequest, ScoringResponse
@@ -61,7 +61,7 @@ def write_schemas(
 ) -> list[str]:
     """Write (or with ``check``, compare) every schema; return the file names that were stale.
 
-    The stale ones are written in one update (:func:`dsf_compile.journal.replace_files`):
+    The stale ones are written in one update (:func:`dsf_compile.edges.replacement.replace_files`):
     all or none, also when the command is killed; ``notice`` is told, in one line, what a
     killed ``schemas`` left and this one recovered. Raises :class:`InputError` when
     ``folder`` or one of its schema files is something else than a folder or a regular

@@ -1,0 +1,114 @@
+"""``dsf-compile``: arguments, exit codes and printing. The only place that exits.
+
+Exit codes: 0 success; 1 invalid inputs, or ``rendered/`` differs (``render --check``,
+``diff``), or a conformance check failed (``scorer-check``), or an Inactive scorer with
+``sync --strict``; 2 usage error or internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from dsf_compile.commands import parser as cli_parser
+from dsf_compile.commands.call import EXIT_FAILURE, EXIT_INVALID, Call, print_error
+from dsf_compile.commands.reporters import Reporter, reporter_for
+from dsf_compile.commands.repository import find_repository
+from dsf_compile.commands.table import BY_NAME, COMMANDS
+from dsf_compile.errors import (
+    DsfError,
+    InputError,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    # pydantic looks for plugins in every installed package's metadata before it builds the
+    # first model (a tenth of validate's time); a compiler has no use for them, and what
+    # it checks must not depend on what else is installed. An explicit setting still wins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    code = run(list(sys.argv[1:] if argv is None else argv), sys.stdout, sys.stderr)
+    sys.exit(code)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``dsf-compile``'s parser, from :data:`COMMANDS`."""
+    return cli_parser.build_parser(COMMANDS)
+
+
+def run(argv: list[str], out: TextIO, err: TextIO) -> int:
+    """Run one command; return its exit code. Never raises for user mistakes."""
+    try:
+        # --help, --version and usage messages go where this run prints, as everything else
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(argv)
+        command = BY_NAME[args.command]
+        cli_parser.check_format(command, args.format)
+        call = Call(
+            command, args, _root(command, args), out, err, _reporter(command, args, out, err)
+        )
+    except UsageError as error:
+        print_error(error, err)
+        return EXIT_FAILURE
+    except SystemExit as exit_:  # --help, --version
+        return int(exit_.code or 0)
+    code = _run_command(call)
+    call.report.close()
+    return code
+
+
+def _root(command: cli_parser.Command, args: argparse.Namespace) -> Path:
+    """``--root``, or the repository the current folder is in."""
+    if not command.repository:
+        return Path(".")
+    if args.root is None:
+        return find_repository(Path("."))
+    root = Path(args.root)
+    if not root.is_dir():
+        raise UsageError(f"--root {args.root}: not a directory")
+    return root
+
+
+def _reporter(
+    command: cli_parser.Command, args: argparse.Namespace, out: TextIO, err: TextIO
+) -> Reporter:
+    chosen = args.format
+    if chosen is None:
+        github = os.environ.get("GITHUB_ACTIONS") == "true" and "github" in command.formats
+        chosen = "github" if github else command.formats[0] if command.formats else "text"
+    args.format = chosen  # what the handler prints its own output as
+    return reporter_for(chosen, command.name, out, err)
+
+
+def _run_command(call: Call) -> int:
+    """The handler's exit code; a user's mistake or a refusing file system is reported, not raised."""
+    try:
+        return call.command.handler(call)
+    except InputError as error:
+        count = sum(1 for p in error.problems if p.severity == "error")
+        written = "; nothing was written" if call.writes else ""
+        call.report.failed(error.problems, f"{count} error(s){written}")
+        return EXIT_INVALID
+    except DsfError as error:
+        print_error(error, call.err)
+    except OSError as error:
+        # The last line of defence: a file system refusing something is one line, not a traceback.
+        where = f" ({error.filename})" if error.filename else ""
+        print_error(f"{error.strerror or error}{where}", call.err)
+    except KeyboardInterrupt:
+        print("dsf-compile: interrupted", file=call.err)
+    call.report.failed((), "")
+    return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,314 @@
+"""``dsf-compile``'s handlers: one function per command, from arguments to exit code.
+
+Each runs its pipeline (imported when the command runs, so a command loads only what it
+needs), hands the reporter what it found and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from dsf_compile.commands.call import (
+    EXIT_FAILURE,
+    EXIT_INVALID,
+    EXIT_OK,
+    NO_SCORES_WARNING,
+    SCORER_TOKEN_VARIABLE,
+    Call,
+    format_unchanged,
+    hub_state_of,
+    no_scores,
+    now,
+    print_error,
+    refuse_unused_state_options,
+)
+from dsf_compile.edges.untrusted import safe_message
+from dsf_compile.errors import (
+    InputError,
+    MassRemovalError,
+    UnreachableFleetError,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.render.changes import Changes
+    from dsf_compile.sync.lock import LockEntry
+
+
+def handle_validate(call: Call) -> int:
+    """``validate``: the inputs checked; ``--strict`` makes warnings errors."""
+    from dsf_compile.pipeline.inputs import validate_fleet
+
+    inputs = validate_fleet(call.root)
+    # info lines (what the hub needs for a kind) are not findings: --strict keeps them
+    if call.args.strict and any(w.severity == "warning" for w in inputs.warnings):
+        raise InputError(
+            [
+                replace(w, severity="error") if w.severity == "warning" else w
+                for w in inputs.warnings
+            ]
+        )
+    call.problems(inputs.warnings)
+    call.report.result(scorers=len(inputs.scorers), clusters=len(inputs.clusters))
+    call.say(f"{len(inputs.scorers)} scorer(s), {len(inputs.clusters)} cluster(s): valid")
+    return EXIT_OK
+
+
+def handle_sync(call: Call) -> int:
+    """``sync``: the lockfile refreshed (``--clusters``: the hub's ManagedClusters)."""
+    args, err = call.args, call.err
+    if args.clusters:
+        return _discover(call)
+    if args.allow_mass_removal:
+        raise UsageError("--allow-mass-removal goes with --clusters")
+    from dsf_compile.pipeline.sync import sync_fleet
+    from dsf_compile.sync.fetch import format_progress
+
+    show = not call.structured and (err.isatty() if hasattr(err, "isatty") else False)
+
+    def progress(name: str, entry: LockEntry, done: int, total: int) -> None:
+        if show:
+            print(format_progress(name, entry, done, total), file=err, flush=True)
+
+    try:
+        synced = sync_fleet(
+            call.root,
+            names=args.names,
+            resolve=args.resolve,
+            progress=progress,
+            allow_mass_failure=args.allow_mass_failure,
+        )
+    except UnreachableFleetError as error:
+        call.report.failed(error.problems, "")
+        print_error(error, err)
+        return EXIT_INVALID
+    call.problems(synced.warnings)
+    if synced.recovered:
+        call.say(synced.recovered)
+    state = "updated" if synced.lockfile_changed else "unchanged"
+    call.report.result(active=synced.active, inactive=list(synced.inactive), lockfile=state)
+    call.say(f"{synced.active} Active, {len(synced.inactive)} Inactive; dsf.lock.json {state}")
+    return EXIT_INVALID if (args.strict and synced.inactive) else EXIT_OK
+
+
+def _discover(call: Call) -> int:
+    """``sync --clusters``: the hub's ManagedClusters into ``clusters/discovered.yaml``."""
+    args, err = call.args, call.err
+    from dsf_compile.pipeline.sync import discover_clusters
+    from dsf_compile.sync.clusters import DISCOVERED_FILE
+
+    if (
+        args.hub_kubeconfig is None
+        or args.names
+        or args.strict
+        or args.resolve
+        or args.allow_mass_failure
+    ):
+        print(
+            "dsf-compile: error: sync --clusters needs --hub-kubeconfig PATH and takes no "
+            "scorer names, --strict, --resolve or --allow-mass-failure",
+            file=err,
+        )
+        return EXIT_FAILURE
+    try:  # HubReadError: exit 2, one line each
+        found = discover_clusters(
+            call.root, args.hub_kubeconfig, allow_mass_removal=args.allow_mass_removal
+        )
+    except MassRemovalError as error:
+        call.report.failed(error.problems, "")
+        print_error(error, err)
+        return EXIT_INVALID
+    if found.recovered:
+        call.say(found.recovered)
+    joined = f" (joined: {', '.join(found.added)})" if found.added else ""
+    left = f" (left: {', '.join(found.removed)})" if found.removed else ""
+    state = "updated" if found.changed else "unchanged"
+    # the names passed validation (DNS labels); escaped all the same, like every hub text
+    line = f"{len(found.clusters)} cluster(s) on the hub{joined}{left}; {DISCOVERED_FILE} {state}"
+    call.say(safe_message(line))
+    return EXIT_OK
+
+
+def handle_render(call: Call) -> int:
+    """``render``: ``rendered/`` written (``--check``: compared, see :func:`handle_check`)."""
+    if call.args.check:
+        return handle_check(call)
+    refuse_unused_state_options("render", call.args)
+    from dsf_compile.commands.render_command import render
+
+    rendered = render(call.root)
+    if rendered.recovered:
+        call.say(rendered.recovered)
+    for leftover in rendered.leftovers:
+        call.report.warn(f"cannot remove the temporary file {leftover}")
+    said = rendered.said
+    call.problems(said.warnings)
+    call.report.result(files=said.files, clusters=said.clusters, changes=rendered.summary)
+    call.say(f"rendered {said.files} file(s) for {said.clusters} cluster(s): {rendered.summary}")
+    return EXIT_OK
+
+
+def handle_check(call: Call) -> int:
+    """``render --check`` and ``diff``: what would change, and with a hub state the
+    decisions that would move; exit 1 when ``rendered/`` is stale."""
+    args = call.args
+    refuse_unused_state_options(args.command, args)
+    from dsf_compile.commands.render_command import check
+
+    hub_state = hub_state_of(args, call.root)
+    checked = check(call.root, use_cache=hub_state is None)
+    call.problems(checked.warnings)
+    changes = checked.changes
+    moved: list[DecisionChange] | None = None
+    if changes is not None and hub_state is not None:
+        from dsf_compile.pipeline.placements import decision_changes
+
+        at = args.at or now()
+        moved = decision_changes(call.root, hub_state, at, inputs=checked.inputs)
+    _show_changes(call, changes, moved)
+    if changes is None or changes.empty:
+        call.say("rendered/ is up to date")
+        return EXIT_OK
+    if changes.debris:
+        call.say(changes.debris.line("dsf-compile render"))
+    call.say(f"rendered/ is stale: {changes.summary()}; run 'dsf-compile render'")
+    return EXIT_INVALID
+
+
+def _show_changes(call: Call, changes: Changes | None, moved: list[DecisionChange] | None) -> None:
+    """The changes (and moved decisions) as records, or as text or Markdown on stdout."""
+    from dsf_compile.render.changes_text import change_records, format_changes
+
+    if call.structured:
+        stale = changes is not None and not changes.empty
+        records = change_records(changes) if changes is not None else []
+        call.report.result(stale=stale, changes=records)
+        if moved is not None:
+            call.report.result(decisions=[_decision_record(m) for m in moved])
+        return
+    style = "markdown" if call.args.format == "markdown" else "text"
+    if changes is None:
+        call.out.write(format_unchanged(style))
+        return
+    call.out.write(format_changes(changes, style))
+    if moved is not None:
+        from dsf_compile.placement.explain import format_decision_changes
+
+        call.out.write(format_decision_changes(moved, style))
+
+
+def _decision_record(change: DecisionChange) -> dict[str, object]:
+    return {
+        "placement": change.placement,
+        "before": list(change.before),
+        "after": list(change.after),
+    }
+
+
+def handle_optimize(call: Call) -> int:
+    """``optimize``: every PlacementOptimization solved and its plan written."""
+    from dsf_compile.pipeline.placements import optimize_fleet
+
+    args = call.args
+    state = hub_state_of(args, call.root) or no_scores()
+    plans = optimize_fleet(call.root, state, args.at or now(), args.time_limit, call.say)
+    for plan in plans:
+        call.problems(plan.warnings)
+        state_word = "written" if plan.changed else "unchanged"
+        shown = ", ".join(plan.left_out[:20])
+        more = f" and {len(plan.left_out) - 20} more" if len(plan.left_out) > 20 else ""
+        left_out = f"; left out: {shown}{more}" if plan.left_out else ""
+        line = f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"
+        print(safe_message(line), file=call.err)
+    return EXIT_OK
+
+
+def handle_explain(call: Call) -> int:
+    """``explain``: the scheduler replayed per Placement (``--verify``: against the hub)."""
+    args = call.args
+    if args.verify:
+        return _verify(call)
+    from dsf_compile.pipeline.placements import explain_fleet
+    from dsf_compile.placement import explain
+
+    at = args.at or now()
+    hub_state = hub_state_of(args, call.root)
+    results = explain_fleet(call.root, args.placements, hub_state or no_scores(), at)
+    if hub_state is None:  # said before the table, which would look like real decisions
+        call.report.warn(NO_SCORES_WARNING)
+    if call.structured:
+        call.report.result(**explain.explain_document(results, at))
+        return EXIT_OK
+    formatter = explain.format_markdown if args.format == "markdown" else explain.format_text
+    call.out.write(formatter(results, at))
+    return EXIT_OK
+
+
+def handle_backtest(call: Call) -> int:
+    """``backtest``: the Placements replayed over the score history."""
+    from dsf_compile.backtest.command import run_backtest
+
+    if not call.structured:
+        return run_backtest(call.args, call.root, call.out, now())
+    # the report joins the one JSON document every command prints
+    text = io.StringIO()
+    code = run_backtest(call.args, call.root, text, now())
+    call.report.result(**json.loads(text.getvalue()))
+    return code
+
+
+def _verify(call: Call) -> int:
+    """``explain --verify``: each drifted Placement on stdout; exit 1 on any, 2 if none compared."""
+    args = call.args
+    if not args.hub_kubeconfig or args.scores or args.decisions:
+        raise UsageError(
+            "explain --verify reads everything from the hub: give --hub-kubeconfig only"
+        )
+    from dsf_compile.pipeline.placements import verify_hub
+    from dsf_compile.placement import verify
+
+    found = verify_hub(call.root, args.hub_kubeconfig, args.placements, args.at or now())
+    for line in verify.not_compared_lines(found):
+        call.say(line)
+    call.out.write(verify.format_drifts(found))
+    call.say(verify.summary(found))
+    return verify.exit_code(found)
+
+
+def handle_scorer_check(call: Call) -> int:
+    """``scorer-check``: the conformance test of a live Scoring API; exit 1 on a failure."""
+    from dsf_compile.commands.scorer_check import run_scorer_check
+
+    args = call.args
+    token = args.token if args.token is not None else os.environ.get(SCORER_TOKEN_VARIABLE) or None
+    ok = run_scorer_check(args.url, token=token, timeout=args.timeout, out=call.out)
+    return EXIT_OK if ok else EXIT_INVALID
+
+
+def handle_schemas(call: Call) -> int:
+    """``schemas``: ``schemas/`` written (``--check``: exit 1 when stale)."""
+    from dsf_compile.edges.schemas import write_schemas
+
+    check = call.args.check
+    stale = write_schemas(call.root / "schemas", check=check, notice=call.say)
+    for name in stale:
+        if check:
+            print(f"schemas/{name} is stale; run 'dsf-compile schemas'", file=call.out)
+        else:
+            print(f"wrote schemas/{name}", file=call.out)
+    return EXIT_INVALID if (check and stale) else EXIT_OK
+
+
+def handle_completion(call: Call) -> int:
+    """A static completion script for the shell, generated from the parser by shtab."""
+    import shtab
+
+    from dsf_compile.commands.cli import build_parser
+
+    call.out.write(shtab.complete(build_parser(), shell=call.args.shell))
+    return EXIT_OK

@@ -1,0 +1,50 @@
+"""``render`` and ``render --check``: the plan rendered, written to ``rendered/`` or compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dsf_compile.errors import (
+    InputError,
+)
+from dsf_compile.pipeline.inputs import plan_fleet
+from dsf_contract.problem import Problem
+
+if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.inputs.validate import Inputs
+    from dsf_compile.render.changes import Changes
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """What ``render`` wrote, or (``check``) what it would change."""
+
+    files: int
+    clusters: int
+    changes: Changes
+    warnings: tuple[Problem, ...]
+    inputs: Inputs | None = None  # what was rendered, for a replay of the same inputs
+
+
+def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
+    """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
+    from dsf_compile.render.manifests import render_manifests
+    from dsf_compile.render.reshard import applied_paths, check_reshard
+    from dsf_compile.render.tree import RENDERED
+    from dsf_compile.render.write import compare_tree, write_tree
+
+    plan = plan_fleet(root)
+    try:
+        files = render_manifests(plan)
+    except InputError as error:
+        raise InputError([*error.problems, *plan.warnings]) from None
+    folder = root / RENDERED
+    # before anything is written: a change of the shard count must not prune a cluster
+    errors, notices = check_reshard(applied_paths(folder), files, plan.inputs)
+    if errors:
+        raise InputError([*errors, *plan.warnings])
+    changes = compare_tree(folder, files) if check else write_tree(folder, files)
+    warnings = (*plan.warnings, *notices)
+    return RenderResult(len(files), len(plan.clusters), changes, warnings, plan.inputs)
