@@ -100,7 +100,7 @@ class Fleet:
         return HubState(None, ())
 
     def list_scorers(self) -> list[ScorerInfo]:
-        from dsf_compile.placement.checks import score_catalog
+        from dsf_compile.placement.published_scores import score_catalog
         from dsf_compile.sync.lock import read_lockfile
         from dsf_contract.summary import sanitize_score_name
 

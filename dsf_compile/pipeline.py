@@ -174,8 +174,8 @@ def _placement_problems(
     """
     if not inputs.placement_objects and not inputs.optimizations:
         return [], []
-    from dsf_compile.placement.checks import check_placements, score_catalog
-    from dsf_compile.placement.proposal import check_optimizations
+    from dsf_compile.placement.checks import check_optimizations, check_placements
+    from dsf_compile.placement.published_scores import score_catalog
 
     catalog = score_catalog(inputs, lock, resolutions)
     errors, warnings = check_placements(inputs, catalog, _now())
@@ -311,7 +311,7 @@ def explain_fleet(
     root: Path, names: Sequence[str], state: HubState, at: datetime
 ) -> list[PlacementResult]:
     """``explain``: OCM's scheduler replayed for the named Placements (all when none)."""
-    from dsf_compile.placement.checks import inventory_clusters
+    from dsf_compile.placement.cluster_groups import inventory_clusters
     from dsf_compile.placement.scheduler import schedule
 
     inputs = load_inputs(root)
@@ -373,7 +373,7 @@ def decision_changes(root: Path, state: HubState, at: datetime) -> list[Decision
 
     Placements added or removed by the change count too (no decisions on the missing side).
     """
-    from dsf_compile.placement.checks import inventory_clusters
+    from dsf_compile.placement.cluster_groups import inventory_clusters
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import schedule
 
