@@ -58,26 +58,30 @@ class Check(Generic[Subject]):
     run: Callable[[Subject], Iterable[Problem]]
 
 
-#: What ``validate`` checks of each Placement, in the order it reports them.
-PLACEMENT_CHECKS: tuple[Check[CheckedPlacement], ...] = (
-    Check("score-coordinates", "each scoreCoordinate names a built-in prioritizer, or a published score and an item it gives", score_coordinates),
-    Check("tolerations", "no toleration OCM's TaintToleration plugin calls misconfigured", tolerations),
-    Check("cel", "CEL expressions compile, give a bool, read published scores, stay under OCM's cost limit", cel_expressions),
-    Check("inactive-scorer", "warns of a score it ranks by whose scorer is Inactive in dsf.lock.json", inactive_scorers),
-    Check("cluster-set-bound", "warns when no ManagedClusterSetBinding binds a cluster set to its namespace", cluster_set_bound),
-    Check("selects-clusters", "warns when, scheduled on the inventory, it selects no cluster", selects_clusters),
-    Check("masked-scores", "warns of a score it ranks by that a mask keeps off clusters it can select", masked_scores),
-)  # fmt: skip
+class PlacementCheck(Check[CheckedPlacement]):
+    """A check run on each Placement; its problems are reported in the registry's order."""
 
-#: What ``validate`` checks of each PlacementOptimization (its problems come sorted).
-OPTIMIZATION_CHECKS: tuple[Check[CheckedOptimization], ...] = (
-    Check("score-format", "preference.scoreDimensionFormat names ${app} and ${device}", score_format),
-    Check("published-score", "preference.addOnPlacementScore is a score a scorer publishes", published_score),
-    Check("listed-once", "clusters, targetWorkloads and each cluster's availablePolicies list a name once", listed_once),
-    Check("known-clusters", "every cluster is in the inventory (clusters/)", known_clusters),
-    Check("supply", "every available Policy is in placements/ with its supply labels, a quantity ≥ 0", supply),
-    Check("demand", "every target workload is a ManifestWorkReplicaSet in placements/ with its demand labels", demand),
-    Check("written-names", "no object the plan writes is in another plan or another file of placements/", written_names),
+
+class OptimizationCheck(Check[CheckedOptimization]):
+    """A check run on each PlacementOptimization; their problems are reported sorted."""
+
+
+#: What ``validate`` checks in ``placements/``.
+CHECKS: tuple[PlacementCheck | OptimizationCheck, ...] = (
+    PlacementCheck("score-coordinates", "each scoreCoordinate names a built-in prioritizer, or a published score and an item it gives", score_coordinates),
+    PlacementCheck("tolerations", "no toleration OCM's TaintToleration plugin calls misconfigured", tolerations),
+    PlacementCheck("cel", "CEL expressions compile, give a bool, read published scores, stay under OCM's cost limit", cel_expressions),
+    PlacementCheck("inactive-scorer", "warns of a score it ranks by whose scorer is Inactive in dsf.lock.json", inactive_scorers),
+    PlacementCheck("cluster-set-bound", "warns when no ManagedClusterSetBinding binds a cluster set to its namespace", cluster_set_bound),
+    PlacementCheck("selects-clusters", "warns when, scheduled on the inventory, it selects no cluster", selects_clusters),
+    PlacementCheck("masked-scores", "warns of a score it ranks by that a mask keeps off clusters it can select", masked_scores),
+    OptimizationCheck("score-format", "preference.scoreDimensionFormat names ${app} and ${device}", score_format),
+    OptimizationCheck("published-score", "preference.addOnPlacementScore is a score a scorer publishes", published_score),
+    OptimizationCheck("listed-once", "clusters, targetWorkloads and each cluster's availablePolicies list a name once", listed_once),
+    OptimizationCheck("known-clusters", "every cluster is in the inventory (clusters/)", known_clusters),
+    OptimizationCheck("supply", "every available Policy is in placements/, labelled with its device, kind and amount (≥ 0)", supply),
+    OptimizationCheck("demand", "every target workload is a ManifestWorkReplicaSet in placements/, labelled with its app, kind and amount (≥ 0)", demand),
+    OptimizationCheck("written-names", "no object the plan writes is in another plan or another file of placements/", written_names),
 )  # fmt: skip
 
 
@@ -88,9 +92,10 @@ def check_placements(
     fleet = PlacementFleet(inputs, catalog, at)
     errors: list[Problem] = []
     warnings: list[Problem] = []
+    registered = [c for c in CHECKS if isinstance(c, PlacementCheck)]
     for located in inputs.placements:
         placement = CheckedPlacement(fleet, located)
-        for check in PLACEMENT_CHECKS:
+        for check in registered:
             for problem in check.run(placement):
                 (errors if problem.severity == "error" else warnings).append(problem)
     return errors, warnings
@@ -101,7 +106,8 @@ def check_optimizations(inputs: Inputs, catalog: ScoreCatalog) -> list[Problem]:
     fleet = OptimizationFleet(inputs, catalog)
     problems: set[Problem] = set()  # a Policy two clusters offer is checked twice
     # in order: the first plan to claim an object keeps it
+    registered = [c for c in CHECKS if isinstance(c, OptimizationCheck)]
     for located in inputs.optimizations:
         subject = CheckedOptimization(fleet, located)
-        problems.update(p for check in OPTIMIZATION_CHECKS for p in check.run(subject))
+        problems.update(p for check in registered for p in check.run(subject))
     return sorted(problems)

@@ -13,13 +13,12 @@ from dsf_compile.placement import checks
 from dsf_compile.placement.published_scores import score_catalog
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
-ALL = (*checks.PLACEMENT_CHECKS, *checks.OPTIMIZATION_CHECKS)
 
 
 def test_each_check_has_one_name_and_says_what_it_checks_in_one_line() -> None:
-    names = [check.name for check in ALL]
+    names = [check.name for check in checks.CHECKS]
     assert len(names) == len(set(names))
-    for check in ALL:
+    for check in checks.CHECKS:
         assert check.name == check.name.lower() and " " not in check.name
         assert check.what and "\n" not in check.what
 
@@ -35,7 +34,7 @@ def test_leaving_a_check_out_of_the_registry_leaves_out_its_problems(
     masked = [w for w in warnings if " is masked on " in w.message]
     assert masked  # the generated fleet masks scores
 
-    kept = tuple(c for c in checks.PLACEMENT_CHECKS if c.name != "masked-scores")
-    monkeypatch.setattr(checks, "PLACEMENT_CHECKS", kept)
+    kept = tuple(c for c in checks.CHECKS if c.name != "masked-scores")
+    monkeypatch.setattr(checks, "CHECKS", kept)
     _, without = checks.check_placements(inputs, catalog, AT)
     assert without == [w for w in warnings if w not in masked]
