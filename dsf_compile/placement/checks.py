@@ -21,27 +21,12 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from dsf_compile.inputs.validate import Inputs
+from dsf_compile.placement import checks_cel, checks_optimization, checks_scores, checks_selection
 from dsf_compile.placement.check_subjects import (
     CheckedOptimization,
     CheckedPlacement,
     OptimizationFleet,
     PlacementFleet,
-)
-from dsf_compile.placement.checks_cel import cel_expressions
-from dsf_compile.placement.checks_optimization import (
-    demand,
-    known_clusters,
-    listed_once,
-    published_score,
-    score_format,
-    supply,
-    written_names,
-)
-from dsf_compile.placement.checks_scores import inactive_scorers, masked_scores, score_coordinates
-from dsf_compile.placement.checks_selection import (
-    cluster_set_bound,
-    selects_clusters,
-    tolerations,
 )
 from dsf_compile.placement.published_scores import ScoreCatalog
 from dsf_contract.problem import Problem
@@ -68,20 +53,20 @@ class OptimizationCheck(Check[CheckedOptimization]):
 
 #: What ``validate`` checks in ``placements/``.
 CHECKS: tuple[PlacementCheck | OptimizationCheck, ...] = (
-    PlacementCheck("score-coordinates", "each scoreCoordinate names a built-in prioritizer, or a published score and an item it gives", score_coordinates),
-    PlacementCheck("tolerations", "no toleration OCM's TaintToleration plugin calls misconfigured", tolerations),
-    PlacementCheck("cel", "CEL expressions compile, give a bool, read published scores, stay under OCM's cost limit", cel_expressions),
-    PlacementCheck("inactive-scorer", "warns of a score it ranks by whose scorer is Inactive in dsf.lock.json", inactive_scorers),
-    PlacementCheck("cluster-set-bound", "warns when no ManagedClusterSetBinding binds a cluster set to its namespace", cluster_set_bound),
-    PlacementCheck("selects-clusters", "warns when, scheduled on the inventory, it selects no cluster", selects_clusters),
-    PlacementCheck("masked-scores", "warns of a score it ranks by that a mask keeps off clusters it can select", masked_scores),
-    OptimizationCheck("score-format", "preference.scoreDimensionFormat names ${app} and ${device}", score_format),
-    OptimizationCheck("published-score", "preference.addOnPlacementScore is a score a scorer publishes", published_score),
-    OptimizationCheck("listed-once", "clusters, targetWorkloads and each cluster's availablePolicies list a name once", listed_once),
-    OptimizationCheck("known-clusters", "every cluster is in the inventory (clusters/)", known_clusters),
-    OptimizationCheck("supply", "every available Policy is in placements/, labelled with its device, kind and amount (≥ 0)", supply),
-    OptimizationCheck("demand", "every target workload is a ManifestWorkReplicaSet in placements/, labelled with its app, kind and amount (≥ 0)", demand),
-    OptimizationCheck("written-names", "no object the plan writes is in another plan or another file of placements/", written_names),
+    PlacementCheck("score-coordinates", "each scoreCoordinate names a built-in prioritizer, or a published score and an item it gives", checks_scores.score_coordinates),
+    PlacementCheck("tolerations", "no toleration OCM's TaintToleration plugin calls misconfigured", checks_selection.tolerations),
+    PlacementCheck("cel", "CEL expressions compile, give a bool, read published scores, stay under OCM's cost limit", checks_cel.cel_expressions),
+    PlacementCheck("inactive-scorer", "warns of a score it ranks by whose scorer is Inactive in dsf.lock.json", checks_scores.inactive_scorers),
+    PlacementCheck("cluster-set-bound", "warns when no ManagedClusterSetBinding binds a cluster set to its namespace", checks_selection.cluster_set_bound),
+    PlacementCheck("selects-clusters", "warns when, scheduled on the inventory, it selects no cluster", checks_selection.selects_clusters),
+    PlacementCheck("masked-scores", "warns of a score it ranks by that a mask keeps off clusters it can select", checks_scores.masked_scores),
+    OptimizationCheck("score-format", "preference.scoreDimensionFormat names ${app} and ${device}", checks_optimization.score_format),
+    OptimizationCheck("published-score", "preference.addOnPlacementScore is a score a scorer publishes", checks_optimization.published_score),
+    OptimizationCheck("listed-once", "clusters, targetWorkloads and each cluster's availablePolicies list a name once", checks_optimization.listed_once),
+    OptimizationCheck("known-clusters", "every cluster is in the inventory (clusters/)", checks_optimization.known_clusters),
+    OptimizationCheck("supply", "every available Policy is in placements/, labelled with its device, kind and amount (≥ 0)", checks_optimization.supply),
+    OptimizationCheck("demand", "every target workload is a ManifestWorkReplicaSet in placements/, labelled with its app, kind and amount (≥ 0)", checks_optimization.demand),
+    OptimizationCheck("written-names", "no object the plan writes is in another plan or another file of placements/", checks_optimization.written_names),
 )  # fmt: skip
 
 

@@ -48,8 +48,6 @@ from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
-_Labelled = TypeVar("_Labelled", Policy, ManifestWorkReplicaSet)
-
 
 @dataclass(frozen=True)
 class Proposal:
@@ -130,6 +128,10 @@ def _demand(
         references[name] = workload
         workloads.append(Workload(name, app, kind, amount))
     return references, workloads
+
+
+#: The objects whose labels say what a plan supplies or demands.
+_Labelled = TypeVar("_Labelled", Policy, ManifestWorkReplicaSet)
 
 
 def _labelled(
