@@ -229,7 +229,7 @@ class _Replayer:
         series: Sequence[Series],
         initial: Sequence[PlacementDecision],
     ) -> None:
-        from dsf_compile.placement.checks import inventory_clusters
+        from dsf_compile.placement.cluster_groups import inventory_clusters
 
         self.fleet, self.window, self.initial = fleet, window, initial
         steps = (window.start + window.step * np.arange(window.count, dtype=np.int64)) * 1000

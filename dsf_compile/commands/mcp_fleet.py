@@ -154,7 +154,7 @@ def _moment(at: str | None) -> datetime:
 
 def _scorer_infos(validated: Validated) -> list[ScorerInfo]:
     """Each scorer with its published score, resolved as the validation resolved it."""
-    from dsf_compile.placement.checks import score_catalog
+    from dsf_compile.placement.published_scores import score_catalog
     from dsf_compile.sync.lock import Lockfile
     from dsf_contract.summary import sanitize_score_name
 

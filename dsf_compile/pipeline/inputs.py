@@ -172,8 +172,8 @@ def _placement_problems(
     """
     if not inputs.placement_objects and not inputs.optimizations:
         return [], []
-    from dsf_compile.placement.checks import check_placements, score_catalog
-    from dsf_compile.placement.proposal import check_optimizations
+    from dsf_compile.placement.checks import check_optimizations, check_placements
+    from dsf_compile.placement.published_scores import score_catalog
 
     catalog = score_catalog(inputs, lock, resolutions)
     errors, warnings = check_placements(inputs, catalog, _now())

@@ -50,7 +50,7 @@ def explain_fleet(
 
     ``inputs``: the repository already loaded (``dsf-mcp`` validates it first), else loaded here.
     """
-    from dsf_compile.placement.checks import inventory_clusters
+    from dsf_compile.placement.cluster_groups import inventory_clusters
     from dsf_compile.placement.scheduler import schedule
 
     inputs = inputs or load_inputs(root)
@@ -115,7 +115,7 @@ def decision_changes(
     Placements added or removed by the change count too (no decisions on the missing side).
     ``inputs``: the repository already loaded (``diff`` renders first), else loaded here.
     """
-    from dsf_compile.placement.checks import inventory_clusters
+    from dsf_compile.placement.cluster_groups import inventory_clusters
     from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import schedule
 

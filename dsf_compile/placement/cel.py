@@ -31,8 +31,8 @@ from dsf_compile.placement.cel_cost import (
     CostLimitExceeded,
     TooLarge,
     metered_cost,
-    open_overloads,
 )
+from dsf_compile.placement.cel_cost_model import open_overloads
 from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,

@@ -58,14 +58,6 @@ def _q(value: object) -> Fraction:
     return Fraction(_tagged(value, _QUANTITY))
 
 
-def _is_quantity(text: object) -> bool:
-    try:
-        _quantity(text)
-    except CelFunctionError:
-        return False
-    return True
-
-
 def _q_other(value: object) -> Fraction:
     return Fraction(int_arg(value)) if isinstance(value, int) else _q(value)
 
@@ -226,7 +218,7 @@ def _family(value: object) -> int:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     # Quantity
     "quantity": _quantity,
-    "isQuantity": _is_quantity,
+    "isQuantity": _valid(_quantity),
     "sign": lambda q: (_q(q) > 0) - (_q(q) < 0),
     "isInteger": lambda q: _q(q).denominator == 1 and INT64_RANGE[0] <= _q(q) <= INT64_RANGE[1],
     "asInteger": _as_integer,

@@ -50,6 +50,7 @@ from typing import Any
 from dsf_compile.placement.optimize_model import (
     SOLVER_HINT,
     Model,
+    ModelTooLargeError,
     OptimizationError,
     Pair,
     SolverMissingError,
@@ -77,10 +78,6 @@ __all__ = [
 MAX_Z_VARIABLES = 250_000
 #: Seconds the solver may take (``optimize --time-limit``).
 DEFAULT_TIME_LIMIT = 60.0
-
-
-class ModelTooLargeError(OptimizationError):
-    """The model would have more ``z`` variables than :data:`MAX_Z_VARIABLES`."""
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,10 @@ class TimeLimitError(OptimizationError):
     """The solver did not prove an optimum before the time limit."""
 
 
+class ModelTooLargeError(OptimizationError):
+    """The model would have more ``z`` variables than :data:`.optimize.MAX_Z_VARIABLES`."""
+
+
 class SolverMissingError(DsfError):
     """The optional solver extra is not installed."""
 

@@ -1,11 +1,9 @@
 """A PlacementOptimization → the objects that carry out its optimal plan.
 
-Pure. :func:`check_optimizations` finds what makes an optimization unusable (a Policy or
-workload not in ``placements/``, supply or demand labels missing or not numbers, a
-cluster not in the inventory, a score no scorer publishes), each at its field;
-:func:`propose` reads the scores back through the dimension format, solves the model
-(:mod:`dsf_compile.placement.optimize`) and returns the file ``optimize`` writes to
-``placements/optimized/<namespace>-<name>.yaml``.
+Pure. :func:`propose` reads the scores back through the dimension format, solves the
+model (:mod:`dsf_compile.placement.optimize`) and returns the file ``optimize`` writes to
+``placements/optimized/<namespace>-<name>.yaml``. It runs on an optimization the checks
+of :mod:`.checks_optimization` passed (every Policy and workload there, every label).
 """
 
 from __future__ import annotations
@@ -13,22 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from fractions import Fraction
+from typing import Any, TypeVar
 
 from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.located import Located
-from dsf_compile.inputs.optimization import (
-    DEMAND_AMOUNT,
-    DEMAND_APP,
-    DEMAND_KIND,
-    GENERATED_BY_LABEL,
-    SUPPLY_AMOUNT,
-    SUPPLY_DEVICE,
-    SUPPLY_KIND,
-    PlacementOptimization,
-)
+from dsf_compile.inputs.optimization import GENERATED_BY_LABEL, PlacementOptimization
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     POLICY_API_VERSION,
@@ -36,9 +26,13 @@ from dsf_compile.inputs.placements import (
     ManifestWorkReplicaSet,
     Policy,
 )
-from dsf_compile.inputs.quantity import QuantityError, quantity_value
+from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.inputs.validate import Inputs
-from dsf_compile.placement.checks import ScoreCatalog
+from dsf_compile.placement.checks_optimization import (
+    DEMAND_LABELS,
+    SUPPLY_LABELS,
+    placement_object,
+)
 from dsf_compile.placement.optimize import (
     Configuration,
     ModelTooLargeError,
@@ -53,191 +47,6 @@ from dsf_compile.placement.optimize import (
 from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
-
-# --------------------------------------------------------------------- checks
-
-
-def check_optimizations(inputs: Inputs, catalog: ScoreCatalog) -> list[Problem]:
-    """Every PlacementOptimization of ``inputs`` against ``placements/``, the inventory and the scores."""
-    problems: list[Problem] = []
-    clusters = {c.model.metadata.name for c in inputs.clusters}
-    problems += _check_written_names(inputs)
-    for located in inputs.optimizations:
-        spec = located.model.spec
-        namespace = located.model.metadata.namespace
-        preference = spec.preference
-        format_fields = {"app", "device"} - set(
-            item_pattern(preference.scoreDimensionFormat).groupindex
-        )
-        if format_fields:
-            problems.append(
-                located.problem(
-                    ("spec", "preference", "scoreDimensionFormat"),
-                    f"must name ${{app}} and ${{device}} (missing: {', '.join(sorted(format_fields))})",
-                )
-            )
-        if catalog.complete and preference.addOnPlacementScore not in catalog.scores:
-            problems.append(
-                located.problem(
-                    ("spec", "preference", "addOnPlacementScore"),
-                    f"no scorer publishes an AddOnPlacementScore named "
-                    f"{preference.addOnPlacementScore!r}; published: "
-                    f"{', '.join(sorted(catalog.scores)) or 'none'}",
-                )
-            )
-        problems += _repeated(
-            located, ("spec", "clusters"), [c.name for c in spec.clusters], "name"
-        )
-        problems += _repeated(located, ("spec", "targetWorkloads"), list(spec.targetWorkloads))
-        for index, cluster in enumerate(spec.clusters):
-            problems += _repeated(
-                located, ("spec", "clusters", index, "availablePolicies"), cluster.availablePolicies
-            )
-            if cluster.name not in clusters:
-                problems.append(
-                    located.problem(
-                        ("spec", "clusters", index, "name"),
-                        f"cluster {cluster.name!r} is not in the inventory (clusters/)",
-                    )
-                )
-            for position, name in enumerate(cluster.availablePolicies):
-                pointer = ("spec", "clusters", index, "availablePolicies", position)
-                policy = _find(inputs, Policy, namespace, name)
-                if policy is None:
-                    problems.append(
-                        located.problem(pointer, f"no Policy {namespace}/{name} in placements/")
-                    )
-                else:
-                    problems += _label_problems(
-                        policy, (SUPPLY_KIND, SUPPLY_AMOUNT, SUPPLY_DEVICE), SUPPLY_AMOUNT
-                    )
-        for index, name in enumerate(spec.targetWorkloads):
-            workload = _find(inputs, ManifestWorkReplicaSet, namespace, name)
-            if workload is None:
-                problems.append(
-                    located.problem(
-                        ("spec", "targetWorkloads", index),
-                        f"no ManifestWorkReplicaSet {namespace}/{name} in placements/",
-                    )
-                )
-            else:
-                problems += _label_problems(
-                    workload, (DEMAND_APP, DEMAND_KIND, DEMAND_AMOUNT), DEMAND_AMOUNT
-                )
-    return sorted(set(problems))
-
-
-def _repeated(
-    located: Located[PlacementOptimization],
-    pointer: tuple[str | int, ...],
-    names: Sequence[str],
-    field: str | None = None,
-) -> list[Problem]:
-    """A name listed twice: the model would hold two variables for one thing."""
-    first: dict[str, int] = {}
-    problems = []
-    for index, name in enumerate(names):
-        if name in first:
-            where = (*pointer, index, field) if field else (*pointer, index)
-            problems.append(
-                located.problem(where, f"{name!r} is listed twice (first at index {first[name]})")
-            )
-        first.setdefault(name, index)
-    return problems
-
-
-def _check_written_names(inputs: Inputs) -> list[Problem]:
-    """The objects each plan would write must not be written elsewhere.
-
-    Two target workloads sharing a Placement, one workload in two optimizations, or a
-    Placement or PlacementBinding of that name already in another file of
-    ``placements/`` would make the written plan collide with it (OCM keeps one object
-    per kind, namespace and name): caught here, before anything is written.
-    """
-    problems: list[Problem] = []
-    # (kind, namespace, name) -> the plan that writes it, and for what
-    written: dict[tuple[str, str, str], str] = {}
-    for located in inputs.optimizations:
-        meta = located.model.metadata
-        plan = names.optimized_path(meta.namespace, meta.name)
-
-        claims: list[tuple[tuple[str, str, str], tuple[str | int, ...], str]] = []
-        cluster_names = [c.name for c in located.model.spec.clusters]
-        first_cluster = _first_indexes(cluster_names)
-        for index, cluster in enumerate(cluster_names):
-            if first_cluster[cluster] != index:
-                continue  # listed twice: reported by check_optimizations
-            name = names.plan_object_name(meta.name, cluster)
-            claims += [
-                ((kind, meta.namespace, name), ("spec", "clusters", index, "name"), cluster)
-                for kind in ("Placement", "PlacementBinding")
-            ]
-        targets = located.model.spec.targetWorkloads
-        first_index = _first_indexes(targets)
-        for index, workload_name in enumerate(targets):
-            workload = _find(inputs, ManifestWorkReplicaSet, meta.namespace, workload_name)
-            # a missing or repeated workload is reported by check_optimizations
-            if workload is not None and first_index[workload_name] == index:
-                placement = workload.model.spec.placementRefs[0].name
-                key = ("Placement", meta.namespace, placement)
-                claims.append((key, ("spec", "targetWorkloads", index), workload_name))
-        for key, pointer, by in claims:
-            owner = written.get(key) or _elsewhere(inputs, key, plan)
-            if owner is None:
-                written[key] = f"{plan} (for {by})"
-                continue
-            problems.append(
-                located.problem(
-                    pointer,
-                    f"the plan writes {key[0]} {key[1]}/{key[2]} for {by} into {plan}, but "
-                    f"{owner} already has it (one object per kind, namespace and name)",
-                )
-            )
-    return problems
-
-
-def _first_indexes(names: Sequence[str]) -> dict[str, int]:
-    """Each name's first index in ``names`` (a dict: no rescan of the list per name)."""
-    first: dict[str, int] = {}
-    for index, name in enumerate(names):
-        first.setdefault(name, index)
-    return first
-
-
-def _elsewhere(inputs: Inputs, key: tuple[str, str, str], plan: str) -> str | None:
-    """The file of ``placements/`` other than ``plan`` that holds the object ``key``."""
-    found = inputs.placement_index.get(key)
-    if found is None or found.document.path == plan:
-        return None
-    return found.document.path
-
-
-def _find(inputs: Inputs, kind: type[Any], namespace: str, name: str) -> Located[Any] | None:
-    found = inputs.placement_index.get((kind.__name__, namespace, name))
-    return found if found is not None and isinstance(found.model, kind) else None
-
-
-def _label_problems(located: Located[Any], required: Sequence[str], number: str) -> list[Problem]:
-    labels = located.model.metadata.labels or {}
-    problems = [
-        located.problem(("metadata", "labels"), f"needs the label {key} for optimize")
-        for key in required
-        if key not in labels
-    ]
-    if number in labels:
-        try:
-            amount = quantity_value(labels[number])
-        except QuantityError as err:
-            problems.append(located.problem(("metadata", "labels", number), str(err)))
-        else:
-            if amount < 0:
-                problems.append(
-                    located.problem(("metadata", "labels", number), "must not be negative")
-                )
-    return problems
-
-
-# ------------------------------------------------------------------- proposal
 
 
 @dataclass(frozen=True)
@@ -298,19 +107,11 @@ def _supply(
     clusters: dict[str, list[Configuration]] = {}
     for cluster in optimization.spec.clusters:
         for name in cluster.availablePolicies:
-            found = _find(inputs, Policy, optimization.metadata.namespace, name)
-            assert found is not None  # check_optimizations ran first
-            policy: Policy = found.model
-            labels = policy.metadata.labels or {}
-            policies[name] = policy
-            clusters.setdefault(cluster.name, []).append(
-                Configuration(
-                    name,
-                    labels[SUPPLY_DEVICE],
-                    labels[SUPPLY_KIND],
-                    quantity_value(labels[SUPPLY_AMOUNT]),
-                )
+            policy, (device, kind, amount) = _labelled(
+                inputs, optimization, Policy, name, SUPPLY_LABELS
             )
+            policies[name] = policy
+            clusters.setdefault(cluster.name, []).append(Configuration(name, device, kind, amount))
     return policies, clusters
 
 
@@ -321,20 +122,32 @@ def _demand(
     workloads: list[Workload] = []
     references: dict[str, ManifestWorkReplicaSet] = {}
     for name in optimization.spec.targetWorkloads:
-        found = _find(inputs, ManifestWorkReplicaSet, optimization.metadata.namespace, name)
-        assert found is not None  # check_optimizations ran first
-        workload: ManifestWorkReplicaSet = found.model
-        labels = workload.metadata.labels or {}
-        references[name] = workload
-        workloads.append(
-            Workload(
-                name,
-                labels[DEMAND_APP],
-                labels[DEMAND_KIND],
-                quantity_value(labels[DEMAND_AMOUNT]),
-            )
+        workload, (app, kind, amount) = _labelled(
+            inputs, optimization, ManifestWorkReplicaSet, name, DEMAND_LABELS
         )
+        references[name] = workload
+        workloads.append(Workload(name, app, kind, amount))
     return references, workloads
+
+
+#: The objects whose labels say what a plan supplies or demands.
+_Labelled = TypeVar("_Labelled", Policy, ManifestWorkReplicaSet)
+
+
+def _labelled(
+    inputs: Inputs,
+    optimization: PlacementOptimization,
+    kind: type[_Labelled],
+    name: str,
+    keys: tuple[str, str, str],
+) -> tuple[_Labelled, tuple[str, str, Fraction]]:
+    """The object of ``placements/`` and its labels ``keys`` (the last one a quantity)."""
+    found = placement_object(inputs, kind, optimization.metadata.namespace, name)
+    assert found is not None  # the optimization checks ran first
+    model: _Labelled = found.model
+    labels = model.metadata.labels or {}
+    first, second, amount = keys
+    return model, (labels[first], labels[second], quantity_value(labels[amount]))
 
 
 def _solve(

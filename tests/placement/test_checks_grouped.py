@@ -14,11 +14,9 @@ import yaml
 from bench.validate_bench import generate_fleet
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.pipeline.inputs import load_inputs
-from dsf_compile.placement.checks import (
-    check_placements,
-    inventory_clusters,
-    score_catalog,
-)
+from dsf_compile.placement.checks import check_placements
+from dsf_compile.placement.cluster_groups import inventory_clusters
+from dsf_compile.placement.published_scores import score_catalog
 from dsf_compile.placement.scheduler import schedule
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
