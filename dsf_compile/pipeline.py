@@ -25,10 +25,10 @@ from dsf_compile.errors import (
 from dsf_compile.files import read_regular_file
 from dsf_compile.inputs.load import MAX_FILE_BYTES, list_input_files, read_yaml_file
 from dsf_compile.inputs.prerequisites import prerequisite_notes
+from dsf_compile.inputs.schema import validate_model
 from dsf_compile.inputs.validate import (
     Inputs,
     validate_documents,
-    validate_model,
     validate_settings,
 )
 from dsf_compile.resolve.summaries import (

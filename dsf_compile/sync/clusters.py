@@ -172,7 +172,7 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
 def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
     """What ``validate`` would say about ``item`` as a ManagedCluster in ``clusters/``."""
     from dsf_compile.inputs.inventory import ManagedCluster
-    from dsf_compile.inputs.validate import precheck, validate_model
+    from dsf_compile.inputs.schema import precheck, validate_model
     from dsf_compile.untrusted import first_string_problem
     from dsf_contract.bounded_yaml import Document
 
