@@ -13,13 +13,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from dsf_compile.inputs.agent_image import check_default_image
+from dsf_compile.inputs.agent_settings import EXAMPLE_REPOSITORY_URL
 from dsf_compile.inputs.collect import Collected
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import ClusterPart, is_glob, selects_cluster
-from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings
+from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.settings_checks import check_agent_resources, check_external_secrets
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.problem import Problem

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from dsf_compile.inputs.agent_settings import ResourceList, Resources
 from dsf_compile.inputs.quantity import parse_quantity
 from dsf_compile.inputs.scorer import Auth, DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import ResourceList, Resources, Settings
+from dsf_compile.inputs.settings import Settings
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.connect_to import parse_resolve_entry
 from dsf_contract.problem import Problem

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsf_compile.inputs.settings import ComplianceClaimSettings, ResourceList, Resources, Settings
+from dsf_compile.inputs.agent_settings import ComplianceClaimSettings, ResourceList, Resources
+from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.addon_hub import ADDON_GROUP, RBAC_API_VERSION, RBAC_GROUP
 from dsf_compile.render.agent_names import (
     AGENT_CONTAINER,

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsf_compile.inputs.agent_settings import AgentOverride, ProxySettings, Resources
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import AgentOverride, ProxySettings, Resources, Settings
+from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.addon_hub import ADDON_API_VERSION
 from dsf_compile.render.agent_manifests import resources_spec
 from dsf_compile.render.agent_names import AGENT_CONTAINER, AGENT_NAME, CA_FILE
