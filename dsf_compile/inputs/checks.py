@@ -87,7 +87,7 @@ CHECKS: tuple[Check, ...] = (
     Check("overrides-select", Stage.CROSS_FILE, "each agent.overrides entry selects a cluster of a wholly read inventory", cross_file.check_overrides_clusters),
     Check("agent-resources", Stage.CROSS_FILE, "agent requests within limits: the fleet's, and each cluster's merged", cross_file.check_resources),
     # --------------------------------------------------------------- resolve
-    Check("scorer-summary", Stage.RESOLVE, "each scorer resolves to a complete, valid summary (spec, then /config)", f"{_SUMMARIES}:resolve_scorer"),
+    Check("scorer-summary", Stage.RESOLVE, "each scorer resolves to a complete, valid summary (spec, then /config)", "dsf_compile.resolve.scorer:resolve_scorer"),
     Check("unique-scores", Stage.RESOLVE, "no two scorers publish the same score name", f"{_SUMMARIES}:check_unique_scores"),
     Check("lock-entries", Stage.RESOLVE, "every synced scorer has a lockfile entry matching its spec", f"{_SUMMARIES}:check_synced_scorers"),
     Check("mask-scores", Stage.RESOLVE, "each mask names a score some scorer publishes", f"{_SUMMARIES}:resolve_fleet"),
