@@ -35,8 +35,8 @@ SAME_TEXT_OTHER_THING = {
     ("dsf_compile/mcp_server.py", "--hub-kubeconfig"),
     ("dsf_compile/schemas.py", "summaries"),
     ("samples/llm_forecast_scorer.py", "--max-response-bytes"),
-    ("dsf_compile/render/observability.py", "dsf-agent"),
-    ("dsf_compile/render/observability.py", "dynamic-scoring"),
+    ("dsf_compile/render/dashboard.py", "dsf-agent"),
+    ("dsf_compile/render/dashboard.py", "dynamic-scoring"),
 }
 
 

@@ -24,11 +24,8 @@ from dsf_compile.render.agent_names import (
     METRICS_PORT_NAME,
     METRICS_SERVICE,
 )
-from dsf_compile.render.observability import (
-    MONITORING_API_VERSION,
-    dashboard_configmap,
-    prometheus_rule,
-)
+from dsf_compile.render.dashboard import dashboard_configmap
+from dsf_compile.render.observability import MONITORING_API_VERSION, prometheus_rule
 from dsf_compile.render.template_variables import (
     AGGREGATE_VARIABLE,
     CA_FILE_VARIABLE,
