@@ -15,7 +15,7 @@ from dsf_compile.inputs.agent_settings import AgentOverride, ProxySettings, Reso
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.addon_hub import ADDON_API_VERSION
-from dsf_compile.render.agent_manifests import resources_spec
+from dsf_compile.render.agent_deployment import resources_spec
 from dsf_compile.render.agent_names import AGENT_CONTAINER, AGENT_NAME, CA_FILE
 from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG, gitops_metadata
 from dsf_compile.render.template_variables import AGGREGATE_VARIABLE, CA_FILE_VARIABLE
