@@ -65,38 +65,173 @@ _SUMMARIES = "dsf_compile.resolve.summaries"
 
 CHECKS: tuple[Check, ...] = (
     # ------------------------------------------------------------------ load
-    Check("folder", Stage.LOAD, "input folders are folders; names plain; no links, FIFOs or deep nesting", f"{_LOAD}:list_input_files"),
-    Check("file", Stage.LOAD, "each file readable, bounded in size, non-empty, well-formed bounded YAML", f"{_LOAD}:read_yaml_file"),
+    Check(
+        "folder",
+        Stage.LOAD,
+        "input folders are folders; names plain; no links, FIFOs or deep nesting",
+        f"{_LOAD}:list_input_files",
+    ),
+    Check(
+        "file",
+        Stage.LOAD,
+        "each file readable, bounded in size, non-empty, well-formed bounded YAML",
+        f"{_LOAD}:read_yaml_file",
+    ),
     # ---------------------------------------------------------------- schema
-    Check("credentials", Stage.SCHEMA, "no token/password field, user:password@ URL or secret query parameter in Git", f"{_SCHEMA}:precheck"),
-    Check("model", Stage.SCHEMA, "each document valid against its kind's model (wording: inputs/messages.py)", f"{_SCHEMA}:validate_model"),
-    Check("kind-by-folder", Stage.SCHEMA, "scorers/, clusters/ and placements/ each hold only their kinds", "dsf_compile.inputs.collect:collect"),
-    Check("config-name", Stage.SCHEMA, "the DynamicScoringConfig is named as the framework reads it", "dsf_compile.inputs.collect:collect"),
-    Check("sync-resolve", Stage.SCHEMA, "dsf.yaml sync.resolve entries parse and map each address once", "dsf_compile.inputs.settings_checks:check_resolve_entries"),
+    Check(
+        "credentials",
+        Stage.SCHEMA,
+        "no token/password field, user:password@ URL or secret query parameter in Git",
+        f"{_SCHEMA}:precheck",
+    ),
+    Check(
+        "model",
+        Stage.SCHEMA,
+        "each document valid against its kind's model (wording: inputs/messages.py)",
+        f"{_SCHEMA}:validate_model",
+    ),
+    Check(
+        "kind-by-folder",
+        Stage.SCHEMA,
+        "scorers/, clusters/ and placements/ each hold only their kinds",
+        "dsf_compile.inputs.collect:collect",
+    ),
+    Check(
+        "config-name",
+        Stage.SCHEMA,
+        "the DynamicScoringConfig is named as the framework reads it",
+        "dsf_compile.inputs.collect:collect",
+    ),
+    Check(
+        "sync-resolve",
+        Stage.SCHEMA,
+        "dsf.yaml sync.resolve entries parse and map each address once",
+        "dsf_compile.inputs.settings_checks:check_resolve_entries",
+    ),
     # ------------------------------------------------------------ cross-file
-    Check("unique-scorers", Stage.CROSS_FILE, "each scorer name once over scorers/", cross_file.check_unique_scorers),
-    Check("scorer-namespace", Stage.CROSS_FILE, "a scorer's namespace, when written, is dsf.yaml hubNamespace", cross_file.check_scorer_namespaces),
-    Check("external-secrets", Stage.CROSS_FILE, "every Secret a scorer names has a remote key, and every remote key a user", cross_file.check_secrets),
-    Check("unique-clusters", Stage.CROSS_FILE, "each cluster name once over clusters/", cross_file.check_unique_clusters),
-    Check("placement-objects", Stage.CROSS_FILE, "placements/ objects unique per kind and namespace; bindings named after their set", cross_file.check_placement_objects),
-    Check("default-image", Stage.CROSS_FILE, "warn when agent.image would default to an image nothing publishes", cross_file.check_image),
-    Check("derived-names", Stage.CROSS_FILE, "names derived from scorers/ and placements/ neither collide nor overflow", cross_file.check_object_names),
-    Check("addon-names", Stage.CROSS_FILE, "every name addonName derives fits the label it ends up in", cross_file.check_addon_names),
-    Check("one-config", Stage.CROSS_FILE, "one DynamicScoringConfig in clusters/", cross_file.check_one_config),
-    Check("masks-select", Stage.CROSS_FILE, "each mask selects a cluster of a wholly read inventory", cross_file.check_masks_clusters),
-    Check("overrides-select", Stage.CROSS_FILE, "each agent.overrides entry selects a cluster of a wholly read inventory", cross_file.check_overrides_clusters),
-    Check("agent-resources", Stage.CROSS_FILE, "agent requests within limits: the fleet's, and each cluster's merged", cross_file.check_resources),
+    Check(
+        "unique-scorers",
+        Stage.CROSS_FILE,
+        "each scorer name once over scorers/",
+        cross_file.check_unique_scorers,
+    ),
+    Check(
+        "scorer-namespace",
+        Stage.CROSS_FILE,
+        "a scorer's namespace, when written, is dsf.yaml hubNamespace",
+        cross_file.check_scorer_namespaces,
+    ),
+    Check(
+        "external-secrets",
+        Stage.CROSS_FILE,
+        "every Secret a scorer names has a remote key, and every remote key a user",
+        cross_file.check_secrets,
+    ),
+    Check(
+        "unique-clusters",
+        Stage.CROSS_FILE,
+        "each cluster name once over clusters/",
+        cross_file.check_unique_clusters,
+    ),
+    Check(
+        "placement-objects",
+        Stage.CROSS_FILE,
+        "placements/ objects unique per kind and namespace; bindings named after their set",
+        cross_file.check_placement_objects,
+    ),
+    Check(
+        "default-image",
+        Stage.CROSS_FILE,
+        "warn when agent.image would default to an image nothing publishes",
+        cross_file.check_image,
+    ),
+    Check(
+        "derived-names",
+        Stage.CROSS_FILE,
+        "names derived from scorers/ and placements/ neither collide nor overflow",
+        cross_file.check_object_names,
+    ),
+    Check(
+        "addon-names",
+        Stage.CROSS_FILE,
+        "every name addonName derives fits the label it ends up in",
+        cross_file.check_addon_names,
+    ),
+    Check(
+        "one-config",
+        Stage.CROSS_FILE,
+        "one DynamicScoringConfig in clusters/",
+        cross_file.check_one_config,
+    ),
+    Check(
+        "masks-select",
+        Stage.CROSS_FILE,
+        "each mask selects a cluster of a wholly read inventory",
+        cross_file.check_masks_clusters,
+    ),
+    Check(
+        "overrides-select",
+        Stage.CROSS_FILE,
+        "each agent.overrides entry selects a cluster of a wholly read inventory",
+        cross_file.check_overrides_clusters,
+    ),
+    Check(
+        "agent-resources",
+        Stage.CROSS_FILE,
+        "agent requests within limits: the fleet's, and each cluster's merged",
+        cross_file.check_resources,
+    ),
     # --------------------------------------------------------------- resolve
-    Check("scorer-summary", Stage.RESOLVE, "each scorer resolves to a complete, valid summary (spec, then /config)", "dsf_compile.resolve.scorer:resolve_scorer"),
-    Check("unique-scores", Stage.RESOLVE, "no two scorers publish the same score name", f"{_SUMMARIES}:check_unique_scores"),
-    Check("lock-entries", Stage.RESOLVE, "every synced scorer has a lockfile entry matching its spec", f"{_SUMMARIES}:check_synced_scorers"),
-    Check("mask-scores", Stage.RESOLVE, "each mask names a score some scorer publishes", f"{_SUMMARIES}:resolve_fleet"),
+    Check(
+        "scorer-summary",
+        Stage.RESOLVE,
+        "each scorer resolves to a complete, valid summary (spec, then /config)",
+        "dsf_compile.resolve.scorer:resolve_scorer",
+    ),
+    Check(
+        "unique-scores",
+        Stage.RESOLVE,
+        "no two scorers publish the same score name",
+        f"{_SUMMARIES}:check_unique_scores",
+    ),
+    Check(
+        "lock-entries",
+        Stage.RESOLVE,
+        "every synced scorer has a lockfile entry matching its spec",
+        f"{_SUMMARIES}:check_synced_scorers",
+    ),
+    Check(
+        "mask-scores",
+        Stage.RESOLVE,
+        "each mask names a score some scorer publishes",
+        f"{_SUMMARIES}:resolve_fleet",
+    ),
     # ---------------------------------------------------------------- render
-    Check("template-variables", Stage.RENDER, "only the known {{VARIABLES}} in the AddOnTemplate, by dsf.yaml field", "dsf_compile.render.template_variables:check_template_variables"),
-    Check("shard-budget", Stage.RENDER, "render.shardBytes asks for at most the shards render makes; names fit with more digits", "dsf_compile.render.manifests:render_manifests"),
-    Check("manifestwork-size", Stage.RENDER, "each cluster's ManifestWork within OCM's size limit", "dsf_compile.render.manifests:render_cluster_works"),
-    Check("reshard", Stage.RENDER, "a change of the shard count prunes no cluster", "dsf_compile.render.reshard:check_reshard"),
-)  # fmt: skip
+    Check(
+        "template-variables",
+        Stage.RENDER,
+        "only the known {{VARIABLES}} in the AddOnTemplate, by dsf.yaml field",
+        "dsf_compile.render.template_variables:check_template_variables",
+    ),
+    Check(
+        "shard-budget",
+        Stage.RENDER,
+        "render.shardBytes asks for at most the shards render makes; names fit with more digits",
+        "dsf_compile.render.manifests:render_manifests",
+    ),
+    Check(
+        "manifestwork-size",
+        Stage.RENDER,
+        "each cluster's ManifestWork within OCM's size limit",
+        "dsf_compile.render.manifests:render_cluster_works",
+    ),
+    Check(
+        "reshard",
+        Stage.RENDER,
+        "a change of the shard count prunes no cluster",
+        "dsf_compile.render.reshard:check_reshard",
+    ),
+)
 
 
 def cross_file_checks() -> tuple[Check, ...]:

@@ -61,20 +61,34 @@ _PANELS = (
     _Panel(
         "Cycles per second by outcome",
         (0, 17, 12, 8),
-        ((f"sum by (score_name, status) (rate({names.REQUESTS}{{{_AGENT}}}[$__rate_interval]))", ""),),
+        (
+            (
+                f"sum by (score_name, status) (rate({names.REQUESTS}{{{_AGENT}}}[$__rate_interval]))",
+                "",
+            ),
+        ),
         unit="ops",
         display=f"{_BY_SCORE} ${{__field.labels.status}}",
     ),
     _Panel(
         "Failures by stage and reason",
         (12, 17, 12, 8),
-        ((f"sum by (score_name, stage, reason) (increase({names.FAILURES}{{{_AGENT}}}[$__rate_interval]))", ""),),
+        (
+            (
+                f"sum by (score_name, stage, reason) (increase({names.FAILURES}{{{_AGENT}}}[$__rate_interval]))",
+                "",
+            ),
+        ),
         display=f"{_BY_SCORE} ${{__field.labels.stage}} ${{__field.labels.reason}}",
     ),
     _Panel(
         "Seconds per cycle: fetch, score, publish",
         (0, 25, 12, 8),
-        ((_per_cycle("fetch"), "fetch"), (_per_cycle("perform"), "score"), (_per_cycle("send"), "publish")),
+        (
+            (_per_cycle("fetch"), "fetch"),
+            (_per_cycle("perform"), "score"),
+            (_per_cycle("send"), "publish"),
+        ),
         unit="s",
         display=f"{_BY_SCORE} ${{__series.name}}",
     ),
@@ -99,10 +113,15 @@ _PANELS = (
     _Panel(
         "Cycle start lag (p99)",
         (12, 33, 12, 6),
-        ((f'histogram_quantile(0.99, sum by (le) (rate({names.START_LAG}_bucket{{cluster=~"$cluster"}}[$__rate_interval])))', "p99"),),
+        (
+            (
+                f'histogram_quantile(0.99, sum by (le) (rate({names.START_LAG}_bucket{{cluster=~"$cluster"}}[$__rate_interval])))',
+                "p99",
+            ),
+        ),
         unit="s",
     ),
-)  # fmt: skip
+)
 
 
 def _panel(panel_id: int, panel: _Panel) -> dict[str, Any]:
