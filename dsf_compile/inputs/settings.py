@@ -221,24 +221,37 @@ class SyncSettings(Frozen):
     )
 
 
+def _limit(default: int, *, most: int, least: int = 1, description: str) -> Any:
+    """A bound of an untrusted read (a count or a size), between ``least`` and ``most``."""
+    return Field(default=default, ge=least, le=most, description=description)
+
+
+#: A wall-clock limit of one command's reads, in seconds (at most an hour).
+WallClockSeconds = Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)]
+
+
 class HubSettings(Frozen):
     """Bounds of every read from a hub (``--hub-kubeconfig``): a hub's answers are untrusted."""
 
-    timeoutSeconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = Field(
+    timeoutSeconds: WallClockSeconds = Field(
         default=60.0,
         description="Wall-clock limit of one command's whole hub read, every list and page included.",
     )
-    pageSize: Annotated[int, Field(ge=1, le=10_000)] = Field(
-        default=500, description="Objects asked for per list call (the limit of each page)."
+    pageSize: int = _limit(
+        500, most=10_000, description="Objects asked for per list call (the limit of each page)."
     )
-    maxPages: Annotated[int, Field(ge=1, le=100_000)] = Field(
-        default=1000, description="Pages one list may take before the read is refused."
+    maxPages: int = _limit(
+        1000, most=100_000, description="Pages one list may take before the read is refused."
     )
-    maxItems: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
-        default=100_000, description="Objects one list may hold before the read is refused."
+    maxItems: int = _limit(
+        100_000,
+        most=10_000_000,
+        description="Objects one list may hold before the read is refused.",
     )
-    maxBytes: Annotated[int, Field(ge=1024, le=4 * 1024 * 1024 * 1024)] = Field(
-        default=64 * 1024 * 1024,
+    maxBytes: int = _limit(
+        64 * 1024 * 1024,
+        most=4 * 1024 * 1024 * 1024,
+        least=1024,
         description="Bytes the hub's answers to one command may hold together (headers included).",
     )
 
@@ -257,22 +270,26 @@ ShardCount = Annotated[int, Field(ge=1, le=MAX_SHARDS), AfterValidator(_power_of
 class HistorySettings(Frozen):
     """``backtest``'s reads of the score history (a Prometheus-compatible API or a file)."""
 
-    timeoutSeconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = Field(
+    timeoutSeconds: WallClockSeconds = Field(
         default=300.0,
         description="Wall-clock limit of one command's whole history read, every request included.",
     )
-    maxBytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024 * 1024)] = Field(
-        default=4 * 1024 * 1024 * 1024,
+    maxBytes: int = _limit(
+        4 * 1024 * 1024 * 1024,
+        most=64 * 1024 * 1024 * 1024,
+        least=1024,
         description="Bytes the history's answers (or file, uncompressed) may hold together.",
     )
-    maxSeries: Annotated[int, Field(ge=1, le=100_000_000)] = Field(
-        default=1_000_000, description="Series one read may hold before it is refused."
+    maxSeries: int = _limit(
+        1_000_000, most=100_000_000, description="Series one read may hold before it is refused."
     )
-    maxPoints: Annotated[int, Field(ge=1, le=10_000_000_000)] = Field(
-        default=200_000_000, description="Samples one read may hold before it is refused."
+    maxPoints: int = _limit(
+        200_000_000,
+        most=10_000_000_000,
+        description="Samples one read may hold before it is refused.",
     )
-    maxSteps: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
-        default=100_000, description="Steps one replay may take (--from, --to and --step)."
+    maxSteps: int = _limit(
+        100_000, most=10_000_000, description="Steps one replay may take (--from, --to and --step)."
     )
 
 
