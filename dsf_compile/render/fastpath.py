@@ -176,7 +176,12 @@ def _owned(root: Path) -> list[str]:
         raise _Unusable(RENDERED)
     lines = record.read_text(encoding="utf-8").splitlines()
     owned = [line for line in lines if line and not line.startswith("#")]
-    base = os.path.join(root, RENDERED)
+    _check_inside(os.path.join(root, RENDERED), owned)
+    return [*owned, RECORD]
+
+
+def _check_inside(base: str, owned: list[str]) -> None:
+    """Each record line stays inside ``base``, through folders that are not links."""
     checked: set[str] = set()
     for relative in owned:
         parts = relative.split("/")
@@ -188,7 +193,6 @@ def _owned(root: Path) -> list[str]:
                 raise _Unusable(parent)  # a link (or anything else) where a folder was
             checked.add(parent)
             parent = parent.rpartition("/")[0]
-    return [*owned, RECORD]
 
 
 def _rendered_digest(
