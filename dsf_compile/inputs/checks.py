@@ -13,10 +13,12 @@ A ``cross-file`` check's ``run`` is the function ``validate`` calls with the
 and ``run`` names that function as ``module:function`` (a test imports each one), so
 reading this table loads no stage it does not run.
 
-The Placements' checks (``placement/``: score references, CEL, tolerations, the
-PlacementOptimizations) are the placement checks' own registry, run by ``validate`` only
-for a fleet with a ``placements/`` folder: listed there, not imported here, so a fleet
-without Placements loads none of their models.
+The Placements' checks (score references, CEL, tolerations, coordinates, the
+PlacementOptimizations) have their own registry in ``dsf_compile/placement/`` (today
+``placement/checks.py``'s ``check_placements`` and ``placement/proposal.py``'s
+``check_optimizations``), run at the ``resolve`` stage, against the scores the scorers
+publish, and only for a fleet with a ``placements/`` folder: named here, not imported,
+so a fleet without Placements loads none of their models.
 
 Where to add a check: write it where its stage reads what it needs, then add its row here;
 its wording, when it is a pydantic error, goes to :mod:`dsf_compile.inputs.messages`.
@@ -185,26 +187,38 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "scorer-summary",
         Stage.RESOLVE,
-        "each scorer resolves to a complete, valid summary (spec, then /config)",
+        "each scorer resolves to a complete, valid summary (its /config, then its spec)",
         "dsf_compile.resolve.scorer:resolve_scorer",
+    ),
+    Check(
+        "spec-only-scorers",
+        Stage.RESOLVE,
+        "without the lockfile: configSyncMode None scorers resolve, masks name their scores",
+        f"{_SUMMARIES}:check_spec_only_scorers",
     ),
     Check(
         "unique-scores",
         Stage.RESOLVE,
-        "no two scorers publish the same score name",
+        "no two scorers publish the same score name or AddOnPlacementScore name",
         f"{_SUMMARIES}:check_unique_scores",
+    ),
+    Check(
+        "synced-scorers",
+        Stage.RESOLVE,
+        "every Full scorer has a lockfile entry; masks name a score some scorer publishes",
+        f"{_SUMMARIES}:check_synced_scorers",
     ),
     Check(
         "lock-entries",
         Stage.RESOLVE,
-        "every synced scorer has a lockfile entry matching its spec",
-        f"{_SUMMARIES}:check_synced_scorers",
+        "render: entries match their spec (else sync again); warn on Inactive and orphan entries",
+        f"{_SUMMARIES}:resolve_fleet",
     ),
     Check(
-        "mask-scores",
+        "prerequisites",
         Stage.RESOLVE,
-        "each mask names a score some scorer publishes",
-        f"{_SUMMARIES}:resolve_fleet",
+        "info, once the inputs are valid: what the hub needs for the kinds of placements/",
+        "dsf_compile.inputs.prerequisites:prerequisite_notes",
     ),
     # ---------------------------------------------------------------- render
     Check(
