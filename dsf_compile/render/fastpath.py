@@ -176,12 +176,7 @@ def _owned(root: Path) -> list[str]:
         raise _Unusable(RENDERED)
     lines = record.read_text(encoding="utf-8").splitlines()
     owned = [line for line in lines if line and not line.startswith("#")]
-    _check_inside(os.path.join(root, RENDERED), owned)
-    return [*owned, RECORD]
-
-
-def _check_inside(base: str, owned: list[str]) -> None:
-    """Each record line stays inside ``base``, through folders that are not links."""
+    base = os.path.join(root, RENDERED)
     checked: set[str] = set()
     for relative in owned:
         parts = relative.split("/")
@@ -193,6 +188,7 @@ def _check_inside(base: str, owned: list[str]) -> None:
                 raise _Unusable(parent)  # a link (or anything else) where a folder was
             checked.add(parent)
             parent = parent.rpartition("/")[0]
+    return [*owned, RECORD]
 
 
 def _rendered_digest(
