@@ -56,19 +56,11 @@ def _short_by_failed_items(error: Any) -> bool:
     )
 
 
-_CREDENTIAL_KEYS = {
-    "token",
-    "password",
-    "passwd",
-    "secret",
-    "apikey",
-    "accesstoken",
-    "bearertoken",
-    "clientsecret",
-    "privatekey",
-    "credentials",
-    "authorization",
-}
+#: Keys (lower case, without ``-`` and ``_``) whose value would be a credential written in Git.
+_CREDENTIAL_KEYS = frozenset({
+    "token", "password", "passwd", "secret", "apikey", "accesstoken", "bearertoken",
+    "clientsecret", "privatekey", "credentials", "authorization",
+})  # fmt: skip
 _URL_WITH_CREDENTIALS = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
 
 
