@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from dsf_compile.inputs.validate import validate_model
+from dsf_compile.inputs.schema import validate_model
 from dsf_contract import agent_cli, fields, metrics, scores, summary
 from dsf_contract.bounded_yaml import Document
 from dsf_contract.fields import exactly
