@@ -55,10 +55,10 @@ class CrossFile:
 
 def check_placement_objects(view: CrossFile) -> list[Problem]:
     """What holds within ``placements/`` alone: unique objects, bindings named after their set."""
-    return placement_object_problems(view.collected.placement_objects)
+    return _placement_object_problems(view.collected.placement_objects)
 
 
-def placement_object_problems(objects: Sequence[Located[PlacementObject]]) -> list[Problem]:
+def _placement_object_problems(objects: Sequence[Located[PlacementObject]]) -> list[Problem]:
     """:func:`check_placement_objects` over ``objects``."""
     if not objects:
         return []  # and the models of placements/ stay unloaded
