@@ -439,8 +439,8 @@ def bench_memory_floor() -> float:
 def rendered_memory_limit_mib() -> float:
     """The memory limit of the rendered agent Deployment (``agent.resources`` by default)."""
     sys.path.insert(0, str(REPO))
+    from dsf_compile.inputs.agent_settings import AgentSettings
     from dsf_compile.inputs.quantity import quantity_value
-    from dsf_compile.inputs.settings import AgentSettings
 
     limits = AgentSettings().resources.limits
     assert limits is not None and limits.memory is not None

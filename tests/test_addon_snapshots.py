@@ -12,7 +12,8 @@ import yaml
 from syrupy.assertion import SnapshotAssertion
 
 from dsf_compile.errors import InputError
-from dsf_compile.inputs.settings import AgentOverride, AgentSettings, Settings
+from dsf_compile.inputs.agent_settings import AgentOverride, AgentSettings
+from dsf_compile.inputs.settings import Settings
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.manifests import render_manifests

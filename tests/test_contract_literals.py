@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from dsf_compile.inputs.validate import validate_model
+from dsf_compile.inputs.schema import validate_model
 from dsf_contract import agent_cli, fields, metrics, scores, summary
 from dsf_contract.bounded_yaml import Document
 from dsf_contract.fields import exactly
@@ -35,8 +35,8 @@ SAME_TEXT_OTHER_THING = {
     ("dsf_compile/commands/mcp_server.py", "--hub-kubeconfig"),
     ("dsf_compile/edges/schemas.py", "summaries"),
     ("samples/llm_forecast_scorer.py", "--max-response-bytes"),
-    ("dsf_compile/render/observability.py", "dsf-agent"),
-    ("dsf_compile/render/observability.py", "dynamic-scoring"),
+    ("dsf_compile/render/dashboard.py", "dsf-agent"),
+    ("dsf_compile/render/dashboard.py", "dynamic-scoring"),
 }
 
 

@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 
 from agent.metrics import AgentMetrics
 from dsf_compile.pipeline.inputs import plan_fleet
+from dsf_compile.render.dashboard import DASHBOARD_KEY
 from dsf_compile.render.manifests import render_manifests
-from dsf_compile.render.observability import DASHBOARD_KEY
 from tests.day2_fleet import day2_fleet
 from tests.fleet_repo import REPO_ROOT
 

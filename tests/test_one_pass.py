@@ -20,7 +20,7 @@ import pytest
 from dsf_compile.commands.cli import run
 from dsf_compile.pipeline import inputs as pipeline_inputs
 from dsf_compile.render.fastpath import CACHE
-from dsf_compile.resolve import summaries
+from dsf_compile.resolve import scorer as resolving
 from tests.backtest import history_data
 from tests.fleet_repo import copy_fleet
 
@@ -44,18 +44,18 @@ class Counted:
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counted:
     seen = Counted()
     load = pipeline_inputs._load_inputs
-    resolve = summaries._Resolver.resolve
+    resolve = resolving._Resolver.resolve
 
     def counted_load(root: Path) -> Any:
         seen.loads += 1
         return load(root)
 
-    def counted_resolve(self: summaries._Resolver) -> summaries.ResolvedScorer | None:
+    def counted_resolve(self: resolving._Resolver) -> resolving.ResolvedScorer | None:
         seen.resolved[self.located.model.metadata.name] += 1
         return resolve(self)
 
     monkeypatch.setattr(pipeline_inputs, "_load_inputs", counted_load)
-    monkeypatch.setattr(summaries._Resolver, "resolve", counted_resolve)
+    monkeypatch.setattr(resolving._Resolver, "resolve", counted_resolve)
     return seen
 
 

@@ -19,7 +19,8 @@ import yaml
 from dsf_compile import __version__
 from dsf_compile.commands.cli import run
 from dsf_compile.inputs.agent_image import LOCAL_IMAGE, published_image
-from dsf_compile.inputs.settings import AgentSettings, Settings
+from dsf_compile.inputs.agent_settings import AgentSettings
+from dsf_compile.inputs.settings import Settings
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"

@@ -11,7 +11,8 @@ import yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.validate import Inputs, validate_documents
-from dsf_compile.resolve.summaries import Plan, join_url, resolve_fleet
+from dsf_compile.resolve.scorer import join_url
+from dsf_compile.resolve.summaries import Plan, resolve_fleet
 from dsf_compile.sync.lock import Lockfile, make_entry
 from dsf_contract.bounded_yaml import parse_yaml
 from dsf_contract.scoring_api import ScorerConfig
@@ -433,18 +434,18 @@ def test_validate_and_render_resolve_each_scorer_once(
     from collections import Counter
 
     from dsf_compile.pipeline.inputs import load_inputs, plan_fleet, validate_fleet
-    from dsf_compile.resolve import summaries
+    from dsf_compile.resolve import scorer
     from tests.fleet_repo import copy_fleet
 
     fleet = copy_fleet(tmp_path / "fleet")
     calls: Counter[str] = Counter()
-    resolve = summaries._Resolver.resolve
+    resolve = scorer._Resolver.resolve
 
-    def counted(self: summaries._Resolver) -> summaries.ResolvedScorer | None:
+    def counted(self: scorer._Resolver) -> scorer.ResolvedScorer | None:
         calls[self.located.model.metadata.name] += 1
         return resolve(self)
 
-    monkeypatch.setattr(summaries._Resolver, "resolve", counted)
+    monkeypatch.setattr(scorer._Resolver, "resolve", counted)
     scorers = [s.model.metadata.name for s in load_inputs(fleet).scorers]
     assert (fleet / "placements").is_dir() and len(scorers) >= 2
     for command in (plan_fleet, validate_fleet):

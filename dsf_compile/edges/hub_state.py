@@ -35,8 +35,8 @@ from dsf_compile.inputs.placements import (
     ManagedClusterSetBinding,
     PlacementDecision,
 )
+from dsf_compile.inputs.schema import validate_model
 from dsf_compile.inputs.settings import HubSettings
-from dsf_compile.inputs.validate import validate_model
 from dsf_contract.bounded_yaml import Document, Pointer
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_KIND, SCORE_PLURAL, SCORE_VERSION

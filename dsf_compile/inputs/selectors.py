@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Protocol
 
@@ -41,15 +41,19 @@ def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool
         if labels.get(key) != wanted:
             return False
     for requirement in selector.matchExpressions or ():
+        holds = _OPERATORS.get(requirement.operator)
         present = requirement.key in labels
-        value = labels.get(requirement.key)
-        values = requirement.values or ()
-        if requirement.operator == "In" and value not in values:
-            return False
-        if requirement.operator == "NotIn" and present and value in values:
-            return False
-        if requirement.operator == "Exists" and not present:
-            return False
-        if requirement.operator == "DoesNotExist" and present:
+        if holds is not None and not holds(
+            present, labels.get(requirement.key), requirement.values or ()
+        ):
             return False
     return True
+
+
+#: A matchExpressions operator → whether it holds of ``(present, value, values)``.
+_OPERATORS: dict[str, Callable[[bool, str | None, Sequence[str]], bool]] = {
+    "In": lambda present, value, values: value in values,
+    "NotIn": lambda present, value, values: not (present and value in values),
+    "Exists": lambda present, value, values: present,
+    "DoesNotExist": lambda present, value, values: not present,
+}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from dsf_compile.inputs.agent_settings import ResourceList, Resources
 from dsf_compile.inputs.quantity import parse_quantity
 from dsf_compile.inputs.scorer import Auth, DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import ResourceList, Resources, Settings
+from dsf_compile.inputs.settings import Settings
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
+from dsf_contract.connect_to import parse_resolve_entry
 from dsf_contract.problem import Problem
 
 
@@ -135,3 +137,31 @@ def _resource_problem(
     if document is None:
         return Problem("dsf.yaml", 0, 0, format_pointer(where), message)
     return document.problem(where, message)
+
+
+def check_resolve_entries(document: Document) -> list[Problem]:
+    """``sync.resolve``: what ``sync`` would refuse, said by ``validate`` at its line.
+
+    Read from the document, so that it is checked even when another setting is wrong;
+    an entry that is not a string to a string is the model's to report.
+    """
+    sync = document.data.get("sync") if isinstance(document.data, dict) else None
+    entries = sync.get("resolve") if isinstance(sync, dict) else None
+    if not isinstance(entries, dict):
+        return []
+    problems = []
+    targets: dict[tuple[str, int], tuple[str, int]] = {}
+    for key in sorted(entries):
+        value = entries[key]
+        if not isinstance(value, str):
+            continue
+        pointer: Pointer = ("sync", "resolve", key)
+        try:
+            address, target = parse_resolve_entry(key, value)
+        except ValueError as err:
+            problems.append(document.problem(pointer, str(err)))
+            continue
+        if targets.setdefault(address, target) != target:
+            message = f"{address[0]}:{address[1]} is mapped twice to different addresses"
+            problems.append(document.problem(pointer, message))
+    return problems

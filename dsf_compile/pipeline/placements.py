@@ -20,9 +20,7 @@ from dsf_compile.errors import (
     did_you_mean,
 )
 from dsf_compile.inputs.load import list_input_files, read_yaml_file
-from dsf_compile.inputs.validate import (
-    validate_model,
-)
+from dsf_compile.inputs.schema import validate_model
 from dsf_compile.pipeline.inputs import load_inputs, load_settings, validate_fleet
 from dsf_contract.problem import Problem
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
-from dsf_compile.inputs.settings import ComplianceClaimSettings, Settings
+from dsf_compile.inputs.agent_settings import ComplianceClaimSettings
+from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.addon_hub import (
     ADDON_API_VERSION,
     addon_manager_binding,

@@ -207,11 +207,18 @@ def managed_cluster_addon(
                 "namespace": cluster.name,
             }
         ]
+    return cluster_addon_object(
+        "ManagedClusterAddOn", settings, cluster, WAVE_CLUSTER_INSTALL, spec
+    )
+
+
+def cluster_addon_object(
+    kind: str, settings: Settings, cluster: ClusterPlan, wave: str, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """An addon object in ``cluster``'s namespace on the hub, named after the addon."""
     return {
         "apiVersion": ADDON_API_VERSION,
-        "kind": "ManagedClusterAddOn",
-        "metadata": gitops_metadata(
-            settings.addonName, WAVE_CLUSTER_INSTALL, namespace=cluster.name
-        ),
+        "kind": kind,
+        "metadata": gitops_metadata(settings.addonName, wave, namespace=cluster.name),
         "spec": spec,
     }

@@ -2,35 +2,29 @@
 
 Pure. In the agent namespace: the Namespace (orphaned when the addon goes: the users'
 scorer Secrets live in it), the ServiceAccount with a Role that reads exactly the
-summaries ConfigMap and the Secrets the scorers name, the Deployment, its metrics Service,
-and, when ``dsf.yaml`` asks, a ServiceMonitor and the observability pack.
+summaries ConfigMap and the Secrets the scorers name, the Deployment
+(:mod:`dsf_compile.render.agent_deployment`), its metrics Service, and, when ``dsf.yaml``
+asks, a ServiceMonitor and the observability pack.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dsf_compile.inputs.settings import ComplianceClaimSettings, ResourceList, Resources, Settings
+from dsf_compile.inputs.agent_settings import ComplianceClaimSettings
+from dsf_compile.inputs.settings import Settings
 from dsf_compile.render.addon_hub import ADDON_GROUP, RBAC_API_VERSION, RBAC_GROUP
+from dsf_compile.render.agent_deployment import agent_deployment
 from dsf_compile.render.agent_names import (
-    AGENT_CONTAINER,
     AGENT_LABELS,
     AGENT_NAME,
     AGENT_SELECTOR,
-    CA_CONFIG_MAP,
-    CA_DIR,
-    CA_FILE,
     METRICS_PORT_NAME,
     METRICS_SERVICE,
 )
-from dsf_compile.render.observability import (
-    MONITORING_API_VERSION,
-    dashboard_configmap,
-    prometheus_rule,
-)
+from dsf_compile.render.dashboard import dashboard_configmap
+from dsf_compile.render.observability import MONITORING_API_VERSION, prometheus_rule
 from dsf_compile.render.template_variables import (
-    AGGREGATE_VARIABLE,
-    CA_FILE_VARIABLE,
     variable,
 )
 from dsf_compile.resolve.summaries import Plan
@@ -51,18 +45,6 @@ def secret_names(plan: Plan) -> tuple[str, ...]:
             n for n in (summary.sourceEndpointAuthName, summary.scoringEndpointAuthName) if n
         )
     return tuple(sorted(names))
-
-
-def resources_spec(resources: Resources) -> dict[str, Any]:
-    """A container's ``resources``: the requests and limits ``dsf.yaml`` sets, if any."""
-    out: dict[str, Any] = {}
-    for part in ("requests", "limits"):
-        values: ResourceList | None = getattr(resources, part)
-        if values is not None:
-            items = values.model_dump(exclude_none=True)
-            if items:
-                out[part] = items
-    return out
 
 
 def _agent_role(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
@@ -98,50 +80,6 @@ def _agent_role(settings: Settings, secrets: tuple[str, ...]) -> dict[str, Any]:
         },
         "rules": rules,
     }
-
-
-def _aggregate_value(settings: Settings) -> str | None:
-    """``DSF_AGGREGATE``: the fleet's aggregations, then the cluster's (later ones win)."""
-    agent = settings.agent
-    items = [f"{name}={how}" for name, how in agent.aggregate.items()]
-    if any(o.aggregate for o in agent.overrides):
-        items.append(variable(AGGREGATE_VARIABLE))
-    return ",".join(items) or None
-
-
-def _agent_env(settings: Settings) -> list[dict[str, Any]]:
-    agent = settings.agent
-    env: list[dict[str, Any]] = [
-        {
-            "name": agent_cli.NAMESPACE.env,
-            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-        }
-    ]
-    aggregate = _aggregate_value(settings)
-    if aggregate is not None:
-        env.append({"name": agent_cli.AGGREGATE.env, "value": aggregate})
-    if agent.caBundle is not None:
-        env.append({"name": "SSL_CERT_FILE", "value": CA_FILE})
-    elif any(o.caBundle for o in agent.overrides):
-        # Only some clusters have a bundle: an empty SSL_CERT_FILE elsewhere means the
-        # agent's own trust store.
-        env.append({"name": "SSL_CERT_FILE", "value": variable(CA_FILE_VARIABLE)})
-    return env
-
-
-def uses_ca_bundle(settings: Settings) -> bool:
-    """Whether any cluster gets a CA bundle (fleet-wide or through an override)."""
-    return settings.agent.caBundle is not None or any(o.caBundle for o in settings.agent.overrides)
-
-
-def _compliance_args(claim: ComplianceClaimSettings | None) -> list[str]:
-    if claim is None:
-        return []
-    return [
-        agent_cli.COMPLIANCE_CLAIM.arg(claim.claimName),
-        agent_cli.COMPLIANCE_POLL_SECONDS.arg(claim.pollSeconds),
-        agent_cli.COMPLIANCE_STABLE_SECONDS.arg(claim.stableSeconds),
-    ]
 
 
 def compliance_rbac(settings: Settings, claim: ComplianceClaimSettings) -> list[dict[str, Any]]:
@@ -202,93 +140,6 @@ def compliance_rbac(settings: Settings, claim: ComplianceClaimSettings) -> list[
     ]
 
 
-def _agent_deployment(
-    settings: Settings, claim: ComplianceClaimSettings | None = None
-) -> dict[str, Any]:
-    agent = settings.agent
-    probe = {
-        "httpGet": {"path": "/healthz", "port": METRICS_PORT_NAME},
-        "periodSeconds": 20,
-        "timeoutSeconds": 5,
-    }
-    container: dict[str, Any] = {
-        "name": AGENT_CONTAINER,
-        "image": agent.image,
-        "imagePullPolicy": agent.imagePullPolicy,
-        "args": [
-            agent_cli.CLUSTER_NAME.arg(variable("CLUSTER_NAME")),
-            agent_cli.HUB_KUBECONFIG.arg(variable("HUB_KUBECONFIG")),
-            agent_cli.METRICS_BIND.arg(agent_cli.DEFAULT_METRICS_BIND),
-            agent_cli.LOG_LEVEL.arg(agent.logLevel),
-            *_compliance_args(claim),
-        ],
-        # The agent reads its ConfigMap and Secrets in its own namespace, which is
-        # agentNamespace (or whatever OCM installed it into): told by the downward API,
-        # never assumed to be the default.
-        "env": _agent_env(settings),
-        "ports": [
-            {"name": METRICS_PORT_NAME, "containerPort": agent_cli.METRICS_PORT, "protocol": "TCP"}
-        ],
-        "livenessProbe": {**probe, "initialDelaySeconds": 10},
-        "readinessProbe": {
-            "httpGet": {"path": "/readyz", "port": METRICS_PORT_NAME},
-            "periodSeconds": 10,
-            "timeoutSeconds": 5,
-        },
-        "resources": resources_spec(agent.resources),
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "privileged": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        # The root filesystem is read-only, and this /tmp is load-bearing: the Kubernetes
-        # client writes the hub kubeconfig's CA (certificate-authority-data) to a temporary
-        # file before it can connect to the hub.
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-    }
-    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
-    if uses_ca_bundle(settings):
-        container["volumeMounts"].append(
-            {"name": "ca-bundle", "mountPath": CA_DIR, "readOnly": True}
-        )
-        # optional: a cluster without a bundle has no such ConfigMap, and the pod must
-        # start there too (its SSL_CERT_FILE is empty).
-        volumes.append(
-            {"name": "ca-bundle", "configMap": {"name": CA_CONFIG_MAP, "optional": True}}
-        )
-    pod_spec: dict[str, Any] = {
-        "serviceAccountName": AGENT_NAME,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-    }
-    if agent.imagePullSecrets:
-        pod_spec["imagePullSecrets"] = [{"name": name} for name in agent.imagePullSecrets]
-    pod_spec["containers"] = [container]
-    pod_spec["volumes"] = volumes
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": AGENT_NAME,
-            "namespace": settings.agentNamespace,
-            "labels": dict(AGENT_LABELS),
-        },
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": dict(AGENT_SELECTOR)},
-            "template": {
-                "metadata": {"labels": dict(AGENT_LABELS)},
-                "spec": pod_spec,
-            },
-        },
-    }
-
-
 def agent_manifests(
     settings: Settings,
     secrets: tuple[str, ...],
@@ -296,9 +147,19 @@ def agent_manifests(
 ) -> list[dict[str, Any]]:
     """The objects the addon installs on every managed cluster (``agentSpec.workload.manifests``);
     with ``claim``, the compliance claim's args and RBAC too."""
+    return [
+        *_identity(settings, secrets),
+        *(compliance_rbac(settings, claim) if claim is not None else []),
+        agent_deployment(settings, claim),
+        *_metrics_objects(settings),
+    ]
+
+
+def _identity(settings: Settings, secrets: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The agent's Namespace, ServiceAccount, Role and RoleBinding."""
     namespace = settings.agentNamespace
     labels = dict(AGENT_LABELS)
-    manifests: list[dict[str, Any]] = [
+    return [
         {
             "apiVersion": "v1",
             "kind": "Namespace",
@@ -323,8 +184,14 @@ def agent_manifests(
             },
             "subjects": [{"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": namespace}],
         },
-        *(compliance_rbac(settings, claim) if claim is not None else []),
-        _agent_deployment(settings, claim),
+    ]
+
+
+def _metrics_objects(settings: Settings) -> list[dict[str, Any]]:
+    """The metrics Service and, as ``dsf.yaml`` asks, the ServiceMonitor and observability pack."""
+    namespace = settings.agentNamespace
+    labels = dict(AGENT_LABELS)
+    objects: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -346,7 +213,7 @@ def agent_manifests(
     if settings.agent.serviceMonitor:
         # Only in the template (applied on the managed clusters, where the Prometheus
         # Operator runs), never on the hub, whose sync would fail without its CRD.
-        manifests.append(
+        objects.append(
             {
                 "apiVersion": MONITORING_API_VERSION,
                 "kind": "ServiceMonitor",
@@ -365,7 +232,7 @@ def agent_manifests(
             }
         )
     if observability.prometheusRule:
-        manifests.append(prometheus_rule(settings, METRICS_SERVICE, labels))
+        objects.append(prometheus_rule(settings, METRICS_SERVICE, labels))
     if observability.dashboard:
-        manifests.append(dashboard_configmap(settings, labels))
-    return manifests
+        objects.append(dashboard_configmap(settings, labels))
+    return objects

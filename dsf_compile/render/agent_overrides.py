@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsf_compile.inputs.agent_settings import AgentOverride, ProxySettings, Resources
 from dsf_compile.inputs.selectors import selects_cluster
-from dsf_compile.inputs.settings import AgentOverride, ProxySettings, Resources, Settings
-from dsf_compile.render.addon_hub import ADDON_API_VERSION
-from dsf_compile.render.agent_manifests import resources_spec
+from dsf_compile.inputs.settings import Settings
+from dsf_compile.render.addon_hub import cluster_addon_object
+from dsf_compile.render.agent_deployment import resources_spec
 from dsf_compile.render.agent_names import AGENT_CONTAINER, AGENT_NAME, CA_FILE
-from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG, gitops_metadata
+from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG
 from dsf_compile.render.template_variables import AGGREGATE_VARIABLE, CA_FILE_VARIABLE
 from dsf_compile.resolve.summaries import ClusterPlan
 
@@ -95,14 +96,9 @@ def deployment_config(
                 "resources": merged.resources,
             }
         ]
-    return {
-        "apiVersion": ADDON_API_VERSION,
-        "kind": "AddOnDeploymentConfig",
-        "metadata": gitops_metadata(
-            settings.addonName, WAVE_CLUSTER_CONFIG, namespace=cluster.name
-        ),
-        "spec": spec,
-    }
+    return cluster_addon_object(
+        "AddOnDeploymentConfig", settings, cluster, WAVE_CLUSTER_CONFIG, spec
+    )
 
 
 def _node_placement(merged: _Merged) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dsf_compile.inputs.settings import TEMPLATE_VARIABLE_RE, Settings
+from dsf_compile.inputs.agent_settings import TEMPLATE_VARIABLE_RE
+from dsf_compile.inputs.settings import Settings
 from dsf_contract import agent_cli
 from dsf_contract.bounded_yaml import Pointer, format_pointer
 from dsf_contract.problem import Problem

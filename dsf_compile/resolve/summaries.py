@@ -1,9 +1,9 @@
-"""Models + lockfile → resolved scorers and per-cluster summaries (``docs/architecture.md``, "Resolution").
+"""Models + lockfile → the fleet's plan: resolved scorers and what each cluster runs.
 
-Pure. Each summary field takes the first non-empty value (numbers: the first > 0) of
-the scorer's synced ``/config`` document (``L``, only for ``Full`` scorers) and its
-``spec`` (``S``), then falls back to the host of ``configURL``. Every missing or invalid
-value is a problem naming the scorer file, the field, and where the value could come from.
+Pure. Each scorer is resolved by :mod:`dsf_compile.resolve.scorer` (once per command,
+through :class:`Resolutions`); here are the rules over the fleet: unique score names,
+a lockfile entry for every synced scorer, masks naming published scores, and the
+per-cluster plan ``render`` writes.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
-from urllib.parse import urlsplit
 
 from dsf_compile.edges.untrusted import redact
 from dsf_compile.errors import InputError, did_you_mean
@@ -20,29 +18,13 @@ from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
-from dsf_compile.sync.lock import Lockfile, sha256
+from dsf_compile.resolve.scorer import ResolvedScorer, field_at, resolve_scorer
+from dsf_compile.errors import did_you_mean
+from dsf_compile.sync.lock import Lockfile
+from dsf_compile.edges.untrusted import redact
 from dsf_contract.bounded_yaml import Pointer
-from dsf_contract.fields import check_http_url
 from dsf_contract.problem import Problem
-from dsf_contract.scoring_api import ScorerConfig
-from dsf_contract.summary import Summary, range_step_problem, sanitize_score_name
-
-
-@dataclass(frozen=True)
-class ResolvedScorer:
-    """One scorer's summary (the same on every cluster) and where it was defined."""
-
-    name: str
-    summary: Summary
-    located: Located[DynamicScorer]
-
-    @property
-    def score_name(self) -> str:
-        return self.summary.scoreName
-
-    @property
-    def config_hash(self) -> str:
-        return sha256(self.summary.model_dump(mode="json"))
+from dsf_contract.summary import sanitize_score_name
 
 
 @dataclass(frozen=True)
@@ -66,149 +48,6 @@ class Plan:
 
 
 # ----------------------------------------------------------------- one scorer
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def join_url(host: str, path: str) -> str:
-    """``http://h:9090`` + ``/api/v1/query_range`` → ``http://h:9090/api/v1/query_range``."""
-    if not path:
-        return host
-    return host.rstrip("/") + "/" + path.lstrip("/")
-
-
-def _get(obj: Any, *names: str) -> Any:
-    for name in names:
-        if obj is None:
-            return None
-        obj = getattr(obj, name, None)
-    return obj
-
-
-class _Resolver:
-    """Resolves one scorer, collecting problems located in its file."""
-
-    def __init__(self, located: Located[DynamicScorer], config: ScorerConfig | None) -> None:
-        self.located = located
-        self.spec = located.model.spec
-        self.config = config
-        self.full = self.spec.configSyncMode == "Full"
-        self.problems: list[Problem] = []
-
-    def pick(self, path: tuple[str, ...], *, number: bool = False) -> tuple[Any, str]:
-        """First non-empty value of L.<path>, S.<path>; returns (value, origin)."""
-        for origin, root in (("/config", self.config), ("spec", self.spec)):
-            value = _get(root, *path)
-            if (
-                value is None
-                or value == ""
-                or (number and not (isinstance(value, int) and value > 0))
-            ):
-                continue
-            return value, origin
-        return None, ""
-
-    def missing(self, path: tuple[str, ...], what: str) -> None:
-        where = f"spec.{'.'.join(path)}"
-        if self.full:
-            where += f" or the scorer's /config ({'.'.join(path)})"
-        self.problems.append(
-            self.located.problem(
-                ("spec", *path), f"{what} is missing after resolution: set {where}"
-            )
-        )
-
-    def invalid(self, path: tuple[str, ...], origin: str, message: str) -> None:
-        if origin == "/config":
-            pointer: Pointer = ("spec", "configURL")
-            message = f"/config {'.'.join(path)}: {message}"
-        else:
-            pointer = ("spec", *path)
-        self.problems.append(self.located.problem(pointer, message))
-
-    def endpoint(self, part: str) -> str | None:
-        host, host_origin = self.pick((part, "host"))
-        if host is None:
-            host, host_origin = _origin(self.spec.configURL), "spec"
-        path, _ = self.pick((part, "path"))
-        url = join_url(str(host), str(path or ""))
-        try:
-            check_http_url(url)
-        except ValueError as err:
-            self.invalid((part, "host"), host_origin, f"endpoint {url!r} {err}")
-            return None
-        return url
-
-    def resolve(self) -> ResolvedScorer | None:
-        spec = self.spec
-        score_name, _ = self.pick(("scoring", "params", "name"))
-        if score_name is None:
-            self.missing(("scoring", "params", "name"), "the score name")
-        source_type, _ = self.pick(("source", "type"))
-        if source_type is None:
-            self.missing(("source", "type"), "the source type (Prometheus or None)")
-        interval, _ = self.pick(("scoring", "params", "interval"), number=True)
-        if interval is None:
-            self.missing(("scoring", "params", "interval"), "the scoring interval")
-        scoring_endpoint = self.endpoint("scoring")
-
-        source_endpoint, query, range_, step = "", "", 0, 0
-        source_auth = ("", "")
-        if source_type == "Prometheus":
-            source_endpoint = self.endpoint("source") or ""
-            query, _ = self.pick(("source", "params", "query"))
-            if query is None:
-                self.missing(("source", "params", "query"), "the PromQL query")
-            range_, range_origin = self.pick(("source", "params", "range"), number=True)
-            if range_ is None:
-                self.missing(("source", "params", "range"), "the query range")
-            step, step_origin = self.pick(("source", "params", "step"), number=True)
-            if step is None:
-                self.missing(("source", "params", "step"), "the query step")
-            if range_ and step:
-                problem = range_step_problem(range_, step)
-                if problem is not None:
-                    field = "step" if step > range_ else "range"
-                    origin = step_origin if step > range_ else range_origin
-                    self.invalid(("source", "params", field), origin, problem)
-            ref = _get(spec, "source", "auth", "tokenSecretRef")
-            source_auth = (ref.name, ref.key) if ref else ("", "")
-        ref = _get(spec, "scoring", "auth", "tokenSecretRef")
-        scoring_auth = (ref.name, ref.key) if ref else ("", "")
-        if self.problems or scoring_endpoint is None:
-            return None
-        summary = Summary(
-            name=self.located.model.metadata.name,
-            scoreName=score_name,
-            sourceType=source_type,
-            sourceEndpoint=source_endpoint,
-            sourceEndpointAuthName=source_auth[0],
-            sourceEndpointAuthKey=source_auth[1],
-            sourceQuery=query or "",
-            sourceRange=range_ or 0,
-            sourceStep=step or 0,
-            scoringEndpoint=scoring_endpoint,
-            scoringInterval=interval,
-            scoringEndpointAuthName=scoring_auth[0],
-            scoringEndpointAuthKey=scoring_auth[1],
-            location=spec.location,
-            scoreDestination=spec.scoreDestination,
-            scoreDimensionFormat=spec.scoreDimensionFormat,
-        )
-        return ResolvedScorer(self.located.model.metadata.name, summary, self.located)
-
-
-def resolve_scorer(
-    located: Located[DynamicScorer], config: ScorerConfig | None
-) -> tuple[ResolvedScorer | None, list[Problem]]:
-    """Resolve one scorer per the precedence table; problems instead of a result when incomplete."""
-    resolver = _Resolver(located, config)
-    resolved = resolver.resolve()
-    return resolved, resolver.problems
-
 
 # ------------------------------------------------------------------ the fleet
 
@@ -309,7 +148,9 @@ def _published_names(inputs: Inputs, resolutions: Resolutions) -> set[str] | Non
     for located in inputs.scorers:
         result, _ = resolutions.of(located)
         name = (
-            result.score_name if result else _get(located.model.spec, "scoring", "params", "name")
+            result.score_name
+            if result
+            else field_at(located.model.spec, "scoring", "params", "name")
         )
         if not name:
             return None
@@ -381,7 +222,7 @@ def _check_mask_scores(inputs: Inputs, resolved: dict[str, ResolvedScorer]) -> l
     for located in inputs.scorers:
         if located.model.metadata.name in resolved:
             continue
-        spec_name = _get(located.model.spec, "scoring", "params", "name")
+        spec_name = field_at(located.model.spec, "scoring", "params", "name")
         if not spec_name:
             return []  # an Inactive Full scorer whose name only its /config knows
         known.add(spec_name)

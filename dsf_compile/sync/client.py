@@ -1,0 +1,89 @@
+"""The HTTP client ``sync`` requests through: lean plain http, https on first use, ``--resolve``.
+
+Requests run concurrently on one ``httpx.AsyncClient`` (bounded by sync's semaphore, not by
+the pool): plain http over :mod:`dsf_contract.plainhttp`, https over httpcore, made when a
+first https request needs it; ``connect_to`` redirects connections as curl's ``--connect-to``.
+No environment proxies, no netrc, no automatic redirects.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+
+import httpx
+
+from dsf_compile.inputs.settings import SyncSettings
+from dsf_contract.connect_transport import ConnectToTransport
+from dsf_contract.http import (
+    UserAgent,
+    new_client,
+)
+from dsf_contract.plainhttp import PlainHTTPTransport
+
+ConnectTo = Mapping[tuple[str, int], tuple[str, int]]
+"""``(host, port)`` as named in URLs → ``(address, port)`` to connect to instead."""
+
+
+@asynccontextmanager
+async def open_client(
+    settings: SyncSettings, connect_to: ConnectTo, transport: httpx.AsyncBaseTransport | None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The client of one sync; ``transport`` (tests') replaces the default and is not closed."""
+    tls: list[ssl.SSLContext] = []
+
+    def make_transport() -> httpx.AsyncBaseTransport:
+        # One TLS context (CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for every pool:
+        # loading the CA bundle costs tens of milliseconds, so only a first https
+        # request pays for it (and for importing httpcore).
+        if not tls:
+            tls.append(httpx.create_ssl_context())
+        # The semaphore bounds concurrency; the pool must not add a second, smaller bound.
+        return httpx.AsyncHTTPTransport(
+            verify=tls[0],
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+        )
+
+    if transport is None:
+        # Plain http goes through the lean keep-alive transport: httpcore's pool rescans
+        # every connection for each of hundreds of concurrent requests, and importing it
+        # (with anyio, and trio when installed) costs a sync a tenth of a second.
+        inner: httpx.AsyncBaseTransport = PlainHTTPTransport(
+            _OnFirstUse(make_transport), max_idle_per_host=settings.concurrency
+        )
+    else:
+        inner = transport
+    wrapper = ConnectToTransport(
+        inner,
+        connect_to,
+        owns_inner=transport is None,
+        make_transport=make_transport if transport is None else None,
+    )
+    # Redirects are followed by hand, same origin only; no environment proxies or netrc:
+    # sync connects where it is told. Each request carries its own timeout (the budget).
+    client = new_client(
+        UserAgent.SYNC,
+        transport=wrapper,
+        timeout=httpx.Timeout(settings.timeoutSeconds),
+        headers={"Accept": "application/json", "Accept-Encoding": "identity"},
+    )
+    async with client:
+        yield client
+
+
+class _OnFirstUse(httpx.AsyncBaseTransport):
+    """A transport made when the first request needs it (``https``), and closed if made."""
+
+    def __init__(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
+        self._make = make
+        self._made: httpx.AsyncBaseTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._made is None:
+            self._made = self._make()
+        return await self._made.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._made is not None:
+            await self._made.aclose()
