@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dsf_compile.edges.untrusted import has_secret_query
 from dsf_compile.inputs.located import M
 from dsf_compile.inputs.messages import error_message
-from dsf_compile.edges.untrusted import has_secret_query
 from dsf_contract.bounded_yaml import Document, Pointer
 from dsf_contract.problem import Problem
 

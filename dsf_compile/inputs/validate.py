@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from dsf_compile.edges.untrusted import has_secret_query
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.checks import run_cross_file
 from dsf_compile.inputs.collect import collect

@@ -19,9 +19,7 @@ from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.resolve.scorer import ResolvedScorer, field_at, resolve_scorer
-from dsf_compile.errors import did_you_mean
 from dsf_compile.sync.lock import Lockfile
-from dsf_compile.edges.untrusted import redact
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
 from dsf_contract.summary import sanitize_score_name

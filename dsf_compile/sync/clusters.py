@@ -174,7 +174,6 @@ def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
     from dsf_compile.edges.untrusted import first_string_problem
     from dsf_compile.inputs.inventory import ManagedCluster
     from dsf_compile.inputs.schema import precheck, validate_model
-    from dsf_compile.edges.untrusted import first_string_problem
     from dsf_contract.bounded_yaml import Document
 
     if not isinstance(item, dict):

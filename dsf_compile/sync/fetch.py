@@ -30,14 +30,13 @@ from dataclasses import dataclass
 
 import httpx
 
-from dsf_compile.edges.untrusted import first_string_problem, has_credentials, safe_message
+from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.client import ConnectTo, open_client
 from dsf_compile.sync.lock import LockEntry, Lockfile
 from dsf_compile.sync.refresh import MAX_REDIRECTS, refresh_scorer
-from dsf_compile.edges.untrusted import safe_message
 from dsf_contract.connect_to import (
     Address,
     ResolveError,

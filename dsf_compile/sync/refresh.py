@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
+from dsf_compile.edges.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.lock import LockEntry, make_entry
-from dsf_compile.edges.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_contract.bounded_json import load_json
 from dsf_contract.connect_to import (
     DEFAULT_PORTS,
