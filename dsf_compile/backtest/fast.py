@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,16 +46,17 @@ class Budget:
     left: int = PRECOMPUTED_BYTES
 
 
-@dataclass(frozen=True)
-class _AddOnTerm:
+class _AddOnTerm(NamedTuple):
+    """An AddOn prioritizer: weight × the coordinate's value at each candidate's ``rows``
+    (the coordinate's extra, zero row for a candidate without such an object)."""
+
     weight: int
     coordinate: _CoordinateHistory
-    #: Each candidate's row in the coordinate (the extra, zero row: no such object).
     rows: IntArray
 
 
 @dataclass(frozen=True)
-class _Terms:
+class Terms:
     """The prioritizers of one Placement, by what their scores move with."""
 
     addon: tuple[_AddOnTerm, ...]
@@ -74,10 +75,7 @@ class FastPlan:
     candidates: tuple[str, ...]
     #: The candidates' positions in the fleet's cluster index (for decision counts).
     positions: IntArray
-    addon: tuple[_AddOnTerm, ...]
-    steady: int
-    balance: int
-    constant: IntArray
+    terms: Terms
     count: int | None
     #: Step → the AddOn part of every candidate's total, and whether one was expired,
     #: computed for all steps at once (None once the replay's :class:`Budget` is spent).
@@ -135,15 +133,7 @@ def plan_for(
     if candidates is None or terms is None:
         return None
     positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
-    plan = FastPlan(
-        candidates,
-        positions,
-        terms.addon,
-        terms.steady,
-        terms.balance,
-        terms.constant,
-        placement.spec.numberOfClusters,
-    )
+    plan = FastPlan(candidates, positions, terms, placement.spec.numberOfClusters)
     size = len(history.steps) * len(candidates) * 4
     if size > budget.left:
         return plan
@@ -171,7 +161,7 @@ def _terms(
     result: PlacementResult,
     history: ScoreHistory,
     candidates: tuple[str, ...],
-) -> _Terms | None:
+) -> Terms | None:
     """Each configured prioritizer as a term of the totals (None: one is not a built-in
     the fast path knows)."""
     weights = dict.fromkeys(Reads, 0)
@@ -194,14 +184,14 @@ def _terms(
         else:
             weights[reads] += prioritizer.weight
     own, others = weights[Reads.OWN_DECISIONS], weights[Reads.OTHER_DECISIONS]
-    return _Terms(tuple(addon), own, others, constant)
+    return Terms(tuple(addon), own, others, constant)
 
 
 def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
     """The AddOn part of the totals for every step at once (it reads no decision)."""
     addon = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
     expired = np.zeros(steps, dtype=np.bool_)
-    for term in plan.addon:
+    for term in plan.terms.addon:
         values, stale = term.coordinate.gathered(term.rows)
         addon += term.weight * values
         expired |= stale
@@ -211,23 +201,24 @@ def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
 def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
     """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
     Placement's decisions and every other's."""
+    terms = plan.terms
     if plan.addon_steps is not None and plan.expired_steps is not None:
-        totals = plan.constant + plan.addon_steps[step]
+        totals = terms.constant + plan.addon_steps[step]
         expired = bool(plan.expired_steps[step])
     else:
-        totals = plan.constant.copy()
+        totals = terms.constant.copy()
         expired = False
-        for term in plan.addon:
+        for term in terms.addon:
             totals += term.weight * term.coordinate.effective[step][term.rows]
             expired = expired or bool(term.coordinate.expired_rows[step][term.rows].any())
-    if plan.balance:
-        totals = totals + plan.balance * _balance(others, plan.positions)
+    if terms.balance:
+        totals = totals + terms.balance * _balance(others, plan.positions)
     plain = totals  # the totals without the Steady term (meanLoss)
     held = 0  # candidates whose total carries a Steady term
-    if plan.steady:
+    if terms.steady:
         mask = own[plan.positions] > 0
         held = int(np.count_nonzero(mask))
-        totals = plain + (plan.steady * steady_score(True)) * mask
+        totals = plain + (terms.steady * steady_score(True)) * mask
     return _select(plan, totals, plain, held, expired)
 
 
@@ -250,7 +241,7 @@ def _select(
         return StepRecord((), None, 0, expired)
     # one integer orders both ways: higher total first, then the lower name position
     order = -totals * size + _positions(size)
-    top = size if plan.steady < 0 else min(size, wanted + max(held, 1))
+    top = size if plan.terms.steady < 0 else min(size, wanted + max(held, 1))
     part = np.argpartition(order, top - 1)[:top]
     part = part[np.argsort(order[part])]
     chosen, first_out = part[:wanted], part[wanted]

@@ -17,7 +17,7 @@ Pure: every input is a value, the time of the simulation included.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from dsf_compile.inputs.placements import (
@@ -88,14 +88,14 @@ class PlacementResult:
     simulated: bool
     cluster_sets: tuple[str, ...]
     filtered_cluster_sets: tuple[str, ...]
-    filtered_predicates: tuple[str, ...]
-    filtered_taints: tuple[str, ...]
-    prioritizers: tuple[PrioritizerResult, ...]
-    totals: Mapping[str, int]
-    ranking: tuple[str, ...]
-    decisions: tuple[str, ...]
-    unscheduled: int
-    warnings: tuple[str, ...]
+    filtered_predicates: tuple[str, ...] = ()
+    filtered_taints: tuple[str, ...] = ()
+    prioritizers: tuple[PrioritizerResult, ...] = ()
+    totals: Mapping[str, int] = field(default_factory=dict)
+    ranking: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    unscheduled: int = 0
+    warnings: tuple[str, ...] = ()
     #: Step 7: the decision groups in order, and the PlacementDecisions OCM writes.
     decision_groups: tuple[DecisionGroupStatus, ...] = ()
     placement_decisions: tuple[DecisionObject, ...] = ()
@@ -103,6 +103,12 @@ class PlacementResult:
     conditions: tuple[Condition, ...] = ()
     #: By how much each decided cluster beats the best one left out; None when none is.
     margins: Mapping[str, int] | None = None
+
+    @property
+    def not_simulated(self) -> str | None:
+        """Why the scheduler decided nothing itself (scheduling disabled, a CEL selector it
+        cannot run), as its last warning says; None when it simulated the Placement."""
+        return None if self.simulated else self.warnings[-1]
 
 
 def schedule(
@@ -425,18 +431,12 @@ def _unscheduled(
 ) -> PlacementResult:
     meta = run.placement.metadata
     return PlacementResult(
-        namespace=meta.namespace,
-        name=meta.name,
-        simulated=False,
-        cluster_sets=sets.names,
-        filtered_cluster_sets=sets.filtered,
-        filtered_predicates=(),
-        filtered_taints=(),
-        prioritizers=(),
-        totals={},
-        ranking=(),
+        meta.namespace,
+        meta.name,
+        False,
+        sets.names,
+        sets.filtered,
         decisions=tuple(c for o in existing for c in o.clusters),
-        unscheduled=0,
         warnings=(*run.no_effect, *sets.warnings, why),
         placement_decisions=existing,
     )
