@@ -6,10 +6,11 @@ predicates and taints (:mod:`.filters`), prioritizer weights and scores
 (:mod:`.decisions`), in the order OCM's scheduling controller runs them.
 
 :func:`schedule` is those steps in sequence, one function each (``cluster_sets_step``,
-``predicates_step``, ``taints_step``, ``weights_step``, ``scores_step``,
-``selection_step``, ``decide``), every step taking the frozen outcome of the one before;
-a Placement OCM does not schedule, or a CEL selector the simulation cannot run, ends
-after step 1 or 2 with ``simulated`` False (``not_scheduled``, ``not_simulated``).
+``predicates_step`` and ``taints_step`` in :mod:`.filters`; ``weights_step``,
+``scores_step``, ``selection_step`` and ``decide`` here), every step taking the frozen
+outcome of the one before; a Placement OCM does not schedule, or a CEL selector the
+simulation cannot run, ends after step 1 or 2 with ``simulated`` False
+(``not_scheduled``, ``not_simulated``).
 
 Pure: every input is a value, the time of the simulation included.
 """
@@ -43,15 +44,12 @@ from dsf_compile.placement.filters import (
     GLOBAL_CLUSTER_SET as GLOBAL_CLUSTER_SET,
 )
 from dsf_compile.placement.filters import (
-    cel_misconfigured,
-    compiled_predicates,
+    ClusterSets,
+    Filtered,
+    cluster_sets_step,
     group_selects,
-    in_sets,
-    passes_predicates,
-    removed,
-    tolerated,
-    toleration_misconfigured,
-    unsupported_reasons,
+    predicates_step,
+    taints_step,
 )
 from dsf_compile.placement.prioritizers import MAX_SCORE as MAX_SCORE
 from dsf_compile.placement.prioritizers import (
@@ -60,7 +58,6 @@ from dsf_compile.placement.prioritizers import (
     configured_prioritizers,
     prioritizer_misconfigured,
     score_prioritizers,
-    some_names,
 )
 
 # What callers have always imported from here: the clusters and scores as the scheduler
@@ -178,110 +175,10 @@ class Run:
         return cls(placement, index, found, at, own, tuple(_no_effect(placement, found)))
 
 
-@dataclass(frozen=True)
-class ClusterSets:
-    """Step 1: the cluster sets the Placement selects from and their available members."""
-
-    names: tuple[str, ...]
-    #: How many cluster sets are bound to the Placement's namespace.
-    bound: int
-    #: The members not being deleted, sorted by name.
-    members: tuple[Cluster, ...]
-    #: Every cluster that is not one of ``members``, sorted.
-    filtered: tuple[str, ...]
-    warnings: tuple[str, ...]
-
-
-def cluster_sets_step(
-    placement: Placement,
-    clusters: Sequence[Cluster],
-    bindings: Sequence[ManagedClusterSetBinding],
-    set_members: Mapping[str, frozenset[str]] | None,
-) -> ClusterSets:
-    """Step 1: the bound sets the spec names (all bound ones when it names none), and
-    their members; a cluster being deleted is never available (``GetAvailableClusters``)."""
-    namespace = placement.metadata.namespace
-    by_name = sorted(clusters, key=lambda c: c.name)
-    bound = sorted({b.metadata.name for b in bindings if b.metadata.namespace == namespace})
-    wanted = set(placement.spec.clusterSets)
-    names = tuple(s for s in bound if s in wanted) if wanted else tuple(bound)
-    warnings = _binding_warnings(namespace, bound, wanted)
-    in_any = [c for c in by_name if in_sets(c, names, set_members)]
-    members = tuple(c for c in in_any if not c.deleting)
-    deleting = [c.name for c in in_any if c.deleting]
-    if deleting:
-        warnings.append(f"being deleted, never a candidate: {some_names(deleting)}")
-    return ClusterSets(names, len(bound), members, removed(by_name, members), tuple(warnings))
-
-
-def _binding_warnings(namespace: str, bound: Sequence[str], wanted: set[str]) -> list[str]:
-    """No set bound at all, or sets the spec names that are not bound."""
-    if not bound:
-        return [
-            f"no ManagedClusterSetBinding binds a cluster set to namespace {namespace}: "
-            "the Placement selects no cluster"
-        ]
-    unbound = sorted(wanted - set(bound))
-    if not unbound:
-        return []
-    return [f"spec.clusterSets names sets not bound to namespace {namespace}: {', '.join(unbound)}"]
-
-
 def scheduling_disabled(placement: Placement) -> bool:
     """Whether the Placement's annotation keeps OCM from scheduling it."""
     annotations = placement.metadata.annotations or {}
     return annotations.get(SCHEDULING_DISABLED_ANNOTATION) == "true"
-
-
-@dataclass(frozen=True)
-class Filtered:
-    """Steps 2 and 3: the clusters each kept, and why OCM decides none (None: it decides)."""
-
-    before: tuple[Cluster, ...]
-    kept: tuple[Cluster, ...]
-    misconfigured: Misconfigured | None
-    #: The clusters removed by the steps before this one (step 3: by the predicates).
-    earlier: tuple[str, ...] = ()
-
-    @property
-    def removed(self) -> tuple[str, ...]:
-        """The clusters this step removed, sorted."""
-        return removed(self.before, self.kept)
-
-
-def predicates_step(
-    placement: Placement, members: Sequence[Cluster], index: ScoreIndex
-) -> Filtered | str:
-    """Step 2: the members any predicate selects, or why a celSelector cannot be simulated.
-
-    OCM compiles CEL only when there are clusters to filter; a compile error makes the
-    Placement misconfigured, and the step then keeps every member.
-    """
-    spec = placement.spec
-    selectors = compiled_predicates(placement) if members and spec.predicates else []
-    unsupported = next((u for _, e in selectors for u in unsupported_reasons(e)), None)
-    if unsupported is not None:
-        return unsupported
-    misconfigured = cel_misconfigured(selectors)
-    if misconfigured is not None:
-        return Filtered(tuple(members), tuple(members), misconfigured)
-    passed = tuple(c for c in members if passes_predicates(selectors, c, index))
-    return Filtered(tuple(members), passed, None)
-
-
-def taints_step(
-    placement: Placement, passed: Filtered, own: frozenset[str], at: datetime
-) -> Filtered:
-    """Step 3: the clusters whose taints the Placement tolerates (``NoSelectIfNew`` only
-    keeps out clusters it has not decided), unless OCM already calls it misconfigured."""
-    tolerations = placement.spec.tolerations
-    misconfigured = passed.misconfigured
-    if misconfigured is None and passed.kept:
-        misconfigured = toleration_misconfigured(tolerations)
-    kept = passed.kept
-    if misconfigured is None:
-        kept = tuple(c for c in kept if tolerated(c, tolerations, c.name in own, at))
-    return Filtered(passed.kept, kept, misconfigured, passed.removed)
 
 
 @dataclass(frozen=True)
