@@ -238,11 +238,8 @@ class _Decisions:
             d for d in initial if (d.metadata.namespace, d.placement_name) not in names
         )
         self._clusters = [_clusters_of(own) for own in self._own]
-        every = {c.name for c in clusters} | {
-            d.clusterName for o in initial for d in o.status.decisions
-        }
         #: Every cluster a decision may name → its position in the count vectors.
-        self.fleet = {name: i for i, name in enumerate(sorted(every))}
+        self.fleet = _fleet(clusters, initial)
         self._vectors = [self._vector(c) for c in self._clusters]
         self._total = self._vector(_clusters_of(self._foreign)) + sum(
             self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
@@ -251,9 +248,7 @@ class _Decisions:
         #: What the fast plans may precompute together.
         self.budget = Budget()
         #: The clusters with a ``NoSelectIfNew`` taint.
-        self.new_only = frozenset(
-            c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints)
-        )
+        self.new_only = _new_only(clusters)
         self.version = 0
         self.all: tuple[PlacementDecision, ...] = ()
         self._join()
@@ -305,6 +300,18 @@ class _Decisions:
 
     def _join(self) -> None:
         self.all = (*self._foreign, *(d for own in self._own for d in own))
+
+
+def _fleet(clusters: Sequence[Cluster], initial: Sequence[PlacementDecision]) -> dict[str, int]:
+    """Every cluster of the inventory or of a decision, by name → its position."""
+    every = {c.name for c in clusters} | {
+        d.clusterName for o in initial for d in o.status.decisions
+    }
+    return {name: i for i, name in enumerate(sorted(every))}
+
+
+def _new_only(clusters: Sequence[Cluster]) -> frozenset[str]:
+    return frozenset(c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints))
 
 
 def _clusters_of(objects: Sequence[PlacementDecision]) -> tuple[str, ...]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from dsf_compile.inputs.placements import (
-    AddOnPlacementScore,
     Placement,
     ScoreCoordinate,
 )
@@ -117,13 +116,7 @@ def score_prioritizers(
     if no_scores and any(p.coordinate.type == "AddOn" for p in prioritizers):
         warnings.append("no AddOnPlacementScores were given: every AddOn score is 0")
     warnings += _zero_and_expired(addon_zero, expired)
-    left_names = set(names)
-    failing = [
-        (cluster, resource)
-        for cluster, resource in index.failing
-        if resource in used_resources and cluster in left_names
-    ]
-    warnings += _failing_scores(index.objects, failing)
+    warnings += _failing_scores(index, used_resources, set(names))
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
@@ -146,13 +139,14 @@ def _zero_and_expired(
     return said
 
 
-def _failing_scores(
-    index: Mapping[tuple[str, str], AddOnPlacementScore], used: Sequence[tuple[str, str]]
-) -> list[str]:
-    """Scores whose agent reports them failing (the ``ScoresAvailable`` condition is False)."""
+def _failing_scores(index: ScoreIndex, resources: set[str], clusters: set[str]) -> list[str]:
+    """The ``resources`` of ``clusters`` whose agent reports them failing (the
+    ``ScoresAvailable`` condition is False)."""
     out = []
-    for cluster, resource in used:
-        found = index.get((cluster, resource))
+    for cluster, resource in index.failing:
+        if resource not in resources or cluster not in clusters:
+            continue
+        found = index.objects.get((cluster, resource))
         for condition in found.status.conditions if found is not None else ():
             if condition.type == CONDITION_TYPE and condition.status == "False":
                 since = (
