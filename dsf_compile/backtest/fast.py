@@ -56,9 +56,12 @@ class _AddOnTerm(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Terms:
-    """The prioritizers of one Placement, by what their scores move with."""
+class FastPlan:
+    """What one Placement's steps 5 and 6 need, over its fixed candidates (sorted by name)."""
 
+    candidates: tuple[str, ...]
+    #: The candidates' positions in the fleet's cluster index (for decision counts).
+    positions: IntArray
     addon: tuple[_AddOnTerm, ...]
     #: The summed weights of the built-ins that read the Placement's own decisions
     #: (Steady) and the others' (Balance).
@@ -66,16 +69,6 @@ class Terms:
     balance: int
     #: Σ weight × score of the built-ins that read the clusters alone, per candidate.
     constant: IntArray
-
-
-@dataclass(frozen=True)
-class FastPlan:
-    """What one Placement's steps 5 and 6 need, over its fixed candidates (sorted by name)."""
-
-    candidates: tuple[str, ...]
-    #: The candidates' positions in the fleet's cluster index (for decision counts).
-    positions: IntArray
-    terms: Terms
     count: int | None
     #: Step → the AddOn part of every candidate's total, and whether one was expired,
     #: computed for all steps at once (None once the replay's :class:`Budget` is spent).
@@ -129,12 +122,10 @@ def plan_for(
     cluster past its predicates carrying a ``NoSelectIfNew`` taint, in ``new_only``: whether
     it is a candidate then depends on the Placement's own decisions)."""
     candidates = _fixed_candidates(result, fleet, new_only)
-    terms = None if candidates is None else _terms(placement, result, history, candidates)
-    if candidates is None or terms is None:
+    plan = None if candidates is None else _plan(placement, result, history, fleet, candidates)
+    if plan is None:
         return None
-    positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
-    plan = FastPlan(candidates, positions, terms, placement.spec.numberOfClusters)
-    size = len(history.steps) * len(candidates) * 4
+    size = len(history.steps) * len(plan.candidates) * 4
     if size > budget.left:
         return plan
     budget.left -= size
@@ -156,14 +147,15 @@ def _fixed_candidates(
     return candidates if all(name in fleet for name in candidates) else None
 
 
-def _terms(
+def _plan(
     placement: Placement,
     result: PlacementResult,
     history: ScoreHistory,
+    fleet: Mapping[str, int],
     candidates: tuple[str, ...],
-) -> Terms | None:
-    """Each configured prioritizer as a term of the totals (None: one is not a built-in
-    the fast path knows)."""
+) -> FastPlan | None:
+    """Each configured prioritizer as a term of the totals, by what its scores move with
+    (None: one is not a built-in the fast path knows)."""
     weights = dict.fromkeys(Reads, 0)
     addon: list[_AddOnTerm] = []
     constant = np.zeros(len(candidates), dtype=np.int64)
@@ -183,15 +175,22 @@ def _terms(
             return None
         else:
             weights[reads] += prioritizer.weight
-    own, others = weights[Reads.OWN_DECISIONS], weights[Reads.OTHER_DECISIONS]
-    return Terms(tuple(addon), own, others, constant)
+    return FastPlan(
+        candidates,
+        np.array([fleet[c] for c in candidates], dtype=np.int64),
+        tuple(addon),
+        weights[Reads.OWN_DECISIONS],
+        weights[Reads.OTHER_DECISIONS],
+        constant,
+        placement.spec.numberOfClusters,
+    )
 
 
 def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
     """The AddOn part of the totals for every step at once (it reads no decision)."""
     addon = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
     expired = np.zeros(steps, dtype=np.bool_)
-    for term in plan.terms.addon:
+    for term in plan.addon:
         values, stale = term.coordinate.gathered(term.rows)
         addon += term.weight * values
         expired |= stale
@@ -201,24 +200,23 @@ def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
 def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
     """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
     Placement's decisions and every other's."""
-    terms = plan.terms
     if plan.addon_steps is not None and plan.expired_steps is not None:
-        totals = terms.constant + plan.addon_steps[step]
+        totals = plan.constant + plan.addon_steps[step]
         expired = bool(plan.expired_steps[step])
     else:
-        totals = terms.constant.copy()
+        totals = plan.constant.copy()
         expired = False
-        for term in terms.addon:
+        for term in plan.addon:
             totals += term.weight * term.coordinate.effective[step][term.rows]
             expired = expired or bool(term.coordinate.expired_rows[step][term.rows].any())
-    if terms.balance:
-        totals = totals + terms.balance * _balance(others, plan.positions)
+    if plan.balance:
+        totals = totals + plan.balance * _balance(others, plan.positions)
     plain = totals  # the totals without the Steady term (meanLoss)
     held = 0  # candidates whose total carries a Steady term
-    if terms.steady:
+    if plan.steady:
         mask = own[plan.positions] > 0
         held = int(np.count_nonzero(mask))
-        totals = plain + (terms.steady * steady_score(True)) * mask
+        totals = plain + (plan.steady * steady_score(True)) * mask
     return _select(plan, totals, plain, held, expired)
 
 
@@ -241,7 +239,7 @@ def _select(
         return StepRecord((), None, 0, expired)
     # one integer orders both ways: higher total first, then the lower name position
     order = -totals * size + _positions(size)
-    top = size if plan.terms.steady < 0 else min(size, wanted + max(held, 1))
+    top = size if plan.steady < 0 else min(size, wanted + max(held, 1))
     part = np.argpartition(order, top - 1)[:top]
     part = part[np.argsort(order[part])]
     chosen, first_out = part[:wanted], part[wanted]
