@@ -34,6 +34,7 @@ from dsf_compile.errors import InputError, UsageError
 from dsf_compile.inputs.placements import Placement, PlacementDecision
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.validate import Inputs
+from dsf_compile.placement.prioritizers import STEADY
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.problem import Problem
 from dsf_contract.scores import SCORE_KIND
@@ -288,13 +289,13 @@ def with_steady(placement: Placement, weight: int) -> Placement:
     configurations = [
         c
         for c in policy.configurations
-        if not (c.scoreCoordinate.type == "BuiltIn" and c.scoreCoordinate.builtIn == "Steady")
+        if not (c.scoreCoordinate.type == "BuiltIn" and c.scoreCoordinate.builtIn == STEADY)
     ]
     data = placement.model_dump(mode="json", exclude_unset=True, by_alias=True)
     policy_data = data.setdefault("spec", {}).setdefault("prioritizerPolicy", {})
     policy_data["configurations"] = [
         *(c.model_dump(mode="json", exclude_unset=True) for c in configurations),
-        {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "Steady"}, "weight": weight},
+        {"scoreCoordinate": {"type": "BuiltIn", "builtIn": STEADY}, "weight": weight},
     ]
     return Placement.model_validate(data)
 

@@ -17,17 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from dsf_compile.backtest.scores import ScoreHistory, _CoordinateHistory
 from dsf_compile.inputs.placements import Placement
-from dsf_compile.placement.prioritizers import MAX_SCORE, configured_prioritizers
+from dsf_compile.placement.prioritizers import (
+    Reads,
+    balance_score,
+    configured_prioritizers,
+    reads_of,
+    steady_score,
+)
 from dsf_compile.placement.scheduler import PlacementResult
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
-_RESOURCES = ("ResourceAllocatableCPU", "ResourceAllocatableMemory")
 #: What the Placements of one replay may precompute together for all steps (steps ×
 #: candidates × 4 bytes each): past it, a Placement reads its AddOn scores step by step,
 #: so that memory stays bounded whatever the number of Placements and steps.
@@ -41,11 +46,12 @@ class Budget:
     left: int = PRECOMPUTED_BYTES
 
 
-@dataclass(frozen=True)
-class _AddOnTerm:
+class _AddOnTerm(NamedTuple):
+    """An AddOn prioritizer: weight × the coordinate's value at each candidate's ``rows``
+    (the coordinate's extra, zero row for a candidate without such an object)."""
+
     weight: int
     coordinate: _CoordinateHistory
-    #: Each candidate's row in the coordinate (the extra, zero row: no such object).
     rows: IntArray
 
 
@@ -57,8 +63,11 @@ class FastPlan:
     #: The candidates' positions in the fleet's cluster index (for decision counts).
     positions: IntArray
     addon: tuple[_AddOnTerm, ...]
+    #: The summed weights of the built-ins that read the Placement's own decisions
+    #: (Steady) and the others' (Balance).
     steady: int
     balance: int
+    #: Σ weight × score of the built-ins that read the clusters alone, per candidate.
     constant: IntArray
     count: int | None
     #: Step → the AddOn part of every candidate's total, and whether one was expired,
@@ -68,28 +77,36 @@ class FastPlan:
 
 
 @dataclass(frozen=True)
-class FastStep:
-    """One step's outcome, as :class:`~dsf_compile.backtest.replay.StepRecord` holds it."""
+class StepRecord:
+    """What one step left of one Placement, from the scheduler or from :func:`fast_step`."""
 
     decisions: tuple[str, ...]
     margin: int | None
     loss: int
     expired: bool
+    simulated: bool = True
 
 
-def eligible(placement: Placement) -> bool:
-    """Whether steps 1 and 2 can only give the same clusters at every step (the taints of
-    step 3 are looked at once those clusters are known: :func:`plan_for`)."""
+def volatile(placement: Placement) -> bool:
+    """Whether steps 1 and 2 can give other clusters at a step whose scores and decisions
+    did not change: a CEL expression reads ``scores()``, or a toleration has
+    ``tolerationSeconds`` (the time decides)."""
     spec = placement.spec
     if any(t.tolerationSeconds is not None for t in spec.tolerations):
-        return False
-    return not any(
+        return True
+    return any(
         "scores" in expression
         for predicate in spec.predicates
         if predicate.requiredClusterSelector is not None
         and predicate.requiredClusterSelector.celSelector is not None
         for expression in predicate.requiredClusterSelector.celSelector.celExpressions or ()
     )
+
+
+def eligible(placement: Placement) -> bool:
+    """Whether steps 1 and 2 can only give the same clusters at every step (the taints of
+    step 3 are looked at once those clusters are known: :func:`plan_for`)."""
+    return not volatile(placement)
 
 
 def plan_for(
@@ -104,6 +121,21 @@ def plan_for(
     scheduler at every change (not simulated, misconfigured, a prioritizer not here, or a
     cluster past its predicates carrying a ``NoSelectIfNew`` taint, in ``new_only``: whether
     it is a candidate then depends on the Placement's own decisions)."""
+    candidates = _fixed_candidates(result, fleet, new_only)
+    plan = None if candidates is None else _plan(placement, result, history, fleet, candidates)
+    if plan is None:
+        return None
+    size = len(history.steps) * len(plan.candidates) * 4
+    if size > budget.left:
+        return plan
+    budget.left -= size
+    return _precomputed(plan, len(history.steps))
+
+
+def _fixed_candidates(
+    result: PlacementResult, fleet: Mapping[str, int], new_only: frozenset[str]
+) -> tuple[str, ...] | None:
+    """The clusters left after step 3, sorted, when no later step can change them."""
     misconfigured = any(
         c.type == "PlacementMisconfigured" and c.status == "True" for c in result.conditions
     )
@@ -112,36 +144,46 @@ def plan_for(
     if new_only & (set(result.totals) | set(result.filtered_taints)):
         return None
     candidates = tuple(sorted(result.totals))
-    if any(name not in fleet for name in candidates):
-        return None
-    steady = balance = 0
+    return candidates if all(name in fleet for name in candidates) else None
+
+
+def _plan(
+    placement: Placement,
+    result: PlacementResult,
+    history: ScoreHistory,
+    fleet: Mapping[str, int],
+    candidates: tuple[str, ...],
+) -> FastPlan | None:
+    """Each configured prioritizer as a term of the totals, by what its scores move with
+    (None: one is not a built-in the fast path knows)."""
+    weights = dict.fromkeys(Reads, 0)
     addon: list[_AddOnTerm] = []
     constant = np.zeros(len(candidates), dtype=np.int64)
-    resources = {p.name: p for p in result.prioritizers if p.name in _RESOURCES}
+    scored = {p.name: p.scores for p in result.prioritizers}
     for prioritizer in configured_prioritizers(placement):
         coordinate = prioritizer.coordinate
+        reads = reads_of(prioritizer.name)
         if coordinate.type == "AddOn" and coordinate.addOn is not None:
             table = history.coordinate(coordinate.addOn.resourceName, coordinate.addOn.scoreName)
             none = len(table.clusters)
             rows = np.array([table.clusters.get(c, none) for c in candidates], dtype=np.int64)
             addon.append(_AddOnTerm(prioritizer.weight, table, rows))
-        elif prioritizer.name == "Steady":
-            steady += prioritizer.weight
-        elif prioritizer.name == "Balance":
-            balance += prioritizer.weight
-        elif prioritizer.name in resources:
-            scores = resources[prioritizer.name].scores
+        elif reads is Reads.CLUSTERS and prioritizer.name in scored:
+            scores = scored[prioritizer.name]
             constant += prioritizer.weight * np.array([scores[c] for c in candidates])
-        else:
+        elif reads is None or reads is Reads.CLUSTERS:
             return None
-    positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
-    count = placement.spec.numberOfClusters
-    plan = FastPlan(candidates, positions, tuple(addon), steady, balance, constant, count)
-    size = len(history.steps) * len(candidates) * 4
-    if size > budget.left:
-        return plan
-    budget.left -= size
-    return _precomputed(plan, len(history.steps))
+        else:
+            weights[reads] += prioritizer.weight
+    return FastPlan(
+        candidates,
+        np.array([fleet[c] for c in candidates], dtype=np.int64),
+        tuple(addon),
+        weights[Reads.OWN_DECISIONS],
+        weights[Reads.OTHER_DECISIONS],
+        constant,
+        placement.spec.numberOfClusters,
+    )
 
 
 def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
@@ -155,7 +197,7 @@ def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
     return replace(plan, addon_steps=addon, expired_steps=expired)
 
 
-def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> FastStep:
+def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
     """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
     Placement's decisions and every other's."""
     if plan.addon_steps is not None and plan.expired_steps is not None:
@@ -174,13 +216,13 @@ def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> Fas
     if plan.steady:
         mask = own[plan.positions] > 0
         held = int(np.count_nonzero(mask))
-        totals = plain + (plan.steady * MAX_SCORE) * mask
+        totals = plain + (plan.steady * steady_score(True)) * mask
     return _select(plan, totals, plain, held, expired)
 
 
 def _select(
     plan: FastPlan, totals: IntArray, plain: IntArray, held: int, expired: bool
-) -> FastStep:
+) -> StepRecord:
     """Step 6: the best ``numberOfClusters`` by total descending, then name ascending (the
     candidates are sorted by name); the margin over the best left out, and the loss.
 
@@ -192,9 +234,9 @@ def _select(
     size = len(totals)
     wanted = size if plan.count is None else min(plan.count, size)
     if wanted == size:  # every candidate decided: nothing left out, nothing lost
-        return FastStep(plan.candidates, None, 0, expired)
+        return StepRecord(plan.candidates, None, 0, expired)
     if wanted == 0:
-        return FastStep((), None, 0, expired)
+        return StepRecord((), None, 0, expired)
     # one integer orders both ways: higher total first, then the lower name position
     order = -totals * size + _positions(size)
     top = size if plan.steady < 0 else min(size, wanted + max(held, 1))
@@ -205,7 +247,7 @@ def _select(
     best = np.sort(plain[part])[::-1][:wanted]
     loss = int(best.sum() - plain[chosen].sum())
     decided = tuple(sorted(plan.candidates[i] for i in chosen.tolist()))
-    return FastStep(decided, margin, loss, expired)
+    return StepRecord(decided, margin, loss, expired)
 
 
 _ARANGES: dict[int, IntArray] = {}
@@ -230,15 +272,9 @@ _BALANCE_TABLES: dict[int, IntArray] = {}
 
 def _balance_table(most: int) -> IntArray:
     """Count → Balance score when the largest count is ``most``: computed once per ``most``
-    with OCM's float64 operations, then looked up (counts never exceed ``most``)."""
+    with the scheduler's own formula, then looked up (counts never exceed ``most``)."""
     found = _BALANCE_TABLES.get(most)
     if found is None:
-        counts = np.arange(most + 1, dtype=np.int64)
-        if most == 0:
-            found = np.full(1, MAX_SCORE, dtype=np.int64)
-        else:
-            usage = counts.astype(np.float64) / float(most)
-            scores = 2 * np.trunc(float(MAX_SCORE) * (0.5 - usage)).astype(np.int64)
-            found = np.where(counts == 0, MAX_SCORE, scores)
-        _BALANCE_TABLES[most] = found
+        scores = [balance_score(count, most) for count in range(most + 1)]
+        found = _BALANCE_TABLES[most] = np.array(scores, dtype=np.int64)
     return found

@@ -24,11 +24,12 @@ import numpy as np
 from dsf_compile.backtest.fast import (
     Budget,
     FastPlan,
-    FastStep,
     IntArray,
+    StepRecord,
     eligible,
     fast_step,
     plan_for,
+    volatile,
 )
 from dsf_compile.backtest.scores import ABSENT, ScoreHistory
 from dsf_compile.inputs.placements import (
@@ -40,7 +41,7 @@ from dsf_compile.inputs.placements import (
 )
 from dsf_compile.placement.cel import CelExpression
 from dsf_compile.placement.decisions import GROUP_INDEX_LABEL, GROUP_NAME_LABEL, DecisionObject
-from dsf_compile.placement.prioritizers import configured_prioritizers
+from dsf_compile.placement.prioritizers import Reads, configured_prioritizers, reads_of
 from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
 
 
@@ -91,17 +92,6 @@ def _step_scores(
     if found is None or found.state[step] == ABSENT:
         return None
     return found.item_list(step)
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """What one step left of one Placement."""
-
-    decisions: tuple[str, ...]
-    margin: int | None
-    loss: int
-    expired: bool
-    simulated: bool
 
 
 @dataclass
@@ -156,7 +146,7 @@ def replay(
             plan = plans[position]
             if isinstance(plan, FastPlan):
                 found = fast_step(plan, step, *decisions.counts(position))
-                track.records.append(StepRecord(*astuple_fast(found), simulated=True))
+                track.records.append(found)
                 decisions.set_clusters(position, found.decisions)
             else:
                 result = schedule(placement, clusters, bindings, index, decisions.all, at)
@@ -175,11 +165,6 @@ def replay(
     return tracks
 
 
-def astuple_fast(found: FastStep) -> tuple[tuple[str, ...], int | None, int, bool]:
-    """A fast step's fields in :class:`StepRecord`'s order."""
-    return found.decisions, found.margin, found.loss, found.expired
-
-
 def _checked_plan(
     placement: Placement,
     result: PlacementResult,
@@ -195,9 +180,7 @@ def _checked_plan(
     )
     if plan is None:
         return None
-    found = fast_step(plan, step, *decisions.counts(position))
-    same = astuple_fast(found) == (record.decisions, record.margin, record.loss, record.expired)
-    return plan if same else None
+    return plan if fast_step(plan, step, *decisions.counts(position)) == record else None
 
 
 def _inputs_of(placement: Placement) -> _Inputs:
@@ -211,17 +194,8 @@ def _inputs_of(placement: Placement) -> _Inputs:
             }
         )
     )
-    spec = placement.spec
-    reads_scores = any(
-        "scores" in expression
-        for predicate in spec.predicates
-        if predicate.requiredClusterSelector is not None
-        and predicate.requiredClusterSelector.celSelector is not None
-        for expression in predicate.requiredClusterSelector.celSelector.celExpressions or ()
-    )
-    timed = any(t.tolerationSeconds is not None for t in spec.tolerations)
-    balance = any(p.name == "Balance" for p in prioritizers)
-    return _Inputs(coordinates, reads_scores or timed, balance)
+    balance = any(reads_of(p.name) is Reads.OTHER_DECISIONS for p in prioritizers)
+    return _Inputs(coordinates, volatile(placement), balance)
 
 
 def _score_versions(inputs: _Inputs, history: ScoreHistory) -> list[int]:
@@ -264,11 +238,8 @@ class _Decisions:
             d for d in initial if (d.metadata.namespace, d.placement_name) not in names
         )
         self._clusters = [_clusters_of(own) for own in self._own]
-        every = {c.name for c in clusters} | {
-            d.clusterName for o in initial for d in o.status.decisions
-        }
         #: Every cluster a decision may name → its position in the count vectors.
-        self.fleet = {name: i for i, name in enumerate(sorted(every))}
+        self.fleet = _fleet(clusters, initial)
         self._vectors = [self._vector(c) for c in self._clusters]
         self._total = self._vector(_clusters_of(self._foreign)) + sum(
             self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
@@ -277,9 +248,7 @@ class _Decisions:
         #: What the fast plans may precompute together.
         self.budget = Budget()
         #: The clusters with a ``NoSelectIfNew`` taint.
-        self.new_only = frozenset(
-            c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints)
-        )
+        self.new_only = _new_only(clusters)
         self.version = 0
         self.all: tuple[PlacementDecision, ...] = ()
         self._join()
@@ -333,6 +302,18 @@ class _Decisions:
         self.all = (*self._foreign, *(d for own in self._own for d in own))
 
 
+def _fleet(clusters: Sequence[Cluster], initial: Sequence[PlacementDecision]) -> dict[str, int]:
+    """Every cluster of the inventory or of a decision, by name → its position."""
+    every = {c.name for c in clusters} | {
+        d.clusterName for o in initial for d in o.status.decisions
+    }
+    return {name: i for i, name in enumerate(sorted(every))}
+
+
+def _new_only(clusters: Sequence[Cluster]) -> frozenset[str]:
+    return frozenset(c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints))
+
+
 def _clusters_of(objects: Sequence[PlacementDecision]) -> tuple[str, ...]:
     return tuple(d.clusterName for o in objects for d in o.status.decisions)
 
@@ -371,7 +352,7 @@ def _loss(result: PlacementResult) -> int:
     count = len(result.decisions)
     if count == 0 or not result.totals:
         return 0
-    steady = [p for p in result.prioritizers if p.name == "Steady"]
+    steady = [p for p in result.prioritizers if reads_of(p.name) is Reads.OWN_DECISIONS]
     plain = {
         name: total - sum(p.weight * p.scores[name] for p in steady)
         for name, total in result.totals.items()

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dsf_compile.backtest.replay import StepRecord, Track
+from dsf_compile.backtest.fast import StepRecord
+from dsf_compile.backtest.replay import Track
 from dsf_compile.placement.state import format_time
 from dsf_contract.escaping import json_text, markdown, terminal
 

@@ -1,13 +1,17 @@
-"""Scheduler results → the ``explain`` output: ``json``, ``text`` and ``markdown``.
+"""Scheduler results → the ``explain`` output: one :class:`Explanation`, one reporter per format.
 
-Pure formatting: the results come from :func:`dsf_compile.placement.scheduler.schedule`,
-and every format lists the Placements sorted by namespace then name.
+Pure formatting: the results come from :func:`dsf_compile.placement.scheduler.schedule`.
+:class:`Explanation` sorts them by namespace then name and builds each Placement's
+:class:`PlacementRows` once; :data:`REPORTERS` prints it as ``text``, ``markdown`` or
+``json`` (the document :func:`explain_document`). A new format is one function and one
+entry there. Also here: :class:`DecisionChange`, what ``diff`` says of a Placement whose
+outcome moved.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,79 +20,170 @@ from dsf_compile.placement.scheduler import PlacementResult, format_time
 from dsf_contract.escaping import json_text, markdown, terminal
 
 
+@dataclass(frozen=True)
+class PlacementRows:
+    """One Placement as the text and Markdown reporters print it: the words of each line,
+    written once, before either format escapes and lays them out."""
+
+    title: str
+    simulated: bool
+    cluster_sets: str
+    #: (step, the clusters it removed) for each of steps 1 to 3 that removed any.
+    removed: tuple[tuple[str, str], ...]
+    #: The decision table (``score×weight`` per prioritizer, best first); empty: none.
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    decisions: str
+    unscheduled: int
+    #: Steps 7 and 8 and the margins, one line each.
+    outcome: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, result: PlacementResult) -> PlacementRows:
+        """The rows of one scheduler result."""
+        header, rows = _table(result) if result.simulated and result.ranking else ((), ())
+        steps = (
+            ("cluster sets", result.filtered_cluster_sets),
+            ("predicates", result.filtered_predicates),
+            ("taints", result.filtered_taints),
+        )
+        return cls(
+            title=f"{result.namespace}/{result.name}",
+            simulated=result.simulated,
+            cluster_sets=_names(result.cluster_sets),
+            removed=tuple((step, ", ".join(names)) for step, names in steps if names),
+            header=header,
+            rows=rows,
+            decisions=_names(result.decisions),
+            unscheduled=result.unscheduled,
+            outcome=tuple(_outcome(result)),
+            warnings=result.warnings,
+        )
+
+    @property
+    def state(self) -> str:
+        """What the title says after the name."""
+        return "" if self.simulated else " (not simulated)"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What every ``explain`` format prints: the results sorted by namespace then name, and
+    their rows (built once, whatever the format)."""
+
+    at: datetime
+    results: tuple[PlacementResult, ...]
+    placements: tuple[PlacementRows, ...]
+
+    @classmethod
+    def of(cls, results: Sequence[PlacementResult], at: datetime) -> Explanation:
+        """Sort ``results`` and build their rows."""
+        ordered = tuple(sorted(results, key=lambda r: (r.namespace, r.name)))
+        return cls(at, ordered, tuple(PlacementRows.of(r) for r in ordered))
+
+
 def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[str, Any]:
     """The ``explain --format json`` document (``docs/placements.md``), as plain data."""
-    return {
-        "at": format_time(at),
-        "placements": [_placement_document(r) for r in _sorted(results)],
-    }
+    ordered = sorted(results, key=lambda r: (r.namespace, r.name))
+    return {"at": format_time(at), "placements": [_placement_document(r) for r in ordered]}
+
+
+def format_explanation(results: Sequence[PlacementResult], at: datetime, name: str) -> str:
+    """``explain --format NAME``: the reporter of that name over the results."""
+    return REPORTERS[name](Explanation.of(results, at))
 
 
 def format_json(results: Sequence[PlacementResult], at: datetime) -> str:
-    """``explain --format json``: the document, indented, ending with a newline."""
-    return json_text(json.dumps(explain_document(results, at), indent=2, ensure_ascii=False)) + "\n"
+    """``explain --format json``."""
+    return format_explanation(results, at, "json")
 
 
 def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
-    """``explain --format text``: per Placement, a table of the clusters left after step 3."""
-    lines = [f"at {format_time(at)}"]
-    for result in _sorted(results):
-        lines.append("")
-        state = "" if result.simulated else " (not simulated)"
-        lines.append(f"placement {result.namespace}/{result.name}{state}")
-        lines.append(f"  cluster sets: {_names(result.cluster_sets)}")
-        for step, removed in _filtered(result):
-            if removed:
-                lines.append(f"  removed by {step}: {', '.join(removed)}")
-        if result.simulated and result.ranking:
-            header, rows = _table(result)
-            # escaped before measuring, so that the columns line up as printed
-            header, rows = [terminal(c) for c in header], [[terminal(c) for c in r] for r in rows]
-            widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-            for row in (header, *rows):
-                cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
-                lines.append(("  " + "  ".join(cells)).rstrip())
-        if result.simulated:
-            lines.append(
-                f"  decisions: {_names(result.decisions)}; unscheduled: {result.unscheduled}"
-            )
-        lines.extend(f"  {line}" for line in _outcome(result))
-        lines.extend(f"  warning: {warning}" for warning in result.warnings)
+    """``explain --format text``."""
+    return format_explanation(results, at, "text")
+
+
+def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
+    """``explain --format markdown``."""
+    return format_explanation(results, at, "markdown")
+
+
+def _json_report(explanation: Explanation) -> str:
+    """The document, indented, ending with a newline."""
+    document = explain_document(explanation.results, explanation.at)
+    return json_text(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
+
+
+def _text_report(explanation: Explanation) -> str:
+    """Per Placement, a table of the clusters left after step 3, columns aligned."""
+    lines = [f"at {format_time(explanation.at)}"]
+    for found in explanation.placements:
+        lines += ["", f"placement {found.title}{found.state}"]
+        lines.append(f"  cluster sets: {found.cluster_sets}")
+        lines += [f"  removed by {step}: {names}" for step, names in found.removed]
+        lines += _text_table(found)
+        if found.simulated:
+            lines.append(f"  decisions: {found.decisions}; unscheduled: {found.unscheduled}")
+        lines += [f"  {line}" for line in found.outcome]
+        lines += [f"  warning: {warning}" for warning in found.warnings]
     # one entry per line: a line break or ESC a score name or hub condition holds is shown escaped
     return "\n".join(terminal(line) for line in lines) + "\n"
 
 
-def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
-    """``explain --format markdown``: the same tables, for a pull-request comment."""
-    lines = [f"Placements at `{format_time(at)}`"]
-    for result in _sorted(results):
-        lines.append("")
-        state = "" if result.simulated else " (not simulated)"
-        lines.append(f"#### `{result.namespace}/{result.name}`{state}")
-        lines.append("")
-        lines.append(f"Cluster sets: {markdown(_names(result.cluster_sets))}.")
-        for step, removed in _filtered(result):
-            if removed:
-                lines.append(f"Removed by {step}: {markdown(', '.join(removed))}.")
-        if result.simulated and result.ranking:
-            header, rows = _table(result)
-            lines.append("")
-            lines.append("| " + " | ".join(markdown(cell) for cell in header) + " |")
-            lines.append("|" + "---|" + "---:|" * (len(header) - 2) + ":---:|")
-            lines.extend("| " + " | ".join(markdown(cell) for cell in row) + " |" for row in rows)
-        if result.simulated:
-            lines.append("")
-            lines.append(
-                f"Decisions: {markdown(_names(result.decisions))}; unscheduled: {result.unscheduled}."
-            )
-        outcome = _outcome(result)
-        if outcome:
-            lines.append("")
-            lines.extend(f"- {markdown(line)}" for line in outcome)
-        if result.warnings:
-            lines.append("")
-            lines.extend(f"- ⚠️ {markdown(warning)}" for warning in result.warnings)
+def _text_table(found: PlacementRows) -> list[str]:
+    if not found.header:
+        return []
+    # escaped before measuring, so that the columns line up as printed
+    table = [[terminal(cell) for cell in row] for row in (found.header, *found.rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(found.header))]
+    return [
+        (
+            "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        ).rstrip()
+        for row in table
+    ]
+
+
+def _markdown_report(explanation: Explanation) -> str:
+    """The same tables, for a pull-request comment."""
+    lines = [f"Placements at `{format_time(explanation.at)}`"]
+    for found in explanation.placements:
+        lines += ["", f"#### `{found.title}`{found.state}", ""]
+        lines.append(f"Cluster sets: {markdown(found.cluster_sets)}.")
+        lines += [f"Removed by {step}: {markdown(names)}." for step, names in found.removed]
+        lines += _markdown_table(found)
+        if found.simulated:
+            lines += [
+                "",
+                f"Decisions: {markdown(found.decisions)}; unscheduled: {found.unscheduled}.",
+            ]
+        lines += _markdown_list([markdown(line) for line in found.outcome])
+        lines += _markdown_list([f"⚠️ {markdown(warning)}" for warning in found.warnings])
     return "\n".join(lines) + "\n"
+
+
+def _markdown_table(found: PlacementRows) -> list[str]:
+    if not found.header:
+        return []
+    return [
+        "",
+        "| " + " | ".join(markdown(cell) for cell in found.header) + " |",
+        "|" + "---|" + "---:|" * (len(found.header) - 2) + ":---:|",
+        *("| " + " | ".join(markdown(cell) for cell in row) + " |" for row in found.rows),
+    ]
+
+
+def _markdown_list(items: Sequence[str]) -> list[str]:
+    return ["", *(f"- {item}" for item in items)] if items else []
+
+
+#: One reporter per ``explain --format``, over the same :class:`Explanation`.
+REPORTERS: Mapping[str, Callable[[Explanation], str]] = {
+    "text": _text_report,
+    "markdown": _markdown_report,
+    "json": _json_report,
+}
 
 
 def _placement_document(result: PlacementResult) -> dict[str, Any]:
@@ -148,33 +243,20 @@ def _outcome(result: PlacementResult) -> list[str]:
     return lines
 
 
-def _sorted(results: Sequence[PlacementResult]) -> list[PlacementResult]:
-    return sorted(results, key=lambda r: (r.namespace, r.name))
-
-
-def _filtered(result: PlacementResult) -> list[tuple[str, tuple[str, ...]]]:
-    return [
-        ("cluster sets", result.filtered_cluster_sets),
-        ("predicates", result.filtered_predicates),
-        ("taints", result.filtered_taints),
-    ]
-
-
-def _table(result: PlacementResult) -> tuple[list[str], list[list[str]]]:
+def _table(result: PlacementResult) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """A header and one row per cluster, best first: each cell is ``score×weight``."""
-    header = ["cluster", *(f"{p.name} ×{p.weight}" for p in result.prioritizers)]
-    header += ["total", "selected"]
+    header = ("cluster", *(f"{p.name} ×{p.weight}" for p in result.prioritizers), "total")
     chosen = set(result.decisions)
-    rows = [
-        [
+    rows = tuple(
+        (
             name,
             *(f"{p.scores[name]}×{p.weight}" for p in result.prioritizers),
             str(result.totals[name]),
             "yes" if name in chosen else "",
-        ]
+        )
         for name in result.ranking
-    ]
-    return header, rows
+    )
+    return (*header, "selected"), rows
 
 
 def _names(names: Sequence[str]) -> str:

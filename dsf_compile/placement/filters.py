@@ -1,5 +1,9 @@
 """Steps 1 to 3 of OCM's scheduler: cluster sets, predicates (CEL included), taints.
 
+Each step is a function over the one before (``cluster_sets_step``, ``predicates_step``,
+``taints_step``), built on the tests a cluster must pass (``in_sets``,
+``passes_predicates``, ``tolerated``) and the settings OCM refuses.
+
 Follows ocm ``pkg/placement``: ``controllers/scheduling/helpers.go`` (cluster sets),
 ``plugins/predicate`` and ``helpers/clusters.go`` (predicates), ``plugins/tainttoleration``
 (taints and tolerations, and the tolerations it calls misconfigured). Pure.
@@ -8,6 +12,7 @@ Follows ocm ``pkg/placement``: ``controllers/scheduling/helpers.go`` (cluster se
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from dsf_compile.inputs.inventory import ClusterTaint, LabelSelector, LabelSelectorRequirement
@@ -15,12 +20,14 @@ from dsf_compile.inputs.placements import (
     CLUSTERSET_LABEL,
     ClusterSelector,
     GroupClusterSelector,
+    ManagedClusterSetBinding,
     Placement,
     PlacementToleration,
 )
 from dsf_compile.inputs.selectors import selector_matches
 from dsf_compile.placement.cel import CelExpression
 from dsf_compile.placement.decisions import Misconfigured
+from dsf_compile.placement.prioritizers import some_names
 from dsf_compile.placement.state import Cluster, ScoreIndex, compile_cached
 from dsf_contract.fields import add_seconds
 
@@ -148,3 +155,103 @@ def _tolerates(toleration: PlacementToleration, taint: ClusterTaint, at: datetim
         # OCM adds the seconds to a zero time: long expired.
         return False
     return at < add_seconds(taint.timeAdded, toleration.tolerationSeconds)
+
+
+@dataclass(frozen=True)
+class ClusterSets:
+    """Step 1: the cluster sets the Placement selects from and their available members."""
+
+    names: tuple[str, ...]
+    #: How many cluster sets are bound to the Placement's namespace.
+    bound: int
+    #: The members not being deleted, sorted by name.
+    members: tuple[Cluster, ...]
+    #: Every cluster that is not one of ``members``, sorted.
+    filtered: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def cluster_sets_step(
+    placement: Placement,
+    clusters: Sequence[Cluster],
+    bindings: Sequence[ManagedClusterSetBinding],
+    set_members: Mapping[str, frozenset[str]] | None,
+) -> ClusterSets:
+    """Step 1: the bound sets the spec names (all bound ones when it names none), and
+    their members; a cluster being deleted is never available (``GetAvailableClusters``)."""
+    namespace = placement.metadata.namespace
+    by_name = sorted(clusters, key=lambda c: c.name)
+    bound = sorted({b.metadata.name for b in bindings if b.metadata.namespace == namespace})
+    wanted = set(placement.spec.clusterSets)
+    names = tuple(s for s in bound if s in wanted) if wanted else tuple(bound)
+    warnings = _binding_warnings(namespace, bound, wanted)
+    in_any = [c for c in by_name if in_sets(c, names, set_members)]
+    members = tuple(c for c in in_any if not c.deleting)
+    deleting = [c.name for c in in_any if c.deleting]
+    if deleting:
+        warnings.append(f"being deleted, never a candidate: {some_names(deleting)}")
+    return ClusterSets(names, len(bound), members, removed(by_name, members), tuple(warnings))
+
+
+def _binding_warnings(namespace: str, bound: Sequence[str], wanted: set[str]) -> list[str]:
+    """No set bound at all, or sets the spec names that are not bound."""
+    if not bound:
+        return [
+            f"no ManagedClusterSetBinding binds a cluster set to namespace {namespace}: "
+            "the Placement selects no cluster"
+        ]
+    unbound = sorted(wanted - set(bound))
+    if not unbound:
+        return []
+    return [f"spec.clusterSets names sets not bound to namespace {namespace}: {', '.join(unbound)}"]
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """Steps 2 and 3: the clusters each kept, and why OCM decides none (None: it decides)."""
+
+    before: tuple[Cluster, ...]
+    kept: tuple[Cluster, ...]
+    misconfigured: Misconfigured | None
+    #: The clusters removed by the steps before this one (step 3: by the predicates).
+    earlier: tuple[str, ...] = ()
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        """The clusters this step removed, sorted."""
+        return removed(self.before, self.kept)
+
+
+def predicates_step(
+    placement: Placement, members: Sequence[Cluster], index: ScoreIndex
+) -> Filtered | str:
+    """Step 2: the members any predicate selects, or why a celSelector cannot be simulated.
+
+    OCM compiles CEL only when there are clusters to filter; a compile error makes the
+    Placement misconfigured, and the step then keeps every member.
+    """
+    spec = placement.spec
+    selectors = compiled_predicates(placement) if members and spec.predicates else []
+    unsupported = next((u for _, e in selectors for u in unsupported_reasons(e)), None)
+    if unsupported is not None:
+        return unsupported
+    misconfigured = cel_misconfigured(selectors)
+    if misconfigured is not None:
+        return Filtered(tuple(members), tuple(members), misconfigured)
+    passed = tuple(c for c in members if passes_predicates(selectors, c, index))
+    return Filtered(tuple(members), passed, None)
+
+
+def taints_step(
+    placement: Placement, passed: Filtered, own: frozenset[str], at: datetime
+) -> Filtered:
+    """Step 3: the clusters whose taints the Placement tolerates (``NoSelectIfNew`` only
+    keeps out clusters it has not decided), unless OCM already calls it misconfigured."""
+    tolerations = placement.spec.tolerations
+    misconfigured = passed.misconfigured
+    if misconfigured is None and passed.kept:
+        misconfigured = toleration_misconfigured(tolerations)
+    kept = passed.kept
+    if misconfigured is None:
+        kept = tuple(c for c in kept if tolerated(c, tolerations, c.name in own, at))
+    return Filtered(passed.kept, kept, misconfigured, passed.removed)

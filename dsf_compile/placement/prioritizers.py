@@ -9,13 +9,13 @@ truncates it. Pure.
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from dsf_compile.inputs.placements import (
-    AddOnPlacementScore,
     Placement,
     ScoreCoordinate,
 )
@@ -58,6 +58,18 @@ class _Step:
     decisions: DecisionIndex
 
 
+class Reads(enum.Enum):
+    """What a built-in prioritizer's scores depend on besides the clusters left: what a
+    replay over time (``backtest``) must follow to know when they move."""
+
+    #: The clusters alone: constant while the candidates are (ResourceAllocatable*).
+    CLUSTERS = "clusters"
+    #: The Placement's own decisions (Steady).
+    OWN_DECISIONS = "own decisions"
+    #: Every other Placement's decisions (Balance).
+    OTHER_DECISIONS = "other decisions"
+
+
 @dataclass(frozen=True)
 class Builtin:
     """One of OCM's built-in prioritizers (ocm ``plugins/``)."""
@@ -66,6 +78,7 @@ class Builtin:
     default_weight: int
     #: Its score for every cluster left, -100 to 100.
     score: Callable[[_Step], dict[str, int]]
+    reads: Reads
 
 
 def score_prioritizers(
@@ -103,13 +116,7 @@ def score_prioritizers(
     if no_scores and any(p.coordinate.type == "AddOn" for p in prioritizers):
         warnings.append("no AddOnPlacementScores were given: every AddOn score is 0")
     warnings += _zero_and_expired(addon_zero, expired)
-    left_names = set(names)
-    failing = [
-        (cluster, resource)
-        for cluster, resource in index.failing
-        if resource in used_resources and cluster in left_names
-    ]
-    warnings += _failing_scores(index.objects, failing)
+    warnings += _failing_scores(index, used_resources, set(names))
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:
         warnings.append(f"prioritizer configured more than once, OCM adds each: {', '.join(twice)}")
@@ -132,13 +139,14 @@ def _zero_and_expired(
     return said
 
 
-def _failing_scores(
-    index: Mapping[tuple[str, str], AddOnPlacementScore], used: Sequence[tuple[str, str]]
-) -> list[str]:
-    """Scores whose agent reports them failing (the ``ScoresAvailable`` condition is False)."""
+def _failing_scores(index: ScoreIndex, resources: set[str], clusters: set[str]) -> list[str]:
+    """The ``resources`` of ``clusters`` whose agent reports them failing (the
+    ``ScoresAvailable`` condition is False)."""
     out = []
-    for cluster, resource in used:
-        found = index.get((cluster, resource))
+    for cluster, resource in index.failing:
+        if resource not in resources or cluster not in clusters:
+            continue
+        found = index.objects.get((cluster, resource))
         for condition in found.status.conditions if found is not None else ():
             if condition.type == CONDITION_TYPE and condition.status == "False":
                 since = (
@@ -213,26 +221,30 @@ def _addon_scores(
     return values, missing, expired
 
 
+def steady_score(decided: bool) -> int:
+    """Steady: the full score for a cluster this Placement already decided, else 0."""
+    return MAX_SCORE if decided else 0
+
+
 def _steady_scores(step: _Step) -> dict[str, int]:
-    """Steady: the full score for the clusters this Placement already decided."""
-    return {n: MAX_SCORE if n in step.own else 0 for n in step.names}
+    return {n: steady_score(n in step.own) for n in step.names}
+
+
+def balance_score(count: int, most: int) -> int:
+    """Balance for a cluster the other Placements decided ``count`` times, when the most
+    decided cluster has ``most``: fewer decisions, a higher score."""
+    if count == 0:
+        return MAX_SCORE
+    # float64 and truncation toward zero, as OCM computes it
+    usage = float(count) / float(most)
+    return 2 * int(float(MAX_SCORE) * (0.5 - usage))
 
 
 def _balance_scores(step: _Step) -> dict[str, int]:
-    """Balance: fewer decisions of the other Placements, a higher score."""
     placement = step.placement
     counts = step.decisions.others_counts(placement.metadata.namespace, placement.metadata.name)
     most = max(counts.values(), default=0)
-    values = {}
-    for name in step.names:
-        count = counts.get(name, 0)
-        if count == 0:
-            values[name] = MAX_SCORE
-        else:
-            # float64 and truncation toward zero, as OCM computes it
-            usage = float(count) / float(most)
-            values[name] = 2 * int(float(MAX_SCORE) * (0.5 - usage))
-    return values
+    return {name: balance_score(counts.get(name, 0), most) for name in step.names}
 
 
 def _resource_scores(resource: str) -> Callable[[_Step], dict[str, int]]:
@@ -264,14 +276,24 @@ def _allocatable_scores(clusters: Sequence[Cluster], resource: str) -> dict[str,
 #: here makes OCM report the Placement misconfigured (``getPrioritizers``: Spread has no
 #: prioritizer), and ``validate`` refuses it.
 BUILTINS: Mapping[str, Builtin] = {
-    "Balance": Builtin(default_weight=1, score=_balance_scores),
-    "Steady": Builtin(default_weight=1, score=_steady_scores),
-    "ResourceAllocatableCPU": Builtin(default_weight=0, score=_resource_scores("cpu")),
-    "ResourceAllocatableMemory": Builtin(default_weight=0, score=_resource_scores("memory")),
+    "Balance": Builtin(1, _balance_scores, Reads.OTHER_DECISIONS),
+    "Steady": Builtin(1, _steady_scores, Reads.OWN_DECISIONS),
+    "ResourceAllocatableCPU": Builtin(0, _resource_scores("cpu"), Reads.CLUSTERS),
+    "ResourceAllocatableMemory": Builtin(0, _resource_scores("memory"), Reads.CLUSTERS),
 }
+#: The prioritizer that keeps a Placement where it is (``backtest --steady`` sweeps its
+#: weight, and its term is what ``meanLoss`` leaves out).
+STEADY = next(name for name, b in BUILTINS.items() if b.reads is Reads.OWN_DECISIONS)
+
+
+def reads_of(name: str) -> Reads | None:
+    """What the built-in ``name`` reads (None: not a built-in OCM implements)."""
+    builtin = BUILTINS.get(name)
+    return None if builtin is None else builtin.reads
 
 
 def some_names(names: Sequence[str]) -> str:
+    """The first few names, then how many more."""
     shown = ", ".join(names[:_NAMED_IN_WARNING])
     more = len(names) - _NAMED_IN_WARNING
     return f"{shown} and {more} more" if more > 0 else shown

@@ -5,13 +5,20 @@ predicates and taints (:mod:`.filters`), prioritizer weights and scores
 (:mod:`.prioritizers`), selection, then decision groups, PlacementDecisions and status
 (:mod:`.decisions`), in the order OCM's scheduling controller runs them.
 
+:func:`schedule` is those steps in sequence, one function each (``cluster_sets_step``,
+``predicates_step`` and ``taints_step`` in :mod:`.filters`; ``weights_step``,
+``scores_step``, ``selection_step`` and ``decide`` here), every step taking the frozen
+outcome of the one before; a Placement OCM does not schedule, or a CEL selector the
+simulation cannot run, ends after step 1 or 2 with ``simulated`` False
+(``not_scheduled``, ``not_simulated``).
+
 Pure: every input is a value, the time of the simulation included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from dsf_compile.inputs.placements import (
@@ -37,23 +44,20 @@ from dsf_compile.placement.filters import (
     GLOBAL_CLUSTER_SET as GLOBAL_CLUSTER_SET,
 )
 from dsf_compile.placement.filters import (
-    cel_misconfigured,
-    compiled_predicates,
+    ClusterSets,
+    Filtered,
+    cluster_sets_step,
     group_selects,
-    in_sets,
-    passes_predicates,
-    removed,
-    tolerated,
-    toleration_misconfigured,
-    unsupported_reasons,
+    predicates_step,
+    taints_step,
 )
 from dsf_compile.placement.prioritizers import MAX_SCORE as MAX_SCORE
 from dsf_compile.placement.prioritizers import (
+    Prioritizer,
     PrioritizerResult,
     configured_prioritizers,
     prioritizer_misconfigured,
     score_prioritizers,
-    some_names,
 )
 
 # What callers have always imported from here: the clusters and scores as the scheduler
@@ -81,14 +85,14 @@ class PlacementResult:
     simulated: bool
     cluster_sets: tuple[str, ...]
     filtered_cluster_sets: tuple[str, ...]
-    filtered_predicates: tuple[str, ...]
-    filtered_taints: tuple[str, ...]
-    prioritizers: tuple[PrioritizerResult, ...]
-    totals: Mapping[str, int]
-    ranking: tuple[str, ...]
-    decisions: tuple[str, ...]
-    unscheduled: int
-    warnings: tuple[str, ...]
+    filtered_predicates: tuple[str, ...] = ()
+    filtered_taints: tuple[str, ...] = ()
+    prioritizers: tuple[PrioritizerResult, ...] = ()
+    totals: Mapping[str, int] = field(default_factory=dict)
+    ranking: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    unscheduled: int = 0
+    warnings: tuple[str, ...] = ()
     #: Step 7: the decision groups in order, and the PlacementDecisions OCM writes.
     decision_groups: tuple[DecisionGroupStatus, ...] = ()
     placement_decisions: tuple[DecisionObject, ...] = ()
@@ -96,6 +100,12 @@ class PlacementResult:
     conditions: tuple[Condition, ...] = ()
     #: By how much each decided cluster beats the best one left out; None when none is.
     margins: Mapping[str, int] | None = None
+
+    @property
+    def not_simulated(self) -> str | None:
+        """Why the scheduler decided nothing itself (scheduling disabled, a CEL selector it
+        cannot run), as its last warning says; None when it simulated the Placement."""
+        return None if self.simulated else self.warnings[-1]
 
 
 def schedule(
@@ -121,158 +131,211 @@ def schedule(
     Placement's, Balance the others'), or a :class:`DecisionIndex` of them when many
     Placements are scheduled against the same decisions.
     """
-    if at.tzinfo is None:
-        raise ValueError("the time of the simulation must carry a time zone")
-    namespace, name = placement.metadata.namespace, placement.metadata.name
-    spec = placement.spec
-    decisions = DecisionIndex.of(decisions)
-    warnings: list[str] = _no_effect(placement, decisions)
-    by_name = sorted(clusters, key=lambda c: c.name)
+    run = Run.start(placement, scores, decisions, at)
+    sets = cluster_sets_step(placement, clusters, bindings, set_members)
+    if scheduling_disabled(placement):
+        return not_scheduled(run, sets)
+    passed = predicates_step(placement, sets.members, run.index)
+    if isinstance(passed, str):
+        return not_simulated(run, sets, passed)
+    left = taints_step(placement, passed, run.own, at)
+    weights = weights_step(placement, left.misconfigured)
+    scored = scores_step(run, weights, left)
+    return decide(run, sets, left, selection_step(scored, placement.spec.numberOfClusters))
 
-    # 1. cluster sets (a cluster being deleted is never available: GetAvailableClusters)
-    bound = sorted({b.metadata.name for b in bindings if b.metadata.namespace == namespace})
-    wanted = set(spec.clusterSets)
-    cluster_sets = tuple(s for s in bound if s in wanted) if wanted else tuple(bound)
-    if not bound:
-        warnings.append(
-            f"no ManagedClusterSetBinding binds a cluster set to namespace {namespace}: "
-            "the Placement selects no cluster"
-        )
-    elif wanted - set(bound):
-        unbound = ", ".join(sorted(wanted - set(bound)))
-        warnings.append(
-            f"spec.clusterSets names sets not bound to namespace {namespace}: {unbound}"
-        )
-    members = [c for c in by_name if in_sets(c, cluster_sets, set_members) and not c.deleting]
-    deleting = sorted(
-        c.name for c in by_name if c.deleting and in_sets(c, cluster_sets, set_members)
-    )
-    if deleting:
-        warnings.append(f"being deleted, never a candidate: {some_names(deleting)}")
-    base = PlacementResult(
-        namespace=namespace,
-        name=name,
-        simulated=True,
-        cluster_sets=cluster_sets,
-        filtered_cluster_sets=removed(by_name, members),
-        filtered_predicates=(),
-        filtered_taints=(),
-        prioritizers=(),
-        totals={},
-        ranking=(),
-        decisions=(),
-        unscheduled=0,
-        warnings=(),
-    )
-    counts = SchedulingCounts(spec.clusterSets, cluster_sets, len(bound), len(members), 0, 0)
 
-    if (placement.metadata.annotations or {}).get(SCHEDULING_DISABLED_ANNOTATION) == "true":
-        existing = _existing_objects(placement, decisions)
-        return replace(
-            base,
-            simulated=False,
-            decisions=tuple(c for o in existing for c in o.clusters),
-            placement_decisions=existing,
-            warnings=(
-                *warnings,
-                f'not scheduled: the annotation {SCHEDULING_DISABLED_ANNOTATION}: "true" '
-                "keeps OCM from scheduling this Placement; its existing decisions stay",
-            ),
-        )
-    index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores)
+@dataclass(frozen=True)
+class Run:
+    """What every step of one scheduling run reads besides the clusters."""
 
-    # 2. predicates (OCM compiles CEL only when there are clusters to filter)
-    selectors = compiled_predicates(placement) if members and spec.predicates else []
-    unsupported = next((u for _, e in selectors for u in unsupported_reasons(e)), None)
-    if unsupported is not None:
-        return replace(
-            base,
-            simulated=False,
-            warnings=(*warnings, f"not simulated: a celSelector {unsupported}"),
-        )
-    misconfigured = next((m for m in (cel_misconfigured(selectors),) if m), None)
-    passed = (
-        members if misconfigured else [c for c in members if passes_predicates(selectors, c, index)]
-    )
-    # 3. taints and tolerations
-    if misconfigured is None and passed:
-        misconfigured = toleration_misconfigured(spec.tolerations)
-    own = decisions.own_clusters(namespace, name)
-    left = (
-        passed
-        if misconfigured
-        else [c for c in passed if tolerated(c, spec.tolerations, c.name in own, at)]
-    )
+    placement: Placement
+    index: ScoreIndex
+    decisions: DecisionIndex
+    at: datetime
+    #: The clusters this Placement's own PlacementDecisions hold (Steady, NoSelectIfNew).
+    own: frozenset[str]
+    #: Fields OCM accepts and never reads, said first.
+    no_effect: tuple[str, ...]
+
+    @classmethod
+    def start(
+        cls,
+        placement: Placement,
+        scores: Sequence[AddOnPlacementScore] | ScoreIndex | None,
+        decisions: Sequence[PlacementDecision] | DecisionIndex,
+        at: datetime,
+    ) -> Run:
+        """Index the scores and decisions once (an index given is used as it is)."""
+        if at.tzinfo is None:
+            raise ValueError("the time of the simulation must carry a time zone")
+        found = DecisionIndex.of(decisions)
+        index = scores if isinstance(scores, ScoreIndex) else ScoreIndex.of(scores)
+        meta = placement.metadata
+        own = frozenset(found.own_clusters(meta.namespace, meta.name))
+        return cls(placement, index, found, at, own, tuple(_no_effect(placement, found)))
+
+
+def scheduling_disabled(placement: Placement) -> bool:
+    """Whether the Placement's annotation keeps OCM from scheduling it."""
+    annotations = placement.metadata.annotations or {}
+    return annotations.get(SCHEDULING_DISABLED_ANNOTATION) == "true"
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Step 4: the prioritizers with a weight, and why OCM decides none (None: it decides)."""
+
+    prioritizers: tuple[Prioritizer, ...]
+    misconfigured: Misconfigured | None
+
+
+def weights_step(placement: Placement, misconfigured: Misconfigured | None) -> Weights:
+    """Step 4: the configured prioritizers; a built-in OCM lacks makes it misconfigured."""
     prioritizers = configured_prioritizers(placement)
     if misconfigured is None:
         misconfigured = prioritizer_misconfigured(prioritizers)
-    if spec.spreadPolicy is not None and spec.spreadPolicy.spreadConstraints:
+    return Weights(tuple(prioritizers), misconfigured)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Step 5: every prioritizer's scores for the clusters left (none when misconfigured)."""
+
+    clusters: tuple[Cluster, ...]
+    results: tuple[PrioritizerResult, ...]
+    misconfigured: Misconfigured | None
+    #: What steps 2 to 5 said, in order (the spread policy, the misconfiguration, scores).
+    warnings: tuple[str, ...]
+
+
+def scores_step(run: Run, weights: Weights, left: Filtered) -> Scored:
+    """Step 5: score the clusters left; a misconfigured Placement has no candidate."""
+    warnings: list[str] = []
+    spread = run.placement.spec.spreadPolicy
+    if spread is not None and spread.spreadConstraints:
         warnings.append("spreadPolicy is not simulated: the decisions ignore it")
-    base = replace(
-        base,
-        filtered_predicates=removed(members, passed),
-        filtered_taints=removed(passed, left),
-    )
+    misconfigured = weights.misconfigured
     if misconfigured is not None:
         first_line = misconfigured.message.splitlines()[0]  # cel-go's error has a snippet
         warnings.append(
             f"OCM reports the Placement misconfigured ({misconfigured.plugin}:{first_line}) "
             "and decides no cluster"
         )
-        return _with_decisions(base, placement, (), {}, counts, misconfigured, warnings)
-
-    # 4, 5. weights and scores
+        return Scored((), (), misconfigured, tuple(warnings))
     results = score_prioritizers(
-        prioritizers, left, index, index.absent, placement, decisions, at, warnings
+        weights.prioritizers,
+        left.kept,
+        run.index,
+        run.index.absent,
+        run.placement,
+        run.decisions,
+        run.at,
+        warnings,
     )
-    names = [c.name for c in left]
+    return Scored(left.kept, tuple(results), None, tuple(warnings))
 
-    # 6. selection
-    totals = {n: sum(r.weight * r.scores[n] for r in results) for n in names}
+
+@dataclass(frozen=True)
+class Selection:
+    """Step 6: the totals, every candidate best first, and the ones decided."""
+
+    scored: Scored
+    totals: Mapping[str, int]
+    ranking: tuple[str, ...]
+    decisions: tuple[str, ...]
+    unscheduled: int
+    margins: Mapping[str, int] | None
+
+
+def selection_step(scored: Scored, wanted: int | None) -> Selection:
+    """Step 6: total = Σ weight × score; total descending, then name; the first ``wanted``
+    (``numberOfClusters``; None: every one)."""
+    names = [c.name for c in scored.clusters]
+    totals = {n: sum(r.weight * r.scores[n] for r in scored.results) for n in names}
     ranking = tuple(sorted(names, key=lambda n: (-totals[n], n)))
-    wanted_count = spec.numberOfClusters
-    chosen = ranking if wanted_count is None else ranking[:wanted_count]
-    unscheduled = 0 if wanted_count is None else max(0, wanted_count - len(chosen))
-    base = replace(
-        base,
-        prioritizers=tuple(results),
-        totals=totals,
-        ranking=ranking,
-        decisions=chosen,
-        unscheduled=unscheduled,
-        margins=margins(ranking, len(chosen), totals),
-    )
-    counts = replace(counts, decisions=len(chosen), unscheduled=unscheduled)
-    labels = {c.name: c for c in left}
-    return _with_decisions(base, placement, chosen, labels, counts, None, warnings)
+    chosen = ranking if wanted is None else ranking[:wanted]
+    unscheduled = 0 if wanted is None or scored.misconfigured else max(0, wanted - len(chosen))
+    found = margins(ranking, len(chosen), totals)
+    return Selection(scored, totals, ranking, chosen, unscheduled, found)
 
 
-def _with_decisions(
-    result: PlacementResult,
-    placement: Placement,
-    chosen: Sequence[str],
-    clusters: Mapping[str, Cluster],
-    counts: SchedulingCounts,
-    misconfigured: Misconfigured | None,
-    warnings: list[str],
-) -> PlacementResult:
-    """Step 7 and 8: groups, PlacementDecisions and the conditions."""
+def decide(run: Run, sets: ClusterSets, left: Filtered, selection: Selection) -> PlacementResult:
+    """Steps 7 and 8: decision groups, PlacementDecisions and the conditions."""
+    placement, scored = run.placement, selection.scored
+    clusters = {c.name: c for c in scored.clusters}
     groups = decision_groups(
-        placement, chosen, lambda selector, name: group_selects(selector, clusters[name])
+        placement,
+        selection.decisions,
+        lambda selector, name: group_selects(selector, clusters[name]),
     )
+    misconfigured = scored.misconfigured
+    said: tuple[str, ...] = ()
     if isinstance(groups, Misconfigured):
         # OCM writes no PlacementDecision at all then (and deletes the old ones)
-        warnings.append(
+        said = (
             f"OCM reports the Placement misconfigured (:{groups.message}) and writes "
-            "no PlacementDecision"
+            "no PlacementDecision",
         )
         misconfigured, groups = groups, ()
-    return replace(
-        result,
+    counts = SchedulingCounts(
+        placement.spec.clusterSets,
+        sets.names,
+        sets.bound,
+        len(sets.members),
+        len(selection.decisions),
+        selection.unscheduled,
+    )
+    return PlacementResult(
+        namespace=placement.metadata.namespace,
+        name=placement.metadata.name,
+        simulated=True,
+        cluster_sets=sets.names,
+        filtered_cluster_sets=sets.filtered,
+        filtered_predicates=left.earlier,
+        filtered_taints=left.removed,
+        prioritizers=scored.results,
+        totals=selection.totals,
+        ranking=selection.ranking,
+        decisions=selection.decisions,
+        unscheduled=selection.unscheduled,
+        warnings=(*run.no_effect, *sets.warnings, *scored.warnings, *said),
         decision_groups=groups,
         placement_decisions=decision_objects(placement.metadata.name, groups),
         conditions=conditions(counts, misconfigured),
-        warnings=tuple(warnings),
+        margins=selection.margins,
+    )
+
+
+def not_scheduled(run: Run, sets: ClusterSets) -> PlacementResult:
+    """The scheduling-disabled annotation: OCM leaves the existing decisions as they are."""
+    existing = _existing_objects(run.placement, run.decisions)
+    return _unscheduled(
+        run,
+        sets,
+        f'not scheduled: the annotation {SCHEDULING_DISABLED_ANNOTATION}: "true" '
+        "keeps OCM from scheduling this Placement; its existing decisions stay",
+        existing,
+    )
+
+
+def not_simulated(run: Run, sets: ClusterSets, unsupported: str) -> PlacementResult:
+    """A celSelector the replay cannot evaluate: no decision is claimed."""
+    return _unscheduled(run, sets, f"not simulated: a celSelector {unsupported}", ())
+
+
+def _unscheduled(
+    run: Run, sets: ClusterSets, why: str, existing: tuple[DecisionObject, ...]
+) -> PlacementResult:
+    meta = run.placement.metadata
+    return PlacementResult(
+        meta.namespace,
+        meta.name,
+        False,
+        sets.names,
+        sets.filtered,
+        decisions=tuple(c for o in existing for c in o.clusters),
+        warnings=(*run.no_effect, *sets.warnings, why),
+        placement_decisions=existing,
     )
 
 

@@ -160,8 +160,8 @@ def verdict(result: PlacementResult, hub: DecisionIndex) -> Verdict:
     the replay was checked when it was not.
     """
     placement = f"{result.namespace}/{result.name}"
-    if not result.simulated:
-        return Verdict(placement, Outcome.NOT_SIMULATED, (result.warnings[-1],))
+    if result.not_simulated is not None:
+        return Verdict(placement, Outcome.NOT_SIMULATED, (result.not_simulated,))
     drift = compare(result, hub)
     if drift:
         return Verdict(placement, Outcome.DIFFER, drift)

@@ -106,7 +106,7 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
     from dsf_compile.backtest import fast as fast_module
     from dsf_compile.backtest import replay as module
 
-    def counted(*args: Any) -> fast_module.FastStep:
+    def counted(*args: Any) -> fast_module.StepRecord:
         CALLS["fast"] += 1
         return fast_module.fast_step(*args)
 
