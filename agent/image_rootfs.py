@@ -41,6 +41,8 @@ import sysconfig
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from dsf_contract.agent_cli import PROGRAM
+
 #: Standard-library packages and modules a static scan reaches but the agent never runs.
 LEFT_OUT = frozenset(
     {
@@ -58,7 +60,7 @@ NONROOT = 65532
 #: The one program of the virtual environment's ``bin/`` the image keeps (beside the
 #: interpreter's links): the other distributions' commands (``httpx``, ``wsdump``...) are
 #: never run.
-ENTRY_POINT = "dsf-agent"
+ENTRY_POINT = PROGRAM
 
 
 class RootFs:

@@ -18,7 +18,7 @@ from agent.errors import Reason, SecretMissingError
 from agent.kube import ManagedClusterApi, RawResponse, api_budget, read_bounded
 from agent.logs import REDACTOR, Redactor
 from dsf_contract.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
-from dsf_contract.http import ApiFailure, api_status_reason
+from dsf_transport.http import ApiFailure, api_status_reason
 
 
 class SecretStore(Protocol):

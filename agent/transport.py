@@ -1,7 +1,7 @@
 """The agent's one shared HTTP client, its request slots, and the JSON of its answers.
 
 What every dsf client shares (no redirects, no cookies, the capped reader, the failure
-reasons) is :mod:`dsf_contract.http`; here is what only the agent needs: a big pool, the
+reasons) is :mod:`dsf_transport.http`; here is what only the agent needs: a big pool, the
 lean plain-HTTP transport, ``--resolve``, and a deadline per request.
 """
 
@@ -20,8 +20,8 @@ import httpx
 import orjson
 
 from agent.errors import AgentError
-from dsf_contract.connect_transport import ConnectToTransport
-from dsf_contract.http import (
+from dsf_transport.connect_transport import ConnectToTransport
+from dsf_transport.http import (
     MemoryHook,
     RequestFailure,
     UserAgent,
@@ -31,7 +31,7 @@ from dsf_contract.http import (
     proxy_configured,
     read_capped,
 )
-from dsf_contract.plainhttp import PlainHTTPTransport
+from dsf_transport.plainhttp import PlainHTTPTransport
 
 #: Connections of the shared pool.
 POOL_CONNECTIONS = 256

@@ -31,9 +31,9 @@ from dsf_compile.untrusted import first_string_problem, safe_message
 from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
-from dsf_contract.http import BodyTooLargeError, UserAgent, new_client, read_capped
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from dsf_contract.summary import range_step_problem
+from dsf_transport.http import BodyTooLargeError, UserAgent, new_client, read_capped
 
 Status = Literal["PASS", "FAIL", "SKIP"]
 

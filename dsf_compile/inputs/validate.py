@@ -27,9 +27,9 @@ from dsf_compile.inputs.settings import EXAMPLE_REPOSITORY_URL, Settings
 from dsf_compile.inputs.settings_checks import check_agent_resources, check_external_secrets
 from dsf_compile.untrusted import has_secret_query
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
-from dsf_contract.connect_to import parse_resolve_entry
 from dsf_contract.problem import Problem
 from dsf_contract.summary import CONFIG_NAME
+from dsf_transport.connect_to import parse_resolve_entry
 
 if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that has one
     from dsf_compile.inputs.optimization import PlacementOptimization

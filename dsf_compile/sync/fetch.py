@@ -11,7 +11,7 @@ network: only ``http``/``https``, an optional host allow-list checked before eve
 (redirect targets included), redirects followed by hand and only within the same
 scheme + host + port, a response size cap enforced while streaming, and a time budget per
 scorer that covers its retries. Requests run concurrently on one ``httpx.AsyncClient``,
-bounded by a semaphore: plain http over :mod:`dsf_contract.plainhttp`, https over httpcore;
+bounded by a semaphore: plain http over :mod:`dsf_transport.plainhttp`, https over httpcore;
 the transport is injectable so tests can pass their own.
 """
 
@@ -35,15 +35,16 @@ from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
 from dsf_compile.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_contract.bounded_json import load_json
-from dsf_contract.connect_to import (
+from dsf_contract.scoring_api import ScorerConfig
+from dsf_transport.connect_to import (
     DEFAULT_PORTS,
     Address,
     ResolveError,
     parse_connect_to,
     parse_resolve_entry,
 )
-from dsf_contract.connect_transport import ConnectToTransport
-from dsf_contract.http import (
+from dsf_transport.connect_transport import ConnectToTransport
+from dsf_transport.http import (
     BodyTooLargeError,
     RequestFailure,
     UserAgent,
@@ -51,8 +52,7 @@ from dsf_contract.http import (
     new_client,
     read_capped,
 )
-from dsf_contract.plainhttp import PlainHTTPTransport
-from dsf_contract.scoring_api import ScorerConfig
+from dsf_transport.plainhttp import PlainHTTPTransport
 
 __all__ = [
     "MAX_REDIRECTS",
