@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.errors import AgentError, Reason
-from dsf_transport.http import RequestFailure
+from dsf_contract.failures import RequestFailure
 from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from agent.answer import (
 )
 from agent.errors import Reason, ScoreError
 from agent.transport import RequestSlots, read_answer, request_failures, stream
+from dsf_contract.failures import RequestFailure
 from dsf_contract.placement_scores import RESULT_LABELS as RESULT_LABELS
 from dsf_contract.scoring_api import ScoreResult
-from dsf_transport.http import RequestFailure
 
 #: Results one answer may hold (``--max-results``).
 DEFAULT_MAX_RESULTS = 10_000

@@ -2,7 +2,8 @@
 
 No contract fact lives here (those are in :mod:`dsf_contract`): these modules carry
 requests. :mod:`dsf_transport.http` sets up every HTTP client (no redirects, no cookies,
-each program's ``User-Agent``), reads answers under a byte cap and names a failed request;
+each program's ``User-Agent``), reads answers under a byte cap and names a failed request
+(with the words of :mod:`dsf_contract.failures`);
 :mod:`dsf_transport.plainhttp` is the lean HTTP/1.1 keep-alive transport for ``http://``
 (the heads it writes and parses are :mod:`dsf_transport.http1_heads`);
 :mod:`dsf_transport.connect_to` parses ``--resolve`` values (importing no HTTP client)

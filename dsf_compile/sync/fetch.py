@@ -35,6 +35,7 @@ from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.lock import LockEntry, Lockfile, make_entry
 from dsf_compile.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_contract.bounded_json import load_json
+from dsf_contract.failures import RequestFailure
 from dsf_contract.scoring_api import ScorerConfig
 from dsf_transport.connect_to import (
     DEFAULT_PORTS,
@@ -46,7 +47,6 @@ from dsf_transport.connect_to import (
 from dsf_transport.connect_transport import ConnectToTransport
 from dsf_transport.http import (
     BodyTooLargeError,
-    RequestFailure,
     UserAgent,
     describe_failure,
     new_client,
