@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.errors import FetchError, Reason
-from dsf_contract.http import RequestFailure
+from dsf_contract.failures import RequestFailure
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 

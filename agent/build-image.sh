@@ -27,25 +27,25 @@ usage() {
   echo "usage: agent/build-image.sh [--base IMAGE] [--tag TAG] [--sbom PATH] [--wheelhouse-only]" >&2
   exit 2
 }
+. "$(dirname "$0")/../scripts/image-build.sh"
+
+other_option() {
+  if option_value --sbom "$@"; then
+    sbom="$value"
+  elif [ "$1" = --wheelhouse-only ]; then
+    wheelhouse_only=1
+    taken=1
+  else
+    usage
+  fi
+}
 
 python="${PYTHON:-python3}"
 base=""
 tag=""
 sbom=""
 wheelhouse_only=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --base) [ $# -ge 2 ] || usage; base="$2"; shift 2 ;;
-    --base=*) base="${1#--base=}"; shift ;;
-    --tag) [ $# -ge 2 ] || usage; tag="$2"; shift 2 ;;
-    --tag=*) tag="${1#--tag=}"; shift ;;
-    --sbom) [ $# -ge 2 ] || usage; sbom="$2"; shift 2 ;;
-    --sbom=*) sbom="${1#--sbom=}"; shift ;;
-    --wheelhouse-only) wheelhouse_only=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) usage ;;
-  esac
-done
+read_options 24 "$@"
 case "$sbom" in /*|"") ;; *) sbom="$PWD/$sbom" ;; esac
 
 cd "$(dirname "$0")/.."
@@ -78,13 +78,12 @@ for path in sorted(house.glob("*/*.whl")):
     print(f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(house)}")
 PY
   cp agent/image_sbom.py "$wheelhouse/image_sbom.py"
-  "$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' > "$wheelhouse/python-version"
+  stamp_python "$wheelhouse"
 }
 
-version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-project_version="$("$python" -c 'from dsf_compile import __version__; print(__version__)')"
-base="${base:-docker.io/library/python:${version}-slim}"
-tag="${tag:-localhost/dsf-agent:$project_version}"
+release="$(project_version)"
+base="${base:-$(default_base)}"
+tag="${tag:-localhost/dsf-agent:$release}"
 
 fill_wheelhouse
 if [ -n "$wheelhouse_only" ]; then
@@ -92,19 +91,8 @@ if [ -n "$wheelhouse_only" ]; then
   exit 0
 fi
 
-if command -v podman >/dev/null; then
-  engine=podman
-elif command -v docker >/dev/null; then
-  engine=docker
-else
-  echo "error: neither podman nor docker is installed" >&2
-  exit 1
-fi
-
-"$engine" build --network none --build-arg "BASE_IMAGE=$base" \
-  --build-arg "VERSION=$project_version" \
-  --file agent/Containerfile --tag "$tag" "$wheelhouse"
-"$engine" image inspect "$tag" >/dev/null
+find_engine
+build_image agent/Containerfile "$wheelhouse" "VERSION=$release"
 if [ -n "$sbom" ]; then
   # a container is created, never started: the image has nothing to run but the agent
   holder="dsf-agent-sbom-$$"

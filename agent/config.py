@@ -32,11 +32,11 @@ from agent.kube import (
 )
 from agent.logs import fields
 from dsf_contract.bounded_json import MAX_JSON_DEPTH, load_json
+from dsf_contract.failures import ApiFailure, RequestFailure, api_status_reason
 from dsf_contract.fields import check_http_url
-from dsf_contract.http import ApiFailure, RequestFailure, api_status_reason
-from dsf_contract.kube_bounds import Budget, within
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
+from dsf_transport.kube_bounds import Budget, within
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (

@@ -12,7 +12,7 @@ from enum import StrEnum
 class Reason(StrEnum):
     """The agent's own failure reasons (``reason`` label values of its failure metrics).
 
-    Failed requests add ``dsf_contract.http``'s ``RequestFailure`` and ``ApiFailure``
+    Failed requests add ``dsf_contract.failures``' ``RequestFailure`` and ``ApiFailure``
     reasons and ``http_4xx``/``http_5xx``; ``agent/README.md`` lists them all by stage.
     """
 

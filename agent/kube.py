@@ -4,9 +4,9 @@
 ``--secrets-dir`` and no hub, the agent never loads it (it costs ~15 MB of memory).
 
 Every request of both clients is made through :func:`read_bounded` (the watch, inside
-:func:`dsf_contract.kube_bounds.within`): a deadline for the whole request — connect, TLS, request,
+:func:`dsf_transport.kube_bounds.within`): a deadline for the whole request — connect, TLS, request,
 status line, headers and body — and a cap on the bytes of its answer
-(:mod:`dsf_contract.kube_bounds`). The client's own ``_request_timeout`` applies to each
+(:mod:`dsf_transport.kube_bounds`). The client's own ``_request_timeout`` applies to each
 socket read, so without them an API server, or anything on the path, that sends a byte
 every few seconds would hold the request for ever, and a 2 GiB answer would be read whole.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.errors import AgentError, Reason
-from dsf_contract.http import RequestFailure
-from dsf_contract.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
+from dsf_contract.failures import RequestFailure
+from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

@@ -30,12 +30,7 @@ from typing import Any, TypeVar
 from agent.dimensions import StatusScore
 from agent.errors import PublishError, Reason
 from agent.kube import HubApi, RawResponse, api_budget, bound_failure, read_bounded
-from dsf_contract.http import (
-    HTTP_STATUS_REASONS,
-    UNANSWERED,
-    RequestFailure,
-    api_status_reason,
-)
+from dsf_contract.failures import HTTP_STATUS_REASONS, UNANSWERED, RequestFailure, api_status_reason
 from dsf_contract.placement_scores import validity_seconds
 from dsf_contract.scores import (
     AGENT_MANAGED_BY,

@@ -27,7 +27,7 @@ from agent.answer import (
 )
 from agent.errors import Reason, ScoreError
 from agent.transport import RequestSlots, read_answer, request_failures, stream
-from dsf_contract.http import RequestFailure
+from dsf_contract.failures import RequestFailure
 from dsf_contract.placement_scores import RESULT_LABELS as RESULT_LABELS
 from dsf_contract.scoring_api import ScoreResult
 

@@ -17,8 +17,8 @@ from typing import Protocol
 from agent.errors import Reason, SecretMissingError
 from agent.kube import ManagedClusterApi, RawResponse, api_budget, read_bounded
 from agent.logs import REDACTOR, Redactor
+from dsf_contract.failures import ApiFailure, api_status_reason
 from dsf_contract.fields import DNS_SUBDOMAIN_RE, SECRET_KEY_RE
-from dsf_contract.http import ApiFailure, api_status_reason
 
 
 class SecretStore(Protocol):

@@ -14,9 +14,9 @@ from agent.score import DEFAULT_MAX_RESULTS
 from dsf_contract import __version__
 from dsf_contract import agent_cli as cli
 from dsf_contract.agent_cli import AGGREGATIONS, PROGRAM, AgentOption, Aggregation
-from dsf_contract.connect_to import ResolveError, parse_connect_to
 from dsf_contract.fields import DNS_SUBDOMAIN_RE, is_dns_label
 from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
+from dsf_transport.connect_to import ResolveError, parse_connect_to
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The agent's one shared HTTP client, its request slots, and the JSON of its answers.
 
-What every dsf client shares (no redirects, no cookies, the capped reader, the failure
-reasons) is :mod:`dsf_contract.http`; here is what only the agent needs: a big pool, the
+What every dsf client shares (no redirects, no cookies, the capped reader, naming a
+failure) is :mod:`dsf_transport.http`; here is what only the agent needs: a big pool, the
 lean plain-HTTP transport, ``--resolve``, and a deadline per request.
 """
 
@@ -20,18 +20,17 @@ import httpx
 import orjson
 
 from agent.errors import AgentError
-from dsf_contract.connect_transport import ConnectToTransport
-from dsf_contract.http import (
+from dsf_contract.failures import RequestFailure, http_status_reason
+from dsf_transport.connect_transport import ConnectToTransport
+from dsf_transport.http import (
     MemoryHook,
-    RequestFailure,
     UserAgent,
     describe_failure,
-    http_status_reason,
     new_client,
     proxy_configured,
     read_capped,
 )
-from dsf_contract.plainhttp import PlainHTTPTransport
+from dsf_transport.plainhttp import PlainHTTPTransport
 
 #: Connections of the shared pool.
 POOL_CONNECTIONS = 256

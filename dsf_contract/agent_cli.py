@@ -17,62 +17,51 @@ PROGRAM = "dsf-agent"
 
 @dataclass(frozen=True)
 class AgentOption:
-    """One option of ``dsf-agent``: its flag and the ``DSF_*`` variable that sets it too."""
+    """One option of ``dsf-agent``: its flag, and the ``DSF_*`` variable that sets it too."""
 
     flag: str
-    env: str
+
+    @property
+    def env(self) -> str:
+        """The variable, named after the flag: ``--log-level`` is ``DSF_LOG_LEVEL``."""
+        return "DSF_" + self.flag.removeprefix("--").upper().replace("-", "_")
 
     def arg(self, value: object) -> str:
         """``--flag=value``, as a container's ``args`` write it."""
         return f"{self.flag}={value}"
 
 
-CLUSTER_NAME = AgentOption("--cluster-name", "DSF_CLUSTER_NAME")
-CONFIG_FILE = AgentOption("--config-file", "DSF_CONFIG_FILE")
-SECRETS_DIR = AgentOption("--secrets-dir", "DSF_SECRETS_DIR")
-HUB_KUBECONFIG = AgentOption("--hub-kubeconfig", "DSF_HUB_KUBECONFIG")
-METRICS_BIND = AgentOption("--metrics-bind", "DSF_METRICS_BIND")
-LOG_LEVEL = AgentOption("--log-level", "DSF_LOG_LEVEL")
-LOG_FORMAT = AgentOption("--log-format", "DSF_LOG_FORMAT")
-NAMESPACE = AgentOption("--namespace", "DSF_NAMESPACE")
-AGGREGATE = AgentOption("--aggregate", "DSF_AGGREGATE")
-REQUEST_TIMEOUT = AgentOption("--request-timeout", "DSF_REQUEST_TIMEOUT")
-MAX_RESPONSE_BYTES = AgentOption("--max-response-bytes", "DSF_MAX_RESPONSE_BYTES")
-MAX_SCORING_RESPONSE_BYTES = AgentOption(
-    "--max-scoring-response-bytes", "DSF_MAX_SCORING_RESPONSE_BYTES"
-)
-MAX_RESULTS = AgentOption("--max-results", "DSF_MAX_RESULTS")
-HUB_SPREAD = AgentOption("--hub-spread", "DSF_HUB_SPREAD")
-RESOLVE = AgentOption("--resolve", "DSF_RESOLVE")
-MEMORY_LIMIT = AgentOption("--memory-limit", "DSF_MEMORY_LIMIT")
-COMPLIANCE_CLAIM = AgentOption("--compliance-claim", "DSF_COMPLIANCE_CLAIM")
-COMPLIANCE_POLL_SECONDS = AgentOption("--compliance-poll-seconds", "DSF_COMPLIANCE_POLL_SECONDS")
-COMPLIANCE_STABLE_SECONDS = AgentOption(
-    "--compliance-stable-seconds", "DSF_COMPLIANCE_STABLE_SECONDS"
-)
+_DEFINED: list[AgentOption] = []
 
-#: Every option, in the order ``dsf-agent --help`` lists them.
-OPTIONS = (
-    CLUSTER_NAME,
-    CONFIG_FILE,
-    SECRETS_DIR,
-    HUB_KUBECONFIG,
-    METRICS_BIND,
-    LOG_LEVEL,
-    LOG_FORMAT,
-    NAMESPACE,
-    AGGREGATE,
-    REQUEST_TIMEOUT,
-    MAX_RESPONSE_BYTES,
-    MAX_SCORING_RESPONSE_BYTES,
-    MAX_RESULTS,
-    HUB_SPREAD,
-    RESOLVE,
-    MEMORY_LIMIT,
-    COMPLIANCE_CLAIM,
-    COMPLIANCE_POLL_SECONDS,
-    COMPLIANCE_STABLE_SECONDS,
-)
+
+def _option(flag: str) -> AgentOption:
+    """An option, registered in :data:`OPTIONS` in the order of this module."""
+    _DEFINED.append(AgentOption(flag))
+    return _DEFINED[-1]
+
+
+CLUSTER_NAME = _option("--cluster-name")
+CONFIG_FILE = _option("--config-file")
+SECRETS_DIR = _option("--secrets-dir")
+HUB_KUBECONFIG = _option("--hub-kubeconfig")
+METRICS_BIND = _option("--metrics-bind")
+LOG_LEVEL = _option("--log-level")
+LOG_FORMAT = _option("--log-format")
+NAMESPACE = _option("--namespace")
+AGGREGATE = _option("--aggregate")
+REQUEST_TIMEOUT = _option("--request-timeout")
+MAX_RESPONSE_BYTES = _option("--max-response-bytes")
+MAX_SCORING_RESPONSE_BYTES = _option("--max-scoring-response-bytes")
+MAX_RESULTS = _option("--max-results")
+HUB_SPREAD = _option("--hub-spread")
+RESOLVE = _option("--resolve")
+MEMORY_LIMIT = _option("--memory-limit")
+COMPLIANCE_CLAIM = _option("--compliance-claim")
+COMPLIANCE_POLL_SECONDS = _option("--compliance-poll-seconds")
+COMPLIANCE_STABLE_SECONDS = _option("--compliance-stable-seconds")
+
+#: Every option, in the order ``dsf-agent --help`` lists them (the order above).
+OPTIONS = tuple(_DEFINED)
 
 #: The port of ``/metrics``, ``/healthz`` and ``/readyz``.
 METRICS_PORT = 8080

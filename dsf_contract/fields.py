@@ -109,13 +109,22 @@ DNS_SUBDOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 SECRET_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
-def _dns_subdomain(value: str) -> str:
-    if len(value) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(value):
-        raise ValueError(
-            "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', "
-            "starting and ending with a letter or digit, at most 253 characters"
-        )
+def _fitting(value: str, pattern: re.Pattern[str], most: int, message: str) -> str:
+    """``value`` when it matches ``pattern`` in at most ``most`` characters; else the
+    ``ValueError`` saying ``message``."""
+    if len(value) > most or not pattern.fullmatch(value):
+        raise ValueError(message)
     return value
+
+
+def _dns_subdomain(value: str) -> str:
+    return _fitting(
+        value,
+        DNS_SUBDOMAIN_RE,
+        253,
+        "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', "
+        "starting and ending with a letter or digit, at most 253 characters",
+    )
 
 
 def is_dns_label(value: str) -> bool:
@@ -124,20 +133,22 @@ def is_dns_label(value: str) -> bool:
 
 
 def _dns_label(value: str) -> str:
-    if not is_dns_label(value):
-        raise ValueError(
-            "must be a DNS-1123 label: lower-case letters, digits and '-', "
-            "starting and ending with a letter or digit, at most 63 characters"
-        )
-    return value
+    return _fitting(
+        value,
+        DNS_LABEL_RE,
+        63,
+        "must be a DNS-1123 label: lower-case letters, digits and '-', "
+        "starting and ending with a letter or digit, at most 63 characters",
+    )
 
 
 def _secret_key(value: str) -> str:
-    if len(value) > 253 or not SECRET_KEY_RE.fullmatch(value):
-        raise ValueError(
-            "must be a Secret key: letters, digits, '-', '_' or '.', at most 253 characters"
-        )
-    return value
+    return _fitting(
+        value,
+        SECRET_KEY_RE,
+        253,
+        "must be a Secret key: letters, digits, '-', '_' or '.', at most 253 characters",
+    )
 
 
 def check_http_url(value: str, *, allow_path: bool = True) -> str:
@@ -195,27 +206,33 @@ def check_plain_text(value: str) -> str:
 def check_label_key(value: str) -> str:
     """A label or annotation key: ``[prefix/]name``, the prefix a DNS subdomain."""
     prefix, slash, name = value.rpartition("/")
-    if slash and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(prefix)):
-        raise ValueError(
+    if slash:
+        _fitting(
+            prefix,
+            DNS_SUBDOMAIN_RE,
+            253,
             f"key {value!r}: the prefix before '/' must be a DNS-1123 subdomain "
-            "(lower-case letters, digits, '-' and '.'), at most 253 characters"
+            "(lower-case letters, digits, '-' and '.'), at most 253 characters",
         )
-    if len(name) > 63 or not LABEL_NAME_RE.fullmatch(name):
-        raise ValueError(
-            f"key {value!r}: the name{' after /' if slash else ''} must be at most 63 letters, "
-            "digits, '-', '_' or '.', starting and ending with a letter or digit"
-        )
+    _fitting(
+        name,
+        LABEL_NAME_RE,
+        63,
+        f"key {value!r}: the name{' after /' if slash else ''} must be at most 63 letters, "
+        "digits, '-', '_' or '.', starting and ending with a letter or digit",
+    )
     return value
 
 
 def check_label_value(value: str) -> str:
     """A label value: empty, or at most 63 letters, digits, ``-``, ``_``, ``.``."""
-    if len(value) > 63 or not LABEL_VALUE_RE.fullmatch(value):
-        raise ValueError(
-            "must be a label value: empty, or at most 63 letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        )
-    return value
+    return _fitting(
+        value,
+        LABEL_VALUE_RE,
+        63,
+        "must be a label value: empty, or at most 63 letters, digits, '-', '_' or '.', "
+        "starting and ending with a letter or digit",
+    )
 
 
 def _annotations_size(value: dict[str, str]) -> dict[str, str]:

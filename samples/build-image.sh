@@ -19,34 +19,19 @@
 set -euo pipefail
 
 usage() { echo "usage: samples/build-image.sh [--base IMAGE] [--tag TAG]" >&2; exit 2; }
+. "$(dirname "$0")/../scripts/image-build.sh"
+
+other_option() { usage; }
 
 python="${PYTHON:-python3}"
 base=""
 tag=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --base) [ $# -ge 2 ] || usage; base="$2"; shift 2 ;;
-    --base=*) base="${1#--base=}"; shift ;;
-    --tag) [ $# -ge 2 ] || usage; tag="$2"; shift 2 ;;
-    --tag=*) tag="${1#--tag=}"; shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) usage ;;
-  esac
-done
+read_options 18 "$@"
 
 cd "$(dirname "$0")/.."
-version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-base="${base:-docker.io/library/python:${version}-slim}"
-tag="${tag:-localhost/dsf-samples:$("$python" -c 'from dsf_compile import __version__; print(__version__)')}"
-
-if command -v podman >/dev/null; then
-  engine=podman
-elif command -v docker >/dev/null; then
-  engine=docker
-else
-  echo "error: neither podman nor docker is installed" >&2
-  exit 1
-fi
+base="${base:-$(default_base)}"
+tag="${tag:-localhost/dsf-samples:$(project_version)}"
+find_engine
 
 context=build/samples-image
 rm -rf "$context"
@@ -60,9 +45,7 @@ for name in ("numpy", "httpx", "jinja2"):
 PY
 "$python" -m pip wheel --quiet --disable-pip-version-check --only-binary=:all: \
   --wheel-dir "$context/deps" --requirement "$context/requirements.txt"
-echo "$version" > "$context/python-version"
+stamp_python "$context"
 
-"$engine" build --network none --build-arg "BASE_IMAGE=$base" \
-  --file samples/Containerfile --tag "$tag" "$context"
-"$engine" image inspect "$tag" >/dev/null
+build_image samples/Containerfile "$context"
 echo "built $tag from $base"

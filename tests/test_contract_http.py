@@ -1,4 +1,5 @@
-"""``dsf_contract/http.py``: the one HTTP module of sync, scorer-check and the agent.
+"""``dsf_transport/http.py``: the one HTTP module of sync, scorer-check and the agent
+(with the failure words of ``dsf_contract/failures.py``).
 
 Against real loopback servers: each program names itself and sends no cookie back (sync
 and scorer-check run as a user runs them), the capped reader with and without the agent's
@@ -21,13 +22,15 @@ import pytest
 from agent.errors import Reason
 from agent.transport import make_client
 from dsf_contract import __version__
-from dsf_contract.http import (
+from dsf_contract.failures import (
     UNANSWERED,
     UNREACHABLE_WORDS,
     ApiFailure,
-    BodyTooLargeError,
     ConnectFailure,
     RequestFailure,
+)
+from dsf_transport.http import (
+    BodyTooLargeError,
     UserAgent,
     causes,
     connect_failure,
@@ -35,7 +38,7 @@ from dsf_contract.http import (
     new_client,
     read_capped,
 )
-from dsf_contract.plainhttp import PlainHTTPTransport
+from dsf_transport.plainhttp import PlainHTTPTransport
 from tests.fleet_repo import REPO_ROOT, copy_fleet, run_command
 from tests.sync_servers import (
     Handler,

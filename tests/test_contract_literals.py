@@ -23,7 +23,7 @@ from dsf_contract.bounded_yaml import Document
 from dsf_contract.fields import exactly
 from tests.fleet_repo import REPO_ROOT
 
-FOLDERS = ("dsf_compile", "agent", "samples")
+FOLDERS = ("dsf_compile", "dsf_transport", "agent", "samples")
 
 #: Literals equal to a contract value that name something else: the compiler's own
 #: options of the same name, the schema file of the summaries, a sample scorer's option,

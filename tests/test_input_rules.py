@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.validate import validate_settings
 from dsf_contract.bounded_yaml import parse_yaml
-from dsf_contract.connect_to import parse_resolve_entry
 from dsf_contract.fields import check_label_key, check_label_value
+from dsf_transport.connect_to import parse_resolve_entry
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The history from a Prometheus-compatible API (Prometheus, VictoriaMetrics, Thanos Query).
 
-GET only, through the project's HTTP module (:func:`dsf_contract.http.new_client`, answers
-read with :func:`~dsf_contract.http.read_capped`), under one deadline for the whole read
+GET only, through the project's HTTP module (:func:`dsf_transport.http.new_client`, answers
+read with :func:`~dsf_transport.http.read_capped`), under one deadline for the whole read
 and one byte cap for every answer together. Raw samples are read, so that a saved
 history replays exactly as the source does: ``/api/v1/export`` where the server offers it
 (VictoriaMetrics), else instant queries of ``dynamic_score{…}[D]`` over consecutive
@@ -27,7 +27,7 @@ from dsf_compile.backtest.history import (
     Series,
 )
 from dsf_compile.errors import UsageError
-from dsf_contract.http import (
+from dsf_transport.http import (
     BodyTooLargeError,
     UserAgent,
     describe_failure,

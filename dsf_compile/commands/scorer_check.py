@@ -39,9 +39,9 @@ from dsf_compile.commands.scorer_exchange import (
 from dsf_compile.edges.untrusted import first_string_problem
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
-from dsf_contract.http import UserAgent, new_client
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from dsf_contract.summary import range_step_problem
+from dsf_transport.http import UserAgent, new_client
 
 LATENCY_LIMIT_SECONDS = 5.0
 MAX_CONFIG_BYTES = 1024 * 1024

@@ -20,7 +20,7 @@ import httpx
 from dsf_compile.edges.untrusted import safe_message
 from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.fields import check_http_url
-from dsf_contract.http import BodyTooLargeError, read_capped
+from dsf_transport.http import BodyTooLargeError, read_capped
 
 Status = Literal["PASS", "FAIL", "SKIP"]
 

@@ -9,7 +9,7 @@ sent is an error (the list would never end); the answers of one command may hold
 ``hub.timeoutSeconds``.
 
 The client's own timeouts cannot give that deadline (a hub that sends a byte every few
-seconds never trips them): the hooks of :mod:`dsf_contract.kube_bounds` on the client's
+seconds never trips them): the hooks of :mod:`dsf_transport.kube_bounds` on the client's
 connection pool give every socket read only the time left and count every byte of every
 answer against ``hub.maxBytes``, the same hooks that bound the agent's API requests.
 
@@ -25,8 +25,8 @@ from typing import Any
 from dsf_compile.errors import DsfError
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.bounded_json import load_json
-from dsf_contract.http import causes, connect_failure
-from dsf_contract.kube_bounds import Budget, StopReadError, bound_pools, stop_in
+from dsf_transport.http import causes, connect_failure
+from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in
 
 __all__ = [
     "MAX_CONTINUE_CHARS",

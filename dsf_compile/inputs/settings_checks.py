@@ -10,8 +10,8 @@ from dsf_compile.inputs.scorer import Auth, DynamicScorer
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
-from dsf_contract.connect_to import parse_resolve_entry
 from dsf_contract.problem import Problem
+from dsf_transport.connect_to import parse_resolve_entry
 
 
 def scorer_secret_names(scorers: Iterable[DynamicScorer]) -> set[str]:

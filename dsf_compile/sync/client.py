@@ -1,7 +1,7 @@
 """The HTTP client ``sync`` requests through: lean plain http, https on first use, ``--resolve``.
 
 Requests run concurrently on one ``httpx.AsyncClient`` (bounded by sync's semaphore, not by
-the pool): plain http over :mod:`dsf_contract.plainhttp`, https over httpcore, made when a
+the pool): plain http over :mod:`dsf_transport.plainhttp`, https over httpcore, made when a
 first https request needs it; ``connect_to`` redirects connections as curl's ``--connect-to``.
 No environment proxies, no netrc, no automatic redirects.
 """
@@ -15,12 +15,12 @@ from contextlib import asynccontextmanager
 import httpx
 
 from dsf_compile.inputs.settings import SyncSettings
-from dsf_contract.connect_transport import ConnectToTransport
-from dsf_contract.http import (
+from dsf_transport.connect_transport import ConnectToTransport
+from dsf_transport.http import (
     UserAgent,
     new_client,
 )
-from dsf_contract.plainhttp import PlainHTTPTransport
+from dsf_transport.plainhttp import PlainHTTPTransport
 
 ConnectTo = Mapping[tuple[str, int], tuple[str, int]]
 """``(host, port)`` as named in URLs → ``(address, port)`` to connect to instead."""

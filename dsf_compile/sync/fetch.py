@@ -37,7 +37,7 @@ from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.client import ConnectTo, open_client
 from dsf_compile.sync.lock import LockEntry, Lockfile
 from dsf_compile.sync.refresh import MAX_REDIRECTS, refresh_scorer
-from dsf_contract.connect_to import (
+from dsf_transport.connect_to import (
     Address,
     ResolveError,
     parse_connect_to,

@@ -26,16 +26,10 @@ from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.inputs.settings import SyncSettings
 from dsf_compile.sync.lock import LockEntry, make_entry
 from dsf_contract.bounded_json import load_json
-from dsf_contract.connect_to import (
-    DEFAULT_PORTS,
-)
-from dsf_contract.http import (
-    BodyTooLargeError,
-    RequestFailure,
-    describe_failure,
-    read_capped,
-)
+from dsf_contract.failures import RequestFailure
 from dsf_contract.scoring_api import ScorerConfig
+from dsf_transport.connect_to import DEFAULT_PORTS
+from dsf_transport.http import BodyTooLargeError, describe_failure, read_capped
 
 MAX_REDIRECTS = 5
 

@@ -28,7 +28,7 @@ from agent.metrics import AgentMetrics
 from agent.publish import HubPublisher
 from agent.secrets import ApiSecretStore
 from agent.settings import RuntimeSettings
-from dsf_contract.http import RequestFailure
+from dsf_contract.failures import RequestFailure
 from tests.agent.conftest import CLUSTER
 from tests.agent.test_agent_cycle import Fakes, Harness
 from tests.hostile_hub import HostileHub, HubRequest, drip, endless_body

@@ -274,15 +274,15 @@ def test_the_image_runs_as_the_rendered_pod_requires(
         assert f"'{absent}'" not in listing
     for present in ("kubernetes", "httpx", "orjson", "prometheus_client", "pydantic"):
         assert f"'{present}'" in listing
-    # the agent and the contract, without the compiler
+    # the agent, the contract and the transport, without the compiler
     found = podman(
         podman_env, "run", "--rm", "--network", "none", "--read-only", "--cap-drop", "all",
         "--entrypoint", "/opt/dsf-agent/bin/python", image, "-c",
         "import importlib.util as u, shutil; "
-        "print([bool(u.find_spec(m)) for m in ('agent', 'dsf_contract', 'dsf_compile')], "
+        "print([bool(u.find_spec(m)) for m in ('agent', 'dsf_contract', 'dsf_transport', 'dsf_compile')], "
         "shutil.which('dsf-compile'))",
     )  # fmt: skip
-    assert found.strip() == "[True, True, False] None"
+    assert found.strip() == "[True, True, True, False] None"
 
 
 def big_answer() -> bytes:

@@ -1,5 +1,5 @@
 """The agent stands alone: running it imports the agent, the contract package, the
-standard library and the distributions the project declares (with what they require),
+transport package, the standard library and the distributions the project declares (with what they require),
 never the compiler. Its image holds exactly that (``agent/Containerfile``).
 
 Checked in a fresh interpreter as ``agent.image_deps`` looks (no ``site``, whose ``.pth``
@@ -21,7 +21,7 @@ from tests.fleet_repo import REPO_ROOT
 
 DISTRIBUTION = "ocm-dynamic-scoring"
 #: The project's own top-level packages the agent may load.
-OWN_ALLOWED = frozenset({"agent", "dsf_contract"})
+OWN_ALLOWED = frozenset({"agent", "dsf_contract", "dsf_transport"})
 #: Entries the interpreter adds itself: multiprocessing's alias of ``__main__``, the
 #: platform's build configuration, and what Cython-compiled extensions register.
 INTERPRETER_MADE = ("__main__", "__mp_main__", "_sysconfigdata_", "_cython_", "cython_runtime")

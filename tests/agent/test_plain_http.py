@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from agent.transport import make_client
-from dsf_contract.plainhttp import PlainHTTPTransport
+from dsf_transport.plainhttp import PlainHTTPTransport
 
 pytestmark = pytest.mark.asyncio
 

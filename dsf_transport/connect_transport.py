@@ -1,6 +1,6 @@
 """The transport behind ``--resolve``: like curl's ``--connect-to``, it connects to another
 address while the URL, the ``Host`` header and the TLS name stay the configured ones
-(the values are parsed by :mod:`dsf_contract.connect_to`)."""
+(the values are parsed by :mod:`dsf_transport.connect_to`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 import httpx
 
-from dsf_contract.connect_to import DEFAULT_PORTS, Address
+from dsf_transport.connect_to import DEFAULT_PORTS, Address
 
 
 class ConnectToTransport(httpx.AsyncBaseTransport):

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dsf_contract.http import causes
+from dsf_transport.http import causes
 
 __all__ = ["Budget", "StopReadError", "bound_pools", "current", "stop_in", "within"]
 

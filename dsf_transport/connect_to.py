@@ -4,7 +4,7 @@
 --resolve`` parse their values here: a workstation reaches in-cluster service names
 through a tunnel or loopback, and tests serve them on 127.0.0.1, while every request
 still carries the names the configuration holds. The transport that does it is
-:mod:`dsf_contract.connect_transport`; this module imports no HTTP client, so that
+:mod:`dsf_transport.connect_transport`; this module imports no HTTP client, so that
 ``validate`` can check ``sync.resolve`` without loading one.
 """
 

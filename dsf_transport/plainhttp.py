@@ -3,8 +3,9 @@
 At 400 requests a second httpx's default transport (httpcore over anyio) spent half of the
 agent's CPU: every request rescans the whole connection pool, probing each idle socket
 with ``select`` and ``getpeername``. This transport keeps one stack of idle connections
-per host and speaks HTTP/1.1 over asyncio streams. It keeps httpx's timeouts (connect,
-read and write, as the request's ``timeout`` extension carries them), leaves response
+per host and speaks HTTP/1.1 over asyncio streams (the heads it writes and parses are
+:mod:`dsf_transport.http1_heads`). It keeps httpx's timeouts (connect, read and write,
+as the request's ``timeout`` extension carries them), leaves response
 decoding and size caps to the caller (the body is streamed), and hands everything it does
 not serve — ``https://`` — to the ``fallback`` transport. The agent installs it when no
 proxy is configured (see :func:`agent.transport.make_client`); ``dsf-compile sync`` always
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from dsf_transport.http1_heads import Framing, parse_head, request_head
 
 #: Largest response head (status line and headers) accepted.
 MAX_HEAD_BYTES = 64 * 1024
@@ -47,15 +50,6 @@ class _Connection:
 
     def close(self) -> None:
         self.writer.close()
-
-
-@dataclass(frozen=True)
-class _Framing:
-    """How the body of a response ends."""
-
-    length: int | None  # Content-Length, or None
-    chunked: bool
-    keep_alive: bool
 
 
 class PlainHTTPTransport(httpx.AsyncBaseTransport):
@@ -91,7 +85,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         key = (url.host, url.port or 80)
         body = await request.aread()
-        message = (_request_head(request), body)
+        message = (request_head(request), body)
         connection = self._take(key)
         if connection is not None:
             try:
@@ -172,7 +166,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             connection.close()
             raise
         if request.method == "HEAD" or status in _NO_BODY_STATUS:
-            framing = _Framing(length=0, chunked=False, keep_alive=framing.keep_alive)
+            framing = Framing(length=0, chunked=False, keep_alive=framing.keep_alive)
         stream = _Body(self, key, connection, framing, request, timeouts.get("read"))
         return httpx.Response(
             status,
@@ -205,18 +199,9 @@ class _StaleConnectionError(Exception):
     """The connection broke before any byte of the response arrived."""
 
 
-def _request_head(request: httpx.Request) -> bytes:
-    target = request.url.raw_path
-    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
-    for name, value in request.headers.raw:
-        lines += (name, b": ", value, b"\r\n")
-    lines.append(b"\r\n")
-    return b"".join(lines)
-
-
 async def _read_head(
     reader: asyncio.StreamReader, request: httpx.Request, timeout: float | None
-) -> tuple[int, bytes, list[tuple[bytes, bytes]], _Framing]:
+) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
     """The status, reason, headers and framing of the next final (non-1xx) response."""
     first = True
     while True:
@@ -238,51 +223,9 @@ async def _read_head(
                 raise _StaleConnectionError from err
             raise httpx.ReadError(str(err), request=request) from err
         first = False
-        status, reason, headers, framing = _parse_head(head, request)
+        status, reason, headers, framing = parse_head(head, request)
         if status >= 200 or status == 101:
             return status, reason, headers, framing
-
-
-def _parse_head(
-    head: bytes, request: httpx.Request
-) -> tuple[int, bytes, list[tuple[bytes, bytes]], _Framing]:
-    status_line, *lines = head[:-4].split(b"\r\n")
-    parts = status_line.split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise httpx.RemoteProtocolError("malformed response status line", request=request)
-    version, status = parts[0], int(parts[1])
-    reason = parts[2] if len(parts) == 3 else b""
-    headers: list[tuple[bytes, bytes]] = []
-    lengths: set[bytes] = set()
-    chunked = False
-    keep_alive = version == b"HTTP/1.1"
-    for line in lines:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name != name.strip():
-            raise httpx.RemoteProtocolError("malformed response header", request=request)
-        value = value.strip()
-        headers.append((name, value))
-        lowered = name.lower()
-        if lowered == b"content-length":
-            lengths.add(value)
-        elif lowered == b"transfer-encoding":
-            chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
-            if not chunked:
-                keep_alive = False  # the body ends when the connection does
-        elif lowered == b"connection":
-            tokens = {token.strip() for token in value.lower().split(b",")}
-            if b"close" in tokens:
-                keep_alive = False
-            elif b"keep-alive" in tokens:
-                keep_alive = True
-    length: int | None = None
-    if not chunked and lengths:
-        if len(lengths) > 1 or not next(iter(lengths)).isdigit():
-            raise httpx.RemoteProtocolError("malformed Content-Length", request=request)
-        length = int(next(iter(lengths)))
-    if length is None and not chunked:
-        keep_alive = False  # read until the server closes
-    return status, reason, headers, _Framing(length=length, chunked=chunked, keep_alive=keep_alive)
 
 
 class _Body(httpx.AsyncByteStream):
@@ -294,7 +237,7 @@ class _Body(httpx.AsyncByteStream):
         transport: PlainHTTPTransport,
         key: tuple[str, int],
         connection: _Connection,
-        framing: _Framing,
+        framing: Framing,
         request: httpx.Request,
         timeout: float | None,
     ) -> None:

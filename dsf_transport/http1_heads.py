@@ -1,0 +1,91 @@
+"""HTTP/1.1 heads for :mod:`dsf_transport.plainhttp`: a request's head written, a
+response's head parsed into its status, reason, headers and :class:`Framing` (how its body
+ends and whether the connection stays open). Nothing here reads or writes a socket."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How the body of a response ends."""
+
+    length: int | None  # Content-Length, or None
+    chunked: bool
+    keep_alive: bool
+
+
+def request_head(request: httpx.Request) -> bytes:
+    """The request line and headers of ``request``, as they go on the wire."""
+    target = request.url.raw_path
+    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:
+        lines += (name, b": ", value, b"\r\n")
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+def parse_head(
+    head: bytes, request: httpx.Request
+) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
+    """The status, reason, headers and framing of one response head (blank line included)."""
+    status_line, *lines = head[:-4].split(b"\r\n")
+    version, status, reason = _status_line(status_line, request)
+    headers = [_header(line, request) for line in lines]
+    return status, reason, headers, _framing(headers, version == b"HTTP/1.1", request)
+
+
+def _status_line(line: bytes, request: httpx.Request) -> tuple[bytes, int, bytes]:
+    """``HTTP/1.x NNN reason`` → version, status and reason (which may be empty)."""
+    parts = line.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+        raise httpx.RemoteProtocolError("malformed response status line", request=request)
+    return parts[0], int(parts[1]), parts[2] if len(parts) == 3 else b""
+
+
+def _header(line: bytes, request: httpx.Request) -> tuple[bytes, bytes]:
+    """``Name: value`` → name and value (no space may surround the name)."""
+    name, colon, value = line.partition(b":")
+    if not colon or not name or name != name.strip():
+        raise httpx.RemoteProtocolError("malformed response header", request=request)
+    return name, value.strip()
+
+
+def _framing(
+    headers: list[tuple[bytes, bytes]], keep_alive: bool, request: httpx.Request
+) -> Framing:
+    """How the body ends and whether the connection stays open, from the headers in order
+    (``keep_alive`` is the version's default: HTTP/1.1 keeps it, HTTP/1.0 does not)."""
+    lengths: set[bytes] = set()
+    chunked = False
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == b"content-length":
+            lengths.add(value)
+        elif lowered == b"transfer-encoding":
+            chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
+            keep_alive = keep_alive and chunked  # else the body ends when the connection does
+        elif lowered == b"connection":
+            keep_alive = _connection_keeps_alive(value, keep_alive)
+    length = None if chunked or not lengths else _content_length(lengths, request)
+    if length is None and not chunked:
+        keep_alive = False  # read until the server closes
+    return Framing(length=length, chunked=chunked, keep_alive=keep_alive)
+
+
+def _connection_keeps_alive(value: bytes, keep_alive: bool) -> bool:
+    """A ``Connection`` header's say: ``close`` wins over ``keep-alive``; neither, no change."""
+    tokens = {token.strip() for token in value.lower().split(b",")}
+    if b"close" in tokens:
+        return False
+    return keep_alive or b"keep-alive" in tokens
+
+
+def _content_length(lengths: set[bytes], request: httpx.Request) -> int:
+    """The one ``Content-Length`` the headers agree on (repeats of one value are allowed)."""
+    if len(lengths) > 1 or not next(iter(lengths)).isdigit():
+        raise httpx.RemoteProtocolError("malformed Content-Length", request=request)
+    return int(next(iter(lengths)))
