@@ -99,17 +99,10 @@ class Fleet:
             problems = list(inputs.warnings)
         except InputError as error:
             problems = list(error.problems)
-        records = [
-            ProblemRecord(
-                path=p.path,
-                line=p.line,
-                column=p.column,
-                field=p.field,
-                severity=p.severity,
-                message=p.message,
-            )
-            for p in sorted(problems)
-        ]
+        from dsf_compile.commands.reporters import problem_record
+
+        # the same record as every command's --format json
+        records = [ProblemRecord(**problem_record(p)) for p in sorted(problems)]
         return ValidationReport(
             valid=not any(r.severity == "error" for r in records), problems=records
         )
