@@ -15,7 +15,7 @@ import httpx
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from agent.compliance import ClaimApi, ComplianceClaim
-from agent.config import ConfigMapSource, FileSource
+from agent.config_sources import ConfigMapSource, FileSource
 from agent.cycle import CycleContext
 from agent.errors import AgentError, Reason
 from agent.kube import (
