@@ -239,44 +239,27 @@ class HubPublisher:
         body = placement_score_object(
             name, self._namespace, status=status, resource_version=version
         )
-        written = self._checked(
-            "replace_namespaced_custom_object_status",
-            lambda: self._api.replace_namespaced_custom_object_status(
-                OCM_CLUSTER_GROUP,
-                SCORE_VERSION,
-                self._namespace,
-                SCORE_PLURAL,
-                name,
-                body,
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            ),
-        )
+        written = self._request("replace_namespaced_custom_object_status", name, body)
         return str(written["metadata"]["resourceVersion"])
 
     def _get(self, name: str) -> dict[str, Any]:
-        return self._checked(
-            "get_namespaced_custom_object",
-            lambda: self._api.get_namespaced_custom_object(
-                OCM_CLUSTER_GROUP,
-                SCORE_VERSION,
-                self._namespace,
-                SCORE_PLURAL,
-                name,
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            ),
-        )
+        return self._request("get_namespaced_custom_object", name)
 
     def _create(self, name: str) -> dict[str, Any]:
+        body = placement_score_object(name, self._namespace)
+        return self._request("create_namespaced_custom_object", body)
+
+    def _request(self, method: str, *args: Any) -> dict[str, Any]:
+        """``HubApi.<method>`` on the AddOnPlacementScores of the namespace, then ``args``."""
+        call = getattr(self._api, method)
         return self._checked(
-            "create_namespaced_custom_object",
-            lambda: self._api.create_namespaced_custom_object(
+            method,
+            lambda: call(
                 OCM_CLUSTER_GROUP,
                 SCORE_VERSION,
                 self._namespace,
                 SCORE_PLURAL,
-                placement_score_object(name, self._namespace),
+                *args,
                 _preload_content=False,
                 _request_timeout=self._timeout,
             ),
