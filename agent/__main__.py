@@ -15,7 +15,7 @@ import httpx
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from agent.compliance import ClaimApi, ComplianceClaim
-from agent.config import ConfigMapSource, FileSource
+from agent.config_sources import ConfigMapSource, FileSource
 from agent.cycle import CycleContext
 from agent.errors import AgentError, Reason
 from agent.kube import (
@@ -57,46 +57,18 @@ async def run_agent(
     ``core``/``hub``/``claims`` (``CoreV1Api``/``CustomObjectsApi``) are built from the
     environment unless given; tests inject them. ``on_listening`` receives the endpoints' port.
     """
-    registry = registry if registry is not None else CollectorRegistry()
     if core is None and (settings.config_file is None or settings.secrets_dir is None):
         core = core_api(managed_cluster_client())
     if hub is None and settings.hub_kubeconfig is not None:
         hub = custom_objects_api(hub_client(settings.hub_kubeconfig))
-    secrets: SecretStore
-    if settings.secrets_dir is not None:
-        secrets = DirSecretStore(settings.secrets_dir)
-    else:
-        assert core is not None  # built above whenever a Secret or the ConfigMap needs it
-        secrets = ApiSecretStore(core, settings.namespace, timeout=settings.request_timeout)
-    metrics = AgentMetrics(registry, settings.cluster_name)
-    source: FileSource | ConfigMapSource
-    if settings.config_file is not None:
-        source = FileSource(settings.config_file, poll=settings.config_poll_seconds)
-    else:
-        assert core is not None
-
-        def count_api_error(request: str, reason: str) -> None:
-            metrics.config_api_errors.labels(request, reason).inc()
-
-        source = ConfigMapSource(
-            core,
-            settings.namespace,
-            CONFIG_MAP_NAME,
-            timeout=settings.request_timeout,
-            on_error=count_api_error,
-        )
+    metrics = AgentMetrics(
+        registry if registry is not None else CollectorRegistry(), settings.cluster_name
+    )
+    secrets = _secret_store(settings, core)
+    source = _config_source(settings, core, metrics)
     metrics.config_ok.set(0)
     compliance = _compliance_claim(settings, metrics, claims)
-    publisher = (
-        HubPublisher(
-            hub,
-            settings.cluster_name,
-            timeout=settings.request_timeout,
-            retries=settings.hub_conflict_retries,
-        )
-        if hub is not None
-        else None
-    )
+    publisher = _publisher(settings, hub)
     async with make_client(
         settings.request_timeout, transport=transport, connect_to=settings.connect_to
     ) as client:
@@ -112,38 +84,86 @@ async def run_agent(
         ).start()
         if on_listening is not None:
             on_listening(server.port)
+        config = str(settings.config_file or f"configmap {CONFIG_MAP_NAME}")
         log.info(
             "agent_started",
-            extra=fields(
-                cluster=settings.cluster_name,
-                config=str(settings.config_file)
-                if settings.config_file
-                else f"configmap {CONFIG_MAP_NAME}",
-                hub=publisher is not None,
-            ),
+            extra=fields(cluster=settings.cluster_name, config=config, hub=publisher is not None),
         )
+        closers: list[Callable[[], None]] = [server.close]
+        if publisher is not None:
+            closers.insert(0, publisher.close)
+        if isinstance(source, ConfigMapSource):
+            closers.append(source.stop)
         if compliance is not None:
             compliance.start()
-        follower = asyncio.create_task(agent.follow(source.events()), name="config")
-        stopper = asyncio.create_task(stop.wait(), name="stop")
-        reloader = asyncio.create_task(_reload_on(reload, source), name="reload")
-        try:
-            done, _ = await asyncio.wait({follower, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if follower in done:
-                follower.result()  # the config source never ends on its own: surface why it did
-        finally:
-            for task in (follower, stopper, reloader):
-                task.cancel()
-            await asyncio.gather(follower, stopper, reloader, return_exceptions=True)
-            await agent.stop_all()
-            if publisher is not None:
-                publisher.close()
-            server.close()
-            if isinstance(source, ConfigMapSource):
-                source.stop()
-            if compliance is not None:
-                compliance.stop()
+            closers.append(compliance.stop)
+        await _run_until_stopped(agent, source, stop, reload, closers)
     log.info("agent_stopped")
+
+
+async def _run_until_stopped(
+    agent: Agent,
+    source: FileSource | ConfigMapSource,
+    stop: asyncio.Event,
+    reload: asyncio.Event | None,
+    closers: Sequence[Callable[[], None]],
+) -> None:
+    """Follow ``source`` until ``stop`` is set (or the source fails), then stop every
+    scorer and call ``closers`` in order."""
+    follower = asyncio.create_task(agent.follow(source.events()), name="config")
+    stopper = asyncio.create_task(stop.wait(), name="stop")
+    reloader = asyncio.create_task(_reload_on(reload, source), name="reload")
+    try:
+        done, _ = await asyncio.wait({follower, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if follower in done:
+            follower.result()  # the config source never ends on its own: surface why it did
+    finally:
+        for task in (follower, stopper, reloader):
+            task.cancel()
+        await asyncio.gather(follower, stopper, reloader, return_exceptions=True)
+        await agent.stop_all()
+        for close in closers:
+            close()
+
+
+def _publisher(settings: RuntimeSettings, hub: HubApi | None) -> HubPublisher | None:
+    """The writer of AddOnPlacementScores when there is a hub (``--hub-kubeconfig``)."""
+    if hub is None:
+        return None
+    return HubPublisher(
+        hub,
+        settings.cluster_name,
+        timeout=settings.request_timeout,
+        retries=settings.hub_conflict_retries,
+    )
+
+
+def _secret_store(settings: RuntimeSettings, core: ManagedClusterApi | None) -> SecretStore:
+    """Secrets from ``--secrets-dir``, else from the cluster API."""
+    if settings.secrets_dir is not None:
+        return DirSecretStore(settings.secrets_dir)
+    assert core is not None  # built whenever a Secret or the ConfigMap needs it
+    return ApiSecretStore(core, settings.namespace, timeout=settings.request_timeout)
+
+
+def _config_source(
+    settings: RuntimeSettings, core: ManagedClusterApi | None, metrics: AgentMetrics
+) -> FileSource | ConfigMapSource:
+    """The configuration from ``--config-file``, else the ConfigMap through the cluster API."""
+    if settings.config_file is not None:
+        return FileSource(settings.config_file, poll=settings.config_poll_seconds)
+    assert core is not None
+
+    def count_api_error(request: str, reason: str) -> None:
+        metrics.config_api_errors.labels(request, reason).inc()
+
+    return ConfigMapSource(
+        core,
+        settings.namespace,
+        CONFIG_MAP_NAME,
+        timeout=settings.request_timeout,
+        on_error=count_api_error,
+    )
 
 
 def _compliance_claim(

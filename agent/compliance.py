@@ -10,7 +10,7 @@ read each round, created when missing, and replaced (with its ``resourceVersion`
 when its value differs. Every failure is logged and counted
 (``dynamic_scoring_failures_total{stage="compliance"}``); none touches scoring.
 
-Like the ConfigMap's watch (:class:`agent.config.ConfigMapSource`), it runs in a daemon
+Like the ConfigMap's watch (:class:`agent.config_sources.ConfigMapSource`), it runs in a daemon
 thread with the synchronous client, so that the process exits without waiting for it.
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.config import api_error_reason, load_config_json
-from agent.kube import RawResponse, RequestTimeout, interrupt
+from agent.config import load_config_json
+from agent.kube import RawResponse, RequestTimeout, api_error_reason, interrupt
 from agent.logs import fields
 from agent.metrics import AgentMetrics
 from dsf_contract.compliance import (

@@ -19,18 +19,13 @@ from typing import Any
 import httpx
 
 from agent.dimensions import score_items
-from agent.errors import AgentError, Reason, ScoreError, SecretMissingError
+from agent.errors import AgentError, Reason, ScoreError, SecretMissingError, condition_reason
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
 from agent.memory import MemoryBudget, Reservation, budget_for, container_limit
 from agent.metrics import AgentMetrics, ScorerMetrics
-from agent.publish import (
-    MAX_STORED_BYTES,
-    HubPublisher,
-    condition_reason,
-    placement_score_status,
-    stored_size,
-)
+from agent.placement_score import MAX_STORED_BYTES, placement_score_status, stored_size
+from agent.publish import HubPublisher
 from agent.score import Scored, request_scores
 from agent.secrets import SecretStore
 from agent.settings import RuntimeSettings
@@ -84,6 +79,13 @@ async def run_cycle(
         return await _run_cycle(ctx, summary, counters, state, memory)
 
 
+@dataclass
+class _Progress:
+    """The stage a cycle is in, for a failure that is not an :class:`AgentError`."""
+
+    stage: str = "internal"
+
+
 async def _run_cycle(
     ctx: CycleContext,
     summary: Summary,
@@ -92,76 +94,22 @@ async def _run_cycle(
     memory: Reservation,
 ) -> bool:
     score_name = summary.scoreName
-    stage = "internal"
+    progress = _Progress()
     try:
-        stage = "secret"
-        try:
-            source_token = await _token(
-                ctx.secrets, summary.sourceEndpointAuthName, summary.sourceEndpointAuthKey
-            )
-            scoring_token = await _token(
-                ctx.secrets, summary.scoringEndpointAuthName, summary.scoringEndpointAuthKey
-            )
-        except SecretMissingError:
-            counters.enabled.set(0)
-            raise
-        counters.enabled.set(1)
-
-        stage = "fetch"
-        started = time.perf_counter()
-        try:
-            series = await fetch_series(
-                ctx.client,
-                summary,
-                token=source_token,
-                now=ctx.wall_clock(),
-                max_bytes=ctx.settings.max_response_bytes,
-                slots=ctx.slots,
-                memory=memory,
-            )
-        finally:
-            fetched = time.perf_counter()
-            counters.fetch_seconds.inc(fetched - started)
-
-        stage = "score"
-        try:
-            outcome = await request_scores(
-                ctx.client,
-                summary.scoringEndpoint,
-                series,
-                token=scoring_token,
-                max_bytes=ctx.settings.max_scoring_response_bytes,
-                slots=ctx.slots,
-                max_results=ctx.settings.max_results,
-            )
-        finally:
-            scored = time.perf_counter()
-            counters.perform_seconds.inc(scored - fetched)
-        del series  # the input can be tens of MB; do not hold it while publishing
-        if outcome.skipped:
-            counters.skipped_results.inc(outcome.skipped)
-
-        stage = "publish"
-        how = ctx.settings.aggregation_for(score_name)
-        try:
-            # The hub's object is built and checked first: scores it could not store are the
-            # scorer's fault, and nothing is published. Then /metrics, then the hub: the
-            # scores reach /metrics whether or not the hub takes them (a hub that is down
-            # or drips its answers must not hide them); a hub failure still fails the cycle,
-            # and the AddOnPlacementScore keeps its last good scores.
-            for_hub = _hub_status(ctx, summary, outcome.results, how)
-            ctx.metrics.publish_scores(score_name, outcome.results, how)
-            if for_hub is not None:
-                await _write_hub(ctx, summary, counters, *for_hub)
-        finally:
-            counters.send_seconds.inc(time.perf_counter() - scored)
+        await _stages(ctx, summary, counters, memory, progress)
     except AgentError as err:
         _record_failure(counters, state, score_name, err.stage, err.reason, str(err))
         await _report_on_hub(ctx, summary, err.stage, err.reason, str(err))
         return False
     except Exception as err:  # a bug must cost one cycle, not the scorer
         _record_failure(
-            counters, state, score_name, stage, type(err).__name__, repr(err)[:300], exc=err
+            counters,
+            state,
+            score_name,
+            progress.stage,
+            type(err).__name__,
+            repr(err)[:300],
+            exc=err,
         )
         return False
     counters.success.inc()
@@ -170,6 +118,91 @@ async def _run_cycle(
         log.info("scorer_recovered", extra=fields(score_name=score_name, after=state.failure[0]))
         state.failure = None
     return True
+
+
+async def _stages(
+    ctx: CycleContext,
+    summary: Summary,
+    counters: ScorerMetrics,
+    memory: Reservation,
+    progress: _Progress,
+) -> None:
+    """Secrets → fetch → score → publish, each timed; raises on the first that fails."""
+    progress.stage = "secret"
+    source_token, scoring_token = await _tokens(ctx.secrets, summary, counters)
+    progress.stage = "fetch"
+    started = time.perf_counter()
+    try:
+        series = await fetch_series(
+            ctx.client,
+            summary,
+            token=source_token,
+            now=ctx.wall_clock(),
+            max_bytes=ctx.settings.max_response_bytes,
+            slots=ctx.slots,
+            memory=memory,
+        )
+    finally:
+        fetched = time.perf_counter()
+        counters.fetch_seconds.inc(fetched - started)
+    progress.stage = "score"
+    try:
+        outcome = await request_scores(
+            ctx.client,
+            summary.scoringEndpoint,
+            series,
+            token=scoring_token,
+            max_bytes=ctx.settings.max_scoring_response_bytes,
+            slots=ctx.slots,
+            max_results=ctx.settings.max_results,
+        )
+    finally:
+        scored = time.perf_counter()
+        counters.perform_seconds.inc(scored - fetched)
+    del series  # the input can be tens of MB; do not hold it while publishing
+    if outcome.skipped:
+        counters.skipped_results.inc(outcome.skipped)
+    progress.stage = "publish"
+    try:
+        await _publish(ctx, summary, counters, outcome.results)
+    finally:
+        counters.send_seconds.inc(time.perf_counter() - scored)
+
+
+async def _tokens(
+    secrets: SecretStore, summary: Summary, counters: ScorerMetrics
+) -> tuple[str | None, str | None]:
+    """The source's and the Scoring API's tokens; a missing Secret disables the scorer."""
+    try:
+        source_token = await _token(
+            secrets, summary.sourceEndpointAuthName, summary.sourceEndpointAuthKey
+        )
+        scoring_token = await _token(
+            secrets, summary.scoringEndpointAuthName, summary.scoringEndpointAuthKey
+        )
+    except SecretMissingError:
+        counters.enabled.set(0)
+        raise
+    counters.enabled.set(1)
+    return source_token, scoring_token
+
+
+async def _publish(
+    ctx: CycleContext, summary: Summary, counters: ScorerMetrics, results: Sequence[Scored]
+) -> None:
+    """Publish ``results`` to ``/metrics``, then to the hub.
+
+    The hub's object is built and checked first: scores it could not store are the
+    scorer's fault, and nothing is published. Then /metrics, then the hub: the scores
+    reach /metrics whether or not the hub takes them (a hub that is down or drips its
+    answers must not hide them); a hub failure still fails the cycle, and the
+    AddOnPlacementScore keeps its last good scores.
+    """
+    how = ctx.settings.aggregation_for(summary.scoreName)
+    for_hub = _hub_status(ctx, summary, results, how)
+    ctx.metrics.publish_scores(summary.scoreName, results, how)
+    if for_hub is not None:
+        await _write_hub(ctx, summary, counters, *for_hub)
 
 
 def _hub_status(

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.errors import AgentError, Reason
-from dsf_contract.failures import RequestFailure
+from agent.errors import AgentError, ConfigError, Reason
+from dsf_contract.failures import RequestFailure, api_status_reason
 from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
 
 if TYPE_CHECKING:
@@ -273,3 +273,15 @@ def custom_objects_api(api_client: ApiClient) -> HubApi:
 
     api: HubApi = client.CustomObjectsApi(api_client)
     return api
+
+
+def api_error_reason(err: Exception) -> str:
+    """A metric label for a failed request to the cluster API."""
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(err, ConfigError):
+        return err.reason
+    if isinstance(err, ApiException):
+        status = err.status or 0
+        return api_status_reason(status)
+    return RequestFailure.UNREACHABLE

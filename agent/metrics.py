@@ -43,8 +43,156 @@ class _Owned:
     children: set[tuple[MetricWrapperBase, SeriesKey]] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class _Metric:
+    """One metric as declared to prometheus_client: its kind, name, help and labels."""
+
+    kind: type[Counter] | type[Gauge] | type[Histogram]
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+
+    def declare(self, registry: CollectorRegistry) -> MetricWrapperBase:
+        """The metric, registered on ``registry``."""
+        if self.buckets is not None:
+            return Histogram(
+                self.name, self.help, self.labels, buckets=self.buckets, registry=registry
+            )
+        return self.kind(self.name, self.help, self.labels, registry=registry)
+
+
+#: Every metric but ``dynamic_score``: attribute → how it is declared.
+_METRICS: dict[str, _Metric] = {
+    "requests": _Metric(
+        Counter, names.REQUESTS, "Scoring cycles by outcome.", (names.SCORER_LABEL, "status")
+    ),
+    "fetch_seconds": _Metric(
+        Counter,
+        names.STAGE_SECONDS["fetch"],
+        "Time spent querying the source.",
+        (names.SCORER_LABEL,),
+    ),
+    "perform_seconds": _Metric(
+        Counter,
+        names.STAGE_SECONDS["perform"],
+        "Time spent waiting for the Scoring API.",
+        (names.SCORER_LABEL,),
+    ),
+    "send_seconds": _Metric(
+        Counter,
+        names.STAGE_SECONDS["send"],
+        "Time spent publishing scores (metrics and AddOnPlacementScore).",
+        (names.SCORER_LABEL,),
+    ),
+    "failures": _Metric(
+        Counter,
+        names.FAILURES,
+        "Failed cycles by stage (secret, fetch, score, publish) and reason.",
+        (names.SCORER_LABEL, "stage", "reason"),
+    ),
+    "skipped_results": _Metric(
+        Counter,
+        "dynamic_scoring_skipped_results",
+        "Scoring API results skipped because their score was not a finite number or they were malformed.",
+        (names.SCORER_LABEL,),
+    ),
+    "missed_cycles": _Metric(
+        Counter,
+        "dynamic_scoring_missed_cycles",
+        "Scheduled cycles not run because the previous cycle of the scorer was still running.",
+        (names.SCORER_LABEL,),
+    ),
+    "last_success": _Metric(
+        Gauge,
+        names.LAST_SUCCESS,
+        "Unix time of the scorer's last fully successful cycle.",
+        (names.SCORER_LABEL,),
+    ),
+    "enabled": _Metric(
+        Gauge,
+        names.SCORER_ENABLED,
+        "1 when the scorer can run, 0 while it is disabled (a Secret it needs is missing).",
+        (names.SCORER_LABEL,),
+    ),
+    "scorers": _Metric(Gauge, names.SCORERS, "Scorers currently configured."),
+    "reloads": _Metric(
+        Counter,
+        "dynamic_scoring_config_reloads",
+        "Configuration loads by result; a failed load keeps the last good configuration.",
+        ("result",),
+    ),
+    "config_api_errors": _Metric(
+        Counter,
+        "dynamic_scoring_config_api_errors",
+        "Failed requests for the ConfigMap to the cluster API, by request (list or watch) "
+        "and reason (forbidden: the agent's Role does not allow it).",
+        ("request", "reason"),
+    ),
+    "config_ok": _Metric(
+        Gauge,
+        names.CONFIG_RELOAD_OK,
+        "1 when the latest configuration could be used, 0 when the last good one is kept.",
+    ),
+    "config_timestamp": _Metric(
+        Gauge,
+        "dynamic_scoring_config_last_reload_success_timestamp_seconds",
+        "Unix time of the last configuration that could be used.",
+    ),
+    "invalid_summaries": _Metric(
+        Gauge, names.INVALID_SUMMARIES, "Summaries of the latest configuration that were rejected."
+    ),
+    "start_lag": _Metric(
+        Histogram,
+        names.START_LAG,
+        "Delay between a cycle's scheduled and actual start.",
+        buckets=_LAG_BUCKETS,
+    ),
+    "hub_conflicts": _Metric(
+        Counter,
+        "dynamic_scoring_hub_conflicts",
+        "AddOnPlacementScore writes retried after a resourceVersion conflict.",
+        (names.SCORER_LABEL,),
+    ),
+    "hub_writes": _Metric(
+        Counter,
+        "dynamic_scoring_hub_writes",
+        "AddOnPlacementScore status updates by result: written, or unchanged (not written: "
+        "the hub holds these scores and they stay valid for more than 1.5 intervals).",
+        (names.SCORER_LABEL, "result"),
+    ),
+    "compliance_state": _Metric(
+        Gauge,
+        "dynamic_scoring_compliance_state",
+        "1 for the state of the cluster's Policies last seen (empty, noncompliant, "
+        "compliant), 0 for the others; only when the compliance claim is on.",
+        ("state",),
+    ),
+}
+
+
 class AgentMetrics:
     """The agent's metrics; one instance per registry (tests pass a fresh one)."""
+
+    requests: Counter
+    fetch_seconds: Counter
+    perform_seconds: Counter
+    send_seconds: Counter
+    failures: Counter
+    skipped_results: Counter
+    missed_cycles: Counter
+    last_success: Gauge
+    enabled: Gauge
+    scorers: Gauge
+    reloads: Counter
+    config_api_errors: Counter
+    config_ok: Gauge
+    config_timestamp: Gauge
+    invalid_summaries: Gauge
+    start_lag: Histogram
+    hub_conflicts: Counter
+    hub_writes: Counter
+    compliance_state: Gauge
 
     def __init__(self, registry: CollectorRegistry, cluster: str) -> None:
         self.registry = registry
@@ -56,116 +204,8 @@ class AgentMetrics:
         # dozen series per scorer, whatever the scorers answer
         self._counters = counters = CollectorRegistry()
         registry.register(counters)
-        registry = counters
-        self.requests = Counter(
-            names.REQUESTS,
-            "Scoring cycles by outcome.",
-            (names.SCORER_LABEL, "status"),
-            registry=registry,
-        )
-        self.fetch_seconds = Counter(
-            names.STAGE_SECONDS["fetch"],
-            "Time spent querying the source.",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.perform_seconds = Counter(
-            names.STAGE_SECONDS["perform"],
-            "Time spent waiting for the Scoring API.",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.send_seconds = Counter(
-            names.STAGE_SECONDS["send"],
-            "Time spent publishing scores (metrics and AddOnPlacementScore).",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.failures = Counter(
-            names.FAILURES,
-            "Failed cycles by stage (secret, fetch, score, publish) and reason.",
-            (names.SCORER_LABEL, "stage", "reason"),
-            registry=registry,
-        )
-        self.skipped_results = Counter(
-            "dynamic_scoring_skipped_results",
-            "Scoring API results skipped because their score was not a finite number or they were malformed.",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.missed_cycles = Counter(
-            "dynamic_scoring_missed_cycles",
-            "Scheduled cycles not run because the previous cycle of the scorer was still running.",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.last_success = Gauge(
-            names.LAST_SUCCESS,
-            "Unix time of the scorer's last fully successful cycle.",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.enabled = Gauge(
-            names.SCORER_ENABLED,
-            "1 when the scorer can run, 0 while it is disabled (a Secret it needs is missing).",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.scorers = Gauge(names.SCORERS, "Scorers currently configured.", registry=registry)
-        self.reloads = Counter(
-            "dynamic_scoring_config_reloads",
-            "Configuration loads by result; a failed load keeps the last good configuration.",
-            ("result",),
-            registry=registry,
-        )
-        self.config_api_errors = Counter(
-            "dynamic_scoring_config_api_errors",
-            "Failed requests for the ConfigMap to the cluster API, by request (list or watch) "
-            "and reason (forbidden: the agent's Role does not allow it).",
-            ("request", "reason"),
-            registry=registry,
-        )
-        self.config_ok = Gauge(
-            names.CONFIG_RELOAD_OK,
-            "1 when the latest configuration could be used, 0 when the last good one is kept.",
-            registry=registry,
-        )
-        self.config_timestamp = Gauge(
-            "dynamic_scoring_config_last_reload_success_timestamp_seconds",
-            "Unix time of the last configuration that could be used.",
-            registry=registry,
-        )
-        self.invalid_summaries = Gauge(
-            names.INVALID_SUMMARIES,
-            "Summaries of the latest configuration that were rejected.",
-            registry=registry,
-        )
-        self.start_lag = Histogram(
-            names.START_LAG,
-            "Delay between a cycle's scheduled and actual start.",
-            buckets=_LAG_BUCKETS,
-            registry=registry,
-        )
-        self.hub_conflicts = Counter(
-            "dynamic_scoring_hub_conflicts",
-            "AddOnPlacementScore writes retried after a resourceVersion conflict.",
-            (names.SCORER_LABEL,),
-            registry=registry,
-        )
-        self.hub_writes = Counter(
-            "dynamic_scoring_hub_writes",
-            "AddOnPlacementScore status updates by result: written, or unchanged (not written: "
-            "the hub holds these scores and they stay valid for more than 1.5 intervals).",
-            (names.SCORER_LABEL, "result"),
-            registry=registry,
-        )
-        self.compliance_state = Gauge(
-            "dynamic_scoring_compliance_state",
-            "1 for the state of the cluster's Policies last seen (empty, noncompliant, "
-            "compliant), 0 for the others; only when the compliance claim is on.",
-            ("state",),
-            registry=registry,
-        )
+        for attr, metric in _METRICS.items():
+            setattr(self, attr, metric.declare(counters))
 
     def compliance_failed(self, reason: str) -> None:
         """Count a failed look at the Policies or write of the claim (no scorer: score_name "")."""

@@ -21,22 +21,19 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from agent.dimensions import StatusScore
 from agent.errors import PublishError, Reason
 from agent.kube import HubApi, RawResponse, api_budget, bound_failure, read_bounded
-from dsf_contract.failures import HTTP_STATUS_REASONS, UNANSWERED, RequestFailure, api_status_reason
-from dsf_contract.placement_scores import validity_seconds
+from agent.placement_score import placement_score_object, scores_condition, seconds_left
+from dsf_contract.failures import RequestFailure, api_status_reason
 from dsf_contract.scores import (
-    AGENT_MANAGED_BY,
     CONDITION_TYPE,
     OCM_CLUSTER_GROUP,
-    SCORE_KIND,
     SCORE_PLURAL,
     SCORE_VERSION,
     ScoresReason,
@@ -46,112 +43,10 @@ from dsf_contract.scores import (
 #: ahead: the next cycle then still has half an interval of lag before they lapse, and
 #: scores that never change are written every other cycle instead of every cycle.
 REFRESH_INTERVALS = 1.5
-#: The largest AddOnPlacementScore written, as the hub stores it (:func:`stored_size`):
-#: etcd refuses a request over 1.5 MiB; 16 KiB are left to metadata and the condition.
-MAX_STORED_BYTES = 1536 * 1024 - 16 * 1024
 T = TypeVar("T")
 #: Threads making hub requests: writes of many scorers beyond these wait for one (within
 #: their deadline), and never hold the threads the rest of the agent uses.
 HUB_THREADS = 4
-#: managedFields' entry per item beyond its name: ``"k:{\"name\":…}":{".":{},"f:name":{},"f:value":{}},``
-_MANAGED_ITEM_BYTES = 50
-
-
-def valid_until(now: datetime, interval: int) -> str:
-    """RFC 3339 time three intervals after ``now``: Placement ignores the scores after it."""
-    moment = now.astimezone(UTC) + timedelta(seconds=validity_seconds(interval))
-    return moment.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def placement_score_status(
-    items: Sequence[StatusScore], *, now: datetime, interval: int
-) -> dict[str, Any]:
-    """The ``status`` of an AddOnPlacementScore holding ``items`` (already sorted)."""
-    return {"scores": [item.as_dict() for item in items], "validUntil": valid_until(now, interval)}
-
-
-def stored_size(status: dict[str, Any]) -> int:
-    """Bytes an AddOnPlacementScore with ``status`` takes on the hub, near enough: the status
-    as compact JSON, and the ``managedFields`` the API server keeps beside it, which name
-    every item once more (``scores`` is a list-map keyed by name)."""
-    encoded = json.dumps(status, separators=(",", ":"), ensure_ascii=False).encode()
-    names = sum(
-        len(json.dumps(item.get("name", ""), ensure_ascii=False).encode()) + _MANAGED_ITEM_BYTES
-        for item in status.get("scores", ())
-    )
-    return len(encoded) + names
-
-
-def seconds_left(status: dict[str, Any], now: datetime) -> float:
-    """Seconds until ``status``'s ``validUntil`` (0 when absent or unreadable)."""
-    text = status.get("validUntil")
-    try:
-        until = datetime.fromisoformat(text) if isinstance(text, str) else None
-    except ValueError:
-        until = None
-    if until is None or until.tzinfo is None:
-        return 0.0
-    try:
-        return (until - now).total_seconds()
-    except OverflowError:
-        return 0.0
-
-
-def condition_reason(stage: str, reason: str) -> ScoresReason:
-    """The condition's reason for a cycle that failed at ``stage`` with metric reason ``reason``."""
-    if stage == "secret":
-        return ScoresReason.SECRET_MISSING
-    if stage == "fetch":
-        if reason in UNANSWERED:
-            return ScoresReason.PROMETHEUS_UNREACHABLE
-        return ScoresReason.QUERY_FAILED
-    if stage == "score":
-        if reason in UNANSWERED or reason in HTTP_STATUS_REASONS:
-            return ScoresReason.SCORING_FAILED
-        return ScoresReason.INVALID_RESPONSE
-    return ScoresReason.CYCLE_FAILED
-
-
-def scores_condition(
-    *, ok: bool, reason: str, message: str, now: datetime, previous: dict[str, Any] | None
-) -> dict[str, Any]:
-    """The ``ScoresAvailable`` condition; its ``lastTransitionTime`` moves only when the status flips."""
-    status = "True" if ok else "False"
-    since = previous.get("lastTransitionTime") if previous is not None else None
-    if not isinstance(since, str) or previous is None or previous.get("status") != status:
-        since = now.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "type": CONDITION_TYPE,
-        "status": status,
-        "reason": reason,
-        "message": message[:1024],
-        "lastTransitionTime": since,
-    }
-
-
-def placement_score_object(
-    name: str,
-    namespace: str,
-    *,
-    status: dict[str, Any] | None = None,
-    resource_version: str | None = None,
-) -> dict[str, Any]:
-    """A whole AddOnPlacementScore object, as sent on create (no status) or status write."""
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "labels": dict(AGENT_MANAGED_BY),
-    }
-    if resource_version is not None:
-        metadata["resourceVersion"] = resource_version
-    body: dict[str, Any] = {
-        "apiVersion": f"{OCM_CLUSTER_GROUP}/{SCORE_VERSION}",
-        "kind": SCORE_KIND,
-        "metadata": metadata,
-    }
-    if status is not None:
-        body["status"] = status
-    return body
 
 
 @dataclass(frozen=True)
@@ -341,44 +236,27 @@ class HubPublisher:
         body = placement_score_object(
             name, self._namespace, status=status, resource_version=version
         )
-        written = self._checked(
-            "replace_namespaced_custom_object_status",
-            lambda: self._api.replace_namespaced_custom_object_status(
-                OCM_CLUSTER_GROUP,
-                SCORE_VERSION,
-                self._namespace,
-                SCORE_PLURAL,
-                name,
-                body,
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            ),
-        )
+        written = self._request("replace_namespaced_custom_object_status", name, body)
         return str(written["metadata"]["resourceVersion"])
 
     def _get(self, name: str) -> dict[str, Any]:
-        return self._checked(
-            "get_namespaced_custom_object",
-            lambda: self._api.get_namespaced_custom_object(
-                OCM_CLUSTER_GROUP,
-                SCORE_VERSION,
-                self._namespace,
-                SCORE_PLURAL,
-                name,
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            ),
-        )
+        return self._request("get_namespaced_custom_object", name)
 
     def _create(self, name: str) -> dict[str, Any]:
+        body = placement_score_object(name, self._namespace)
+        return self._request("create_namespaced_custom_object", body)
+
+    def _request(self, method: str, *args: Any) -> dict[str, Any]:
+        """``HubApi.<method>`` on the AddOnPlacementScores of the namespace, then ``args``."""
+        call = getattr(self._api, method)
         return self._checked(
-            "create_namespaced_custom_object",
-            lambda: self._api.create_namespaced_custom_object(
+            method,
+            lambda: call(
                 OCM_CLUSTER_GROUP,
                 SCORE_VERSION,
                 self._namespace,
                 SCORE_PLURAL,
-                placement_score_object(name, self._namespace),
+                *args,
                 _preload_content=False,
                 _request_timeout=self._timeout,
             ),

@@ -6,7 +6,6 @@ import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -110,145 +109,152 @@ def _positive_int(value: str) -> int:
     return int(value)
 
 
-def _option(
-    parser: argparse.ArgumentParser,
-    environ: Mapping[str, str],
-    option: AgentOption,
-    help: str,
-    **kwargs: Any,
-) -> None:
-    """Add ``option``; its variable, when set and not empty, gives the default."""
-    kwargs["default"] = _env(environ, option.env) or kwargs.get("default")
-    parser.add_argument(option.flag, help=f"{help} [{option.env}]", **kwargs)
+@dataclass(frozen=True)
+class Flag:
+    """How ``dsf-agent`` parses one option of :data:`dsf_contract.agent_cli.OPTIONS`."""
+
+    help: str
+    type: Callable[[str], Any] | None = None
+    #: the default as the command line would spell it (``type`` converts it)
+    default: str | None = None
+    choices: tuple[str, ...] | None = None
+    #: required unless its variable is set
+    required: bool = False
+    #: a repeatable option's metavar; its variable holds values separated by commas or blanks
+    repeated: str | None = None
 
 
-def _listed(environ: Mapping[str, str], option: AgentOption) -> list[str]:
-    """The values of a repeatable option's variable: separated by commas or blanks."""
-    return (_env(environ, option.env) or "").replace(",", " ").split()
-
-
-def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
-    """The argument parser; defaults come from ``environ`` so flags override variables."""
-    parser = argparse.ArgumentParser(
-        prog=PROGRAM,
-        description="Run the dynamic scorers of one managed cluster and publish their scores.",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
-    add = partial(_option, parser, environ)
-    add(
-        cli.CLUSTER_NAME,
-        "this managed cluster's name (its namespace on the hub)",
-        required=_env(environ, cli.CLUSTER_NAME.env) is None,
-    )
-    add(
-        cli.CONFIG_FILE,
+#: Each option's help, type and default: ``dsf-agent --help`` lists them in
+#: :data:`~dsf_contract.agent_cli.OPTIONS`' order.
+FLAGS: Mapping[AgentOption, Flag] = {
+    cli.CLUSTER_NAME: Flag("this managed cluster's name (its namespace on the hub)", required=True),
+    cli.CONFIG_FILE: Flag(
         "read the summaries from this file (JSON list or ConfigMap YAML) instead of the API",
         type=Path,
-    )
-    add(cli.SECRETS_DIR, "read Secrets from DIR/<secret>/<key> instead of the API", type=Path)
-    add(
-        cli.HUB_KUBECONFIG,
-        "kubeconfig of the hub; without it scores go to /metrics only",
-        type=Path,
-    )
-    add(
-        cli.METRICS_BIND,
+    ),
+    cli.SECRETS_DIR: Flag("read Secrets from DIR/<secret>/<key> instead of the API", type=Path),
+    cli.HUB_KUBECONFIG: Flag(
+        "kubeconfig of the hub; without it scores go to /metrics only", type=Path
+    ),
+    cli.METRICS_BIND: Flag(
         f"HOST:PORT of /metrics, /healthz and /readyz (default {cli.DEFAULT_METRICS_BIND})",
         type=_bind,
         default=cli.DEFAULT_METRICS_BIND,
-    )
-    add(
-        cli.LOG_LEVEL,
+    ),
+    cli.LOG_LEVEL: Flag(
         "debug, info, warning or error (default info)",
         type=str.lower,
         choices=cli.LOG_LEVELS,
         default="info",
-    )
-    add(
-        cli.LOG_FORMAT,
+    ),
+    cli.LOG_FORMAT: Flag(
         "one line per event, as key=value text or as JSON (default text)",
         type=str.lower,
         choices=cli.LOG_FORMATS,
         default="text",
-    )
-    add(
-        cli.NAMESPACE,
+    ),
+    cli.NAMESPACE: Flag(
         f"namespace of the ConfigMap and Secrets (default {DEFAULT_AGENT_NAMESPACE})",
         default=DEFAULT_AGENT_NAMESPACE,
-    )
-    parser.add_argument(
-        cli.AGGREGATE.flag,
+    ),
+    cli.AGGREGATE: Flag(
+        "fold results with the same dimension by last (default), max, min, avg or sum; repeatable",
         type=_aggregate,
-        action="append",
-        default=[_aggregate(v) for v in _listed(environ, cli.AGGREGATE)],
-        metavar="SCORE_NAME=FUNCTION",
-        help="fold results with the same dimension by last (default), max, min, avg or sum; "
-        f"repeatable [{cli.AGGREGATE.env}, comma-separated]",
-    )
-    add(
-        cli.REQUEST_TIMEOUT,
-        "seconds per HTTP request (default 30)",
-        type=_positive_float,
-        default="30",
-    )
-    add(
-        cli.MAX_RESPONSE_BYTES,
+        repeated="SCORE_NAME=FUNCTION",
+    ),
+    cli.REQUEST_TIMEOUT: Flag(
+        "seconds per HTTP request (default 30)", type=_positive_float, default="30"
+    ),
+    cli.MAX_RESPONSE_BYTES: Flag(
         "largest Prometheus response accepted (default 64 MiB)",
         type=_positive_int,
         default=str(cli.DEFAULT_MAX_RESPONSE_BYTES),
-    )
-    add(
-        cli.MAX_SCORING_RESPONSE_BYTES,
+    ),
+    cli.MAX_SCORING_RESPONSE_BYTES: Flag(
         "largest Scoring API response accepted (default 16 MiB)",
         type=_positive_int,
         default=str(cli.DEFAULT_MAX_SCORING_RESPONSE_BYTES),
-    )
-    add(
-        cli.MAX_RESULTS,
+    ),
+    cli.MAX_RESULTS: Flag(
         "most results one Scoring API answer may hold; a larger answer fails the cycle "
         f"(reason too_many_results; default {DEFAULT_MAX_RESULTS})",
         type=_positive_int,
         default=str(DEFAULT_MAX_RESULTS),
-    )
-    add(
-        cli.HUB_SPREAD,
+    ),
+    cli.HUB_SPREAD: Flag(
         "seconds over which the first AddOnPlacementScore write of each scorer after start "
         "is spread (at most half its interval; 0: none), so that agents restarting together do "
         "not all reach the hub in the same second (default 10)",
         type=_seconds_up_to(3600),
         default="10",
-    )
-    parser.add_argument(
-        cli.RESOLVE.flag,
-        action="append",
-        default=_listed(environ, cli.RESOLVE),
-        metavar="HOST:PORT:ADDR[:PORT]",
-        help="connect to ADDR[:PORT] for HOST:PORT while keeping URLs, Host headers and TLS "
-        f"names, like dsf-compile sync --resolve; repeatable [{cli.RESOLVE.env}, comma-separated]",
-    )
-    add(
-        cli.MEMORY_LIMIT,
+    ),
+    cli.RESOLVE: Flag(
+        "connect to ADDR[:PORT] for HOST:PORT while keeping URLs, Host headers and TLS "
+        "names, like dsf-compile sync --resolve; repeatable",
+        repeated="HOST:PORT:ADDR[:PORT]",
+    ),
+    cli.MEMORY_LIMIT: Flag(
         "memory (bytes) to budget Prometheus answers against (default: the container's "
         "cgroup limit, else unbounded)",
         type=_positive_int,
-    )
-    add(
-        cli.COMPLIANCE_CLAIM,
+    ),
+    cli.COMPLIANCE_CLAIM: Flag(
         "keep this ClusterClaim at empty, noncompliant or compliant from the Policies of the "
         "namespace named after the cluster (upstream's policy watcher; default: off)",
-    )
-    add(
-        cli.COMPLIANCE_POLL_SECONDS,
+    ),
+    cli.COMPLIANCE_POLL_SECONDS: Flag(
         "seconds between two looks at the Policies at most (default 30)",
         type=_positive_float,
         default="30",
-    )
-    add(
-        cli.COMPLIANCE_STABLE_SECONDS,
+    ),
+    cli.COMPLIANCE_STABLE_SECONDS: Flag(
         "seconds the Policies stay compliant before the claim says so (default 120)",
         type=_seconds_up_to(86400),
         default="120",
+    ),
+}
+
+
+def _add_option(
+    parser: argparse.ArgumentParser, environ: Mapping[str, str], option: AgentOption
+) -> None:
+    """Add ``option`` as :data:`FLAGS` says; its variable, when set and not empty, gives
+    the default, so a flag overrides its variable."""
+    flag = FLAGS[option]
+    kwargs: dict[str, Any] = {"type": flag.type} if flag.type is not None else {}
+    if flag.repeated is not None:
+        # append's default is not passed through ``type``: the variable's values are here
+        values = (_env(environ, option.env) or "").replace(",", " ").split()
+        parser.add_argument(
+            option.flag,
+            action="append",
+            default=[flag.type(v) for v in values] if flag.type is not None else values,
+            metavar=flag.repeated,
+            help=f"{flag.help} [{option.env}, comma-separated]",
+            **kwargs,
+        )
+        return
+    if flag.choices is not None:
+        kwargs["choices"] = flag.choices
+    if flag.required:
+        kwargs["required"] = _env(environ, option.env) is None
+    parser.add_argument(
+        option.flag,
+        default=_env(environ, option.env) or flag.default,
+        help=f"{flag.help} [{option.env}]",
+        **kwargs,
     )
+
+
+def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
+    """The argument parser: one argument per option of :data:`FLAGS`, defaults from ``environ``."""
+    parser = argparse.ArgumentParser(
+        prog=PROGRAM,
+        description="Run the dynamic scorers of one managed cluster and publish their scores.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
+    for option in cli.OPTIONS:
+        _add_option(parser, environ, option)
     return parser
 
 

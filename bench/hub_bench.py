@@ -8,7 +8,7 @@ every 30 s and half every 60 s, GPU scorers masked off two clusters in three) wi
 whole ``dsf-compile render`` command, measures every rendered object as the hub stores a
 custom resource (compact JSON), and scales the per-cluster figures to ``--clusters`` — a
 cluster's objects do not depend on the size of the fleet. The AddOnPlacementScores are
-built by the agent's own code (:mod:`agent.publish`) for 1 to 10,000 items, with the
+built by the agent's own code (:mod:`agent.placement_score`) for 1 to 10,000 items, with the
 metadata and ``managedFields`` the API server adds (computed by its rules: no API server
 runs here). The write rate is the scorers' cycles per second times the status writes per
 cycle that ``python bench/agent_bench.py`` measures against the emulated hub (0.5 when
@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from agent.dimensions import StatusScore  # noqa: E402
-from agent.publish import (  # noqa: E402
+from agent.placement_score import (  # noqa: E402
     MAX_STORED_BYTES,
     placement_score_object,
     placement_score_status,
@@ -78,7 +78,7 @@ def stored_metadata(name: str, namespace: str) -> dict[str, Any]:
 
 def placement_score_stored(items: int) -> tuple[int, int]:
     """Bytes of an AddOnPlacementScore holding ``items`` items as etcd stores it, and the
-    agent's estimate of them (:func:`agent.publish.stored_size`). Item names follow the generated fleet's ``${node};${namespace};${pod}``."""
+    agent's estimate of them (:func:`agent.placement_score.stored_size`). Item names follow the generated fleet's ``${node};${namespace};${pod}``."""
     now = datetime(2026, 11, 23, tzinfo=UTC)
     names = [
         f"node-{i % 500:03d};namespace-{i % 40:02d};pod-{i:05d}-7d9f8b6c5d" for i in range(items)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from agent.settings import build_parser, parse_settings
+from agent.settings import FLAGS, build_parser, parse_settings
 from dsf_contract import agent_cli
 from tests.agent.kube_rbac import addon_template
 from tests.agent.kubelet import processed_manifests
@@ -26,6 +26,10 @@ def test_the_parser_offers_exactly_the_contract_options() -> None:
     usage = parser.format_help()
     for option in agent_cli.OPTIONS:
         assert f"[{option.env}" in usage, option
+
+
+def test_the_flag_table_describes_exactly_the_contract_options() -> None:
+    assert list(FLAGS) == list(agent_cli.OPTIONS)  # --help lists them in the contract's order
 
 
 def test_every_variable_sets_its_option() -> None:

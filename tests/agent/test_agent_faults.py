@@ -496,7 +496,8 @@ async def test_a_cluster_api_outage_is_logged_once_by_the_configmap_watch(
     import asyncio
     import logging
 
-    from agent.config import ConfigMapSource, ParsedConfig
+    from agent.config import ParsedConfig
+    from agent.config_sources import ConfigMapSource
     from agent.kube import core_api, hub_client
 
     kube.set_configmap(

@@ -19,7 +19,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
-from agent.config import ConfigMapSource, WatchEndedError
+from agent.config_sources import ConfigMapSource, WatchEndedError
 from agent.cycle import CycleContext
 from agent.errors import PublishError
 from agent.kube import MAX_API_ANSWER_BYTES, core_api, custom_objects_api, hub_client

@@ -20,7 +20,7 @@ from agent.fetch import range_params, split_queries
 from agent.logs import Redactor, configure_logging, fields
 from agent.loop import next_slot, scorer_phase
 from agent.metrics import AgentMetrics
-from agent.publish import placement_score_object, placement_score_status, valid_until
+from agent.placement_score import placement_score_object, placement_score_status, valid_until
 from agent.score import Scored, parse_response
 from agent.settings import parse_settings
 from dsf_contract.summary import Summary

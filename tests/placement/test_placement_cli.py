@@ -444,7 +444,8 @@ def test_explain_reads_a_hub_with_the_scores_the_agent_wrote(fleet: Path, tmp_pa
 
     from agent.dimensions import StatusScore
     from agent.kube import custom_objects_api, hub_client
-    from agent.publish import HubPublisher, placement_score_status
+    from agent.placement_score import placement_score_status
+    from agent.publish import HubPublisher
     from tests.agent.agent_fakes import FakeKube
 
     hub = FakeKube().start()
