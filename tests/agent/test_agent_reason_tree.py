@@ -38,7 +38,8 @@ def test_every_reason_and_condition_reason_appears_once() -> None:
 
 
 def test_the_tree_names_nothing_the_enums_do_not_hold() -> None:
-    classes = {cls.__name__ for cls in (AgentError, *AgentError.__subclasses__())}
+    errors: list[type[AgentError]] = [AgentError, *AgentError.__subclasses__()]
+    classes = {cls.__name__ for cls in errors}
     headers = {enum.__name__ for enum in _ENUMS} | {"http_status_reason"}
     known = {str(member) for enum in _ENUMS for member in enum}
     known |= {http_status_reason(400)} | classes | headers
