@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dsf_compile.errors import did_you_mean
 from dsf_compile.inputs.placements import ScoreCoordinate
 from dsf_compile.placement.check_subjects import CheckedPlacement
 from dsf_compile.placement.cluster_groups import NAMED
@@ -16,7 +17,6 @@ from dsf_compile.placement.prioritizers import BUILTINS
 from dsf_compile.placement.published_scores import (
     ScoreCatalog,
     coordinate_pointer,
-    did_you_mean,
     example_item,
     produces,
     unknown_score,

@@ -8,11 +8,11 @@ for a PlacementOptimization.
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dsf_compile.errors import did_you_mean
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.placements import Placement
 from dsf_compile.inputs.scorer import DynamicScorer
@@ -154,9 +154,3 @@ def unknown_score(resource_name: str, catalog: ScoreCatalog) -> str:
         return message + hint
     known = ", ".join(sorted(catalog.scores)) or "none"
     return f"{message}; published: {known}"
-
-
-def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices``, or nothing."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
