@@ -13,8 +13,9 @@ import functools
 import gc
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 import httpx
 import orjson
@@ -30,6 +31,7 @@ from dsf_transport.http import (
     proxy_configured,
     read_capped,
 )
+from dsf_transport.http1_heads import write_head
 from dsf_transport.plainhttp import PlainHTTPTransport
 
 #: Connections of the shared pool.
@@ -97,20 +99,58 @@ def _host_of(url: str) -> str:
     return urlsplit(url).netloc.lower()
 
 
-@functools.lru_cache(maxsize=4096)
-def _endpoint_url(endpoint: str) -> httpx.URL:
+@dataclass(frozen=True)
+class _Endpoint:
     """A summary's endpoint, parsed once (the same few endpoints serve every cycle)."""
-    return httpx.URL(endpoint)
+
+    url: httpx.URL
+    #: without a query or fragment of its own: the parameters are the whole query
+    bare: bool
+
+    @property
+    def origin(self) -> tuple[str, int] | None:
+        """(host, port) when a request can go to the plain-HTTP transport as bytes."""
+        return (
+            (self.url.host, self.url.port or 80)
+            if self.bare and self.url.scheme == "http"
+            else None
+        )
 
 
-def _request_url(endpoint: str, params: Mapping[str, str] | None) -> httpx.URL:
+@functools.lru_cache(maxsize=4096)
+def _endpoint(endpoint: str) -> _Endpoint:
+    url = httpx.URL(endpoint)
+    bare = not (url.query or url.fragment or "?" in endpoint or "#" in endpoint)
+    return _Endpoint(url=url, bare=bare)
+
+
+def _request_url(endpoint: _Endpoint, params: Mapping[str, str] | None) -> httpx.URL:
     """``endpoint`` with ``params`` as its query, encoded as httpx encodes them."""
-    url = _endpoint_url(endpoint)
+    url = endpoint.url
     if not params:
         return url
-    if url.query or url.fragment or "?" in endpoint or "#" in endpoint:
+    if not endpoint.bare:
         return url.copy_merge_params(params)
-    return httpx.URL(f"{endpoint}?{urlencode(params)}")
+    return url.copy_with(raw_path=_target(endpoint, params))
+
+
+def _target(endpoint: _Endpoint, params: Mapping[str, str] | None) -> bytes:
+    """The request target of a bare ``endpoint`` with ``params`` as its query."""
+    path = endpoint.url.raw_path
+    if not params:
+        return path
+    query = "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in params.items())
+    return path + b"?" + query.encode("ascii")
+
+
+def _quoted(text: str) -> str:
+    """``urlencode``'s quoting of one name or value; short ones are remembered (a scorer
+    sends the same query every cycle, and scorers share the names and current seconds),
+    within a few MB whatever the configuration holds."""
+    return _quoted_short(text) if len(text) <= 2048 else quote_plus(text)
+
+
+_quoted_short = functools.lru_cache(maxsize=1024)(quote_plus)
 
 
 def _request_headers(
@@ -138,22 +178,56 @@ async def stream(
     timeouts and default headers, but not through its authentication, redirect and
     cookie layers, which the agent's client has turned off (:func:`new_client`): building
     and walking them cost about a third of the agent's CPU at 400 requests a second.
-    The endpoint's URL is parsed once."""
-    url = _request_url(endpoint, params)
-    request = httpx.Request(
-        method,
-        url,
-        headers=_request_headers(client, headers),
-        content=content,
-        extensions={"timeout": client.timeout.as_dict()},
-    )
-    transport = client._transport_for_url(url)  # httpx's own choice of transport
-    response = await transport.handle_async_request(request)
-    response.request = request
+
+    A request for the plain-HTTP transport goes to it as bytes: building and parsing an
+    ``httpx.URL`` and ``httpx.Request`` for it cost half of what remained. Its read and
+    write phases have no timeout of their own there: every call is made inside
+    :meth:`RequestSlots.take`, whose deadline (the same request timeout) bounds the whole
+    exchange."""
+    target = _endpoint(endpoint)
+    transport = client._transport_for_url(target.url)  # httpx's own choice of transport
+    if target.origin is not None and isinstance(transport, PlainHTTPTransport):
+        response = await transport.send(
+            target.origin,
+            _plain_head(client, method, target, params, headers, content),
+            content or b"",
+            {"connect": client.timeout.connect},  # the slot's deadline bounds the rest
+        )
+    else:
+        url = _request_url(target, params)
+        request = httpx.Request(
+            method,
+            url,
+            headers=_request_headers(client, headers),
+            content=content,
+            extensions={"timeout": client.timeout.as_dict()},
+        )
+        response = await client._transport_for_url(url).handle_async_request(request)
+        response.request = request
     try:
         yield response
     finally:
         await response.aclose()
+
+
+def _plain_head(
+    client: httpx.AsyncClient,
+    method: str,
+    endpoint: _Endpoint,
+    params: Mapping[str, str] | None,
+    headers: Mapping[str, str],
+    content: bytes | None,
+) -> bytes:
+    """The head httpx writes for this request, in its order: ``Host`` (and ``Content-Length:
+    0`` for a method that carries a body but has none), the client's default headers
+    overridden by ``headers``, then the body's ``Content-Length``."""
+    fields = [(b"Host", endpoint.url.netloc)]
+    if content is None and method in ("POST", "PUT", "PATCH"):
+        fields.append((b"Content-Length", b"0"))
+    fields += _request_headers(client, headers)
+    if content is not None:
+        fields.append((b"Content-Length", b"%d" % len(content)))
+    return write_head(method.encode("ascii"), _target(endpoint, params), fields)
 
 
 class RequestSlots:

@@ -1,9 +1,11 @@
-"""HTTP/1.1 heads for :mod:`dsf_transport.plainhttp`: a request's head written, a
-response's head parsed into its status, reason, headers and :class:`Framing` (how its body
-ends and whether the connection stays open). Nothing here reads or writes a socket."""
+"""HTTP/1.1 heads for :mod:`dsf_transport.plainhttp`: a request's head written (no part of
+it may break out of its line), a response's head parsed into its status, reason, headers
+and :class:`Framing` (how its body ends and whether the connection stays open). Nothing
+here reads or writes a socket; ``request``, where given, only names the request in errors."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import httpx
@@ -20,16 +22,24 @@ class Framing:
 
 def request_head(request: httpx.Request) -> bytes:
     """The request line and headers of ``request``, as they go on the wire."""
-    target = request.url.raw_path
-    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
-    for name, value in request.headers.raw:
+    return write_head(request.method.encode("ascii"), request.url.raw_path, request.headers.raw)
+
+
+def write_head(method: bytes, target: bytes, fields: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """A request head: ``METHOD target HTTP/1.1``, the header ``fields`` in order, the blank
+    line; ``httpx.LocalProtocolError`` when a part would break out of its line."""
+    lines = [method, b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in fields:
         lines += (name, b": ", value, b"\r\n")
-    lines.append(b"\r\n")
-    return b"".join(lines)
+    head = b"".join(lines)
+    written = len(lines) // 4  # the lines written, each ended by one CRLF
+    if head.count(b"\r") != written or head.count(b"\n") != written or b"\x00" in head:
+        raise httpx.LocalProtocolError("a request header holds a line break or NUL")
+    return head + b"\r\n"
 
 
 def parse_head(
-    head: bytes, request: httpx.Request
+    head: bytes, request: httpx.Request | None
 ) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
     """The status, reason, headers and framing of one response head (blank line included)."""
     status_line, *lines = head[:-4].split(b"\r\n")
@@ -38,7 +48,7 @@ def parse_head(
     return status, reason, headers, _framing(headers, version == b"HTTP/1.1", request)
 
 
-def _status_line(line: bytes, request: httpx.Request) -> tuple[bytes, int, bytes]:
+def _status_line(line: bytes, request: httpx.Request | None) -> tuple[bytes, int, bytes]:
     """``HTTP/1.x NNN reason`` → version, status and reason (which may be empty)."""
     parts = line.split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
@@ -46,7 +56,7 @@ def _status_line(line: bytes, request: httpx.Request) -> tuple[bytes, int, bytes
     return parts[0], int(parts[1]), parts[2] if len(parts) == 3 else b""
 
 
-def _header(line: bytes, request: httpx.Request) -> tuple[bytes, bytes]:
+def _header(line: bytes, request: httpx.Request | None) -> tuple[bytes, bytes]:
     """``Name: value`` → name and value (no space may surround the name)."""
     name, colon, value = line.partition(b":")
     if not colon or not name or name != name.strip():
@@ -55,7 +65,7 @@ def _header(line: bytes, request: httpx.Request) -> tuple[bytes, bytes]:
 
 
 def _framing(
-    headers: list[tuple[bytes, bytes]], keep_alive: bool, request: httpx.Request
+    headers: list[tuple[bytes, bytes]], keep_alive: bool, request: httpx.Request | None
 ) -> Framing:
     """How the body ends and whether the connection stays open, from the headers in order
     (``keep_alive`` is the version's default: HTTP/1.1 keeps it, HTTP/1.0 does not)."""
@@ -84,7 +94,7 @@ def _connection_keeps_alive(value: bytes, keep_alive: bool) -> bool:
     return keep_alive or b"keep-alive" in tokens
 
 
-def _content_length(lengths: set[bytes], request: httpx.Request) -> int:
+def _content_length(lengths: set[bytes], request: httpx.Request | None) -> int:
     """The one ``Content-Length`` the headers agree on (repeats of one value are allowed)."""
     if len(lengths) > 1 or not next(iter(lengths)).isdigit():
         raise httpx.RemoteProtocolError("malformed Content-Length", request=request)

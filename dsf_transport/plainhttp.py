@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -31,6 +31,10 @@ READ_CHUNK = 64 * 1024
 #: Largest piece of a request body handed to the socket at once.
 WRITE_PIECE = 256 * 1024
 _NO_BODY_STATUS = frozenset({204, 304})
+_T = TypeVar("_T")
+#: httpx's timeout phases of one request (``connect``, ``write``, ``read``), in seconds;
+#: a phase that is absent or None has no limit.
+Timeouts = Mapping[str, float | None]
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 
@@ -82,19 +86,40 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         url = request.url
         if url.scheme != "http":
             return await self._fallback_transport().handle_async_request(request)
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        key = (url.host, url.port or 80)
         body = await request.aread()
-        message = (request_head(request), body)
-        connection = self._take(key)
+        timeouts: Timeouts = request.extensions.get("timeout", {})
+        response = await self.send(
+            (url.host, url.port or 80), request_head(request), body, timeouts, request
+        )
+        response.request = request
+        return response
+
+    async def send(
+        self,
+        origin: tuple[str, int],
+        head: bytes,
+        body: bytes,
+        timeouts: Timeouts,
+        request: httpx.Request | None = None,
+    ) -> httpx.Response:
+        """One exchange with ``origin`` (host, port) over plain HTTP/1.1, on a kept-alive
+        connection when one is idle: ``head`` as :func:`~dsf_transport.http1_heads.write_head`
+        wrote it, then ``body``; the response comes back with its body still to be streamed.
+        ``timeouts`` holds httpx's phases (``connect``, ``write``, ``read``; None: no limit);
+        ``request``, when there is one, is named by the errors.
+
+        A caller that already holds its request as bytes (the agent, 400 times a second)
+        sends it here without building an ``httpx.Request``."""
+        message = (head, body)
+        connection = self._take(origin)
         if connection is not None:
             try:
-                return await self._exchange(request, key, connection, message, timeouts)
+                return await self._exchange(request, origin, connection, message, timeouts)
             except _StaleConnectionError:
                 pass  # the server closed the kept-alive connection meanwhile: one fresh try
-        connection = await self._connect(request, key, timeouts)
+        connection = await self._connect(request, origin, timeouts)
         try:
-            return await self._exchange(request, key, connection, message, timeouts)
+            return await self._exchange(request, origin, connection, message, timeouts)
         except _StaleConnectionError as err:
             raise httpx.RemoteProtocolError(
                 "server disconnected without sending a response", request=request
@@ -132,7 +157,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         idle.append(connection)
 
     async def _connect(
-        self, request: httpx.Request, key: tuple[str, int], timeouts: dict[str, float | None]
+        self, request: httpx.Request | None, key: tuple[str, int], timeouts: Timeouts
     ) -> _Connection:
         try:
             async with asyncio.timeout(timeouts.get("connect")):
@@ -145,11 +170,11 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
 
     async def _exchange(
         self,
-        request: httpx.Request,
+        request: httpx.Request | None,
         key: tuple[str, int],
         connection: _Connection,
         message: tuple[bytes, bytes],
-        timeouts: dict[str, float | None],
+        timeouts: Timeouts,
     ) -> httpx.Response:
         """Write the request and read the response head; the body is read by the caller."""
         try:
@@ -165,7 +190,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         except BaseException:
             connection.close()
             raise
-        if request.method == "HEAD" or status in _NO_BODY_STATUS:
+        if message[0].startswith(b"HEAD ") or status in _NO_BODY_STATUS:
             framing = Framing(length=0, chunked=False, keep_alive=framing.keep_alive)
         stream = _Body(self, key, connection, framing, request, timeouts.get("read"))
         return httpx.Response(
@@ -184,15 +209,22 @@ async def _send(
     head, body = message
     if len(body) <= WRITE_PIECE:
         writer.write(head + body)
-        async with asyncio.timeout(timeout):
-            await writer.drain()
+        await _within(timeout, writer.drain())
         return
     writer.write(head)
     view = memoryview(body)
     for offset in range(0, len(body), WRITE_PIECE):
         writer.write(view[offset : offset + WRITE_PIECE])
-        async with asyncio.timeout(timeout):
-            await writer.drain()
+        await _within(timeout, writer.drain())
+
+
+async def _within(timeout: float | None, call: Awaitable[_T]) -> _T:
+    """``call`` awaited within ``timeout`` seconds; None: no limit, and no timer set up (the
+    agent sends 400 requests a second under a deadline of their own)."""
+    if timeout is None:
+        return await call
+    async with asyncio.timeout(timeout):
+        return await call
 
 
 class _StaleConnectionError(Exception):
@@ -200,14 +232,13 @@ class _StaleConnectionError(Exception):
 
 
 async def _read_head(
-    reader: asyncio.StreamReader, request: httpx.Request, timeout: float | None
+    reader: asyncio.StreamReader, request: httpx.Request | None, timeout: float | None
 ) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
     """The status, reason, headers and framing of the next final (non-1xx) response."""
     first = True
     while True:
         try:
-            async with asyncio.timeout(timeout):
-                head = await reader.readuntil(b"\r\n\r\n")
+            head = await _within(timeout, reader.readuntil(b"\r\n\r\n"))
         except TimeoutError as err:
             raise httpx.ReadTimeout("timed out waiting for the response", request=request) from err
         except asyncio.IncompleteReadError as err:
@@ -238,7 +269,7 @@ class _Body(httpx.AsyncByteStream):
         key: tuple[str, int],
         connection: _Connection,
         framing: Framing,
-        request: httpx.Request,
+        request: httpx.Request | None,
         timeout: float | None,
     ) -> None:
         self._transport = transport
@@ -290,8 +321,7 @@ class _Body(httpx.AsyncByteStream):
 
     async def _read(self, call: Any) -> bytes:
         try:
-            async with asyncio.timeout(self._timeout):
-                data: bytes = await call
+            data: bytes = await _within(self._timeout, call)
         except TimeoutError as err:
             raise httpx.ReadTimeout("timed out reading the body", request=self._request) from err
         except asyncio.IncompleteReadError as err:

@@ -1,13 +1,18 @@
 """``agent.transport.stream``: a request sent straight to the transport httpx picks for its
 URL is the request ``client.stream`` would have sent (URL and query, headers, timeouts),
-and a proxy mounted on the client still carries it."""
+byte for byte when it goes to the plain-HTTP transport as bytes, and a proxy mounted on
+the client still carries it; no header can break out of its line."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from agent.transport import _request_url, make_client, stream
+import asyncio
+
+from agent.errors import FetchError
+from agent.transport import _endpoint, _request_url, make_client, request_failures, stream
+from dsf_contract.failures import RequestFailure
 
 ENDPOINTS = [
     "http://prometheus.monitoring.svc:9090/api/v1/query_range",
@@ -31,12 +36,13 @@ def test_the_url_is_the_one_httpx_builds(endpoint: str) -> None:
     if httpx.URL(endpoint).query:
         # httpx 0.28 drops the endpoint's own query when params are given; the agent keeps
         # it (a tenant or extra_label a user wrote must reach Prometheus) and adds them
-        assert _request_url(endpoint, PARAMS) == httpx.URL(endpoint).copy_merge_params(PARAMS)
-        assert _request_url(endpoint, PARAMS).params["tenant"] == "a b"
-        assert _request_url(endpoint, PARAMS).params["query"] == built.params["query"]
+        merged = _request_url(_endpoint(endpoint), PARAMS)
+        assert merged == httpx.URL(endpoint).copy_merge_params(PARAMS)
+        assert merged.params["tenant"] == "a b"
+        assert merged.params["query"] == built.params["query"]
     else:
-        assert _request_url(endpoint, PARAMS) == built
-    assert _request_url(endpoint, None) == client.build_request("GET", endpoint).url
+        assert _request_url(_endpoint(endpoint), PARAMS) == built
+    assert _request_url(_endpoint(endpoint), None) == client.build_request("GET", endpoint).url
 
 
 @pytest.mark.asyncio
@@ -78,3 +84,83 @@ async def test_a_mounted_proxy_transport_still_carries_the_request(
         async with stream(client, "GET", ENDPOINTS[0], headers={}, params={"q": "1"}) as response:
             assert response.status_code == 204
     assert [str(r.url) for r in seen] == [ENDPOINTS[0] + "?q=1"]
+
+
+async def _heads_received(send: object) -> list[bytes]:
+    """The request heads a loopback server receives while ``send(base_url)`` runs."""
+    heads: list[bytes] = []
+    handlers: list[asyncio.Task[None]] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            heads.append(head)
+            length = next(
+                (
+                    int(line[15:])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            await reader.readexactly(length)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        await send(f"http://127.0.0.1:{port}/api/v1/query_range")  # type: ignore[operator]
+    finally:
+        server.close()
+        await server.wait_closed()
+        await asyncio.gather(*handlers)  # each ends when its client closes the connection
+    return heads
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("method", "content", "params"),
+    [("GET", None, PARAMS), ("POST", b'{"data": []}', None), ("POST", None, None)],
+    ids=["get-with-query", "post-with-body", "post-without-body"],
+)
+async def test_the_plain_transport_gets_the_bytes_httpx_would_write(
+    method: str, content: bytes | None, params: dict[str, str] | None
+) -> None:
+    headers = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+
+    async def both(endpoint: str) -> None:
+        async with make_client(5.0) as client:
+            async with stream(
+                client, method, endpoint, headers=headers, params=params, content=content
+            ) as response:
+                assert await response.aread() == b"ok"
+            request = client.build_request(
+                method, endpoint, headers=headers, params=params, content=content
+            )
+            response = await client.send(request)
+            assert response.content == b"ok"
+
+    lean, through_httpx = await _heads_received(both)
+    assert lean == through_httpx
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("token", ["t\r\nX-Injected: 1", "t\nX-Injected: 1", "t\x00"])
+async def test_a_token_cannot_add_a_header(token: str) -> None:
+    async def send(endpoint: str) -> None:
+        async with make_client(5.0) as client:
+            with pytest.raises(FetchError) as caught, request_failures("Prometheus", FetchError):
+                async with stream(
+                    client, "GET", endpoint, headers={"Authorization": f"Bearer {token}"}
+                ):
+                    pass
+            assert caught.value.reason is RequestFailure.TRANSPORT_ERROR
+
+    assert await _heads_received(send) == []
