@@ -194,15 +194,14 @@ async def stream(
             {"connect": client.timeout.connect},  # the slot's deadline bounds the rest
         )
     else:
-        url = _request_url(target, params)
         request = httpx.Request(
             method,
-            url,
+            _request_url(target, params),
             headers=_request_headers(client, headers),
             content=content,
             extensions={"timeout": client.timeout.as_dict()},
         )
-        response = await client._transport_for_url(url).handle_async_request(request)
+        response = await transport.handle_async_request(request)
         response.request = request
     try:
         yield response
