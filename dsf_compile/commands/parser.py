@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
@@ -21,6 +21,11 @@ from dsf_compile.errors import UsageError
 from dsf_contract import __version__
 
 PROG = "dsf-compile"
+#: ``--root``'s help, the same in ``dsf-compile`` and ``dsf-mcp``.
+ROOT_HELP = (
+    "the repository (default: the nearest folder, from here upward, holding "
+    "dsf.yaml or scorers/ and clusters/)"
+)
 MAX_TIMEOUT_SECONDS = 3600.0
 
 
@@ -81,8 +86,7 @@ def _add_global_options(
         "--root",
         metavar="DIR",
         default=default,
-        help="the repository (default: the nearest folder, from here upward, holding "
-        "dsf.yaml or scorers/ and clusters/)",
+        help=ROOT_HELP,
     )
     if formats:
         parser.add_argument(
@@ -105,6 +109,21 @@ def _add_command(subparsers: Any, command: Command) -> None:
     if command.repository:
         _add_global_options(sub, command.formats, argparse.SUPPRESS)
     command.arguments(sub)
+
+
+class Option:
+    """One row of an option table: a flag (or a positional's name), its metavar and help,
+    and any other keyword ``add_argument`` takes (``dest``, ``type``, ``nargs``…)."""
+
+    def __init__(self, flag: str, metavar: str | None, help: str, **keywords: Any) -> None:
+        self.flag = flag
+        self.keywords: dict[str, Any] = {"metavar": metavar, "help": help, **keywords}
+
+
+def add_options(parser: argparse._ActionsContainer, options: Iterable[Option]) -> None:
+    """Add each row of ``options`` to ``parser`` (or to a group of it), in order."""
+    for option in options:
+        parser.add_argument(option.flag, **option.keywords)
 
 
 def check_format(command: Command, chosen: str | None) -> None:
