@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from dsf_compile.inputs.metadata import ObjectMeta
 from dsf_compile.inputs.quantity import QuantityText
 from dsf_contract.fields import (
     API_VERSION,
@@ -72,11 +73,9 @@ class DynamicScoringConfigSpec(Frozen):
     masks: Items[Mask] = ()
 
 
-class ConfigMeta(Frozen):
+# No docstring (the JSON Schema would carry it): the config's name is fixed.
+class ConfigMeta(ObjectMeta):
     name: Annotated[str, *exactly(CONFIG_NAME)]
-    namespace: DnsLabel | None = None
-    labels: Labels | None = None
-    annotations: Annotations | None = None
 
 
 class DynamicScoringConfig(Frozen):

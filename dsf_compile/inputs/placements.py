@@ -16,9 +16,9 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_compile.inputs.metadata import ObjectMeta
 from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.fields import (
-    Annotations,
     DnsLabel,
     DnsSubdomain,
     Frozen,
@@ -49,13 +49,10 @@ _PER_GROUP_RE = re.compile(r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$")
 _RATE_LIMIT_RE = re.compile(r"^[0-9]+[hms]$")
 
 
-class NamespacedMeta(Frozen):
+class NamespacedMeta(ObjectMeta):
     """Metadata of an object written for the hub: GitOps output names its namespace."""
 
-    name: DnsSubdomain
     namespace: DnsLabel
-    labels: Labels | None = None
-    annotations: Annotations | None = None
 
 
 # -------------------------------------------------------------------- Placement
