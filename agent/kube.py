@@ -17,7 +17,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from agent.errors import AgentError, ConfigError, Reason
 from dsf_contract.failures import RequestFailure, api_status_reason
@@ -66,6 +66,15 @@ def interrupt(response: RawResponse | None) -> None:
 
 #: ``_request_timeout`` of the client: one total, or (connect, read)
 RequestTimeout = float | tuple[float, float] | None
+
+
+class RawCall(TypedDict, total=False):
+    """The options of every call the agent makes: the body left unparsed (a
+    :class:`RawResponse`), each socket read within ``_request_timeout``."""
+
+    _preload_content: bool
+    _request_timeout: RequestTimeout
+
 
 #: Bytes one answer of a Kubernetes API may hold. An object is at most about 1.5 MiB (etcd's
 #: default request limit; an AddOnPlacementScore, a Secret, the one-ConfigMap list), its
@@ -131,8 +140,7 @@ class ManagedClusterApi(Protocol):
         resource_version: str | None = ...,
         timeout_seconds: int | None = ...,
         watch: bool | None = ...,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """List (or, with ``watch=True``, watch) the ConfigMaps of ``namespace``."""
         ...
@@ -141,9 +149,7 @@ class ManagedClusterApi(Protocol):
         self,
         name: str,
         namespace: str,
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """Read one Secret."""
         ...
@@ -159,9 +165,7 @@ class HubApi(Protocol):
         namespace: str,
         plural: str,
         name: str,
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """Read one object."""
         ...
@@ -173,9 +177,7 @@ class HubApi(Protocol):
         namespace: str,
         plural: str,
         body: dict[str, Any],
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """Create one object (its status is dropped)."""
         ...
@@ -188,9 +190,7 @@ class HubApi(Protocol):
         plural: str,
         name: str,
         body: dict[str, Any],
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """Replace the status subresource of one object."""
         ...
