@@ -229,20 +229,24 @@ class ObjectRef(PassThrough):
     apiGroup: str | None = None
 
 
-class Policy(PassThrough):
+class PolicyFrameworkObject(PassThrough):
+    """An object of the governance policy framework's API (``policy.open-cluster-management.io/v1``)."""
+
+    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
+    kind: str
+    metadata: NamespacedMeta
+
+
+class Policy(PolicyFrameworkObject):
     """``policy.open-cluster-management.io/v1`` Policy (supply labels are read)."""
 
-    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
     kind: Literal["Policy"]
-    metadata: NamespacedMeta
 
 
-class PlacementBinding(PassThrough):
+class PlacementBinding(PolicyFrameworkObject):
     """``policy.open-cluster-management.io/v1`` PlacementBinding: binds Policies to a Placement."""
 
-    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
     kind: Literal["PlacementBinding"]
-    metadata: NamespacedMeta
     placementRef: ObjectRef
     subjects: Annotated[Items[ObjectRef], Field(min_length=1)]
 
