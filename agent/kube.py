@@ -155,42 +155,31 @@ class ManagedClusterApi(Protocol):
         ...
 
 
+class ObjectsCall(RawCall):
+    """A ``CustomObjectsApi`` call on the objects of one namespaced resource: where they
+    are, and the options of every call."""
+
+    group: str
+    version: str
+    namespace: str
+    plural: str
+
+
 class HubApi(Protocol):
     """The part of ``CustomObjectsApi`` the agent uses: AddOnPlacementScores."""
 
-    def get_namespaced_custom_object(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        name: str,
-        **options: Unpack[RawCall],
-    ) -> Any:
+    def get_namespaced_custom_object(self, *, name: str, **call: Unpack[ObjectsCall]) -> Any:
         """Read one object."""
         ...
 
     def create_namespaced_custom_object(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        body: dict[str, Any],
-        **options: Unpack[RawCall],
+        self, *, body: dict[str, Any], **call: Unpack[ObjectsCall]
     ) -> Any:
         """Create one object (its status is dropped)."""
         ...
 
     def replace_namespaced_custom_object_status(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        name: str,
-        body: dict[str, Any],
-        **options: Unpack[RawCall],
+        self, *, name: str, body: dict[str, Any], **call: Unpack[ObjectsCall]
     ) -> Any:
         """Replace the status subresource of one object."""
         ...
