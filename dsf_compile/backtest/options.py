@@ -3,9 +3,7 @@ that the other commands do not need."""
 
 from __future__ import annotations
 
-import argparse
-
-from dsf_compile.commands.parser import Option, add_options
+from dsf_compile.commands.parser import Option
 
 #: ``backtest``'s own arguments (``--format`` is every command's), in ``--help``'s order.
 BACKTEST_OPTIONS = (
@@ -34,8 +32,3 @@ BACKTEST_OPTIONS = (
     ),
     Option("--save-history", "PATH", "write what was read as an export file"),
 )
-
-
-def backtest_arguments(parser: argparse.ArgumentParser) -> None:
-    """``backtest``'s own arguments: :data:`BACKTEST_OPTIONS`."""
-    add_options(parser, BACKTEST_OPTIONS)
