@@ -158,11 +158,7 @@ def _config_source(
         metrics.config_api_errors.labels(request, reason).inc()
 
     return ConfigMapSource(
-        core,
-        settings.namespace,
-        CONFIG_MAP_NAME,
-        timeout=settings.request_timeout,
-        on_error=count_api_error,
+        core, settings.namespace, timeout=settings.request_timeout, on_error=count_api_error
     )
 
 

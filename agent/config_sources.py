@@ -34,6 +34,7 @@ from agent.kube import (
 )
 from agent.logs import fields
 from dsf_contract.failures import ApiFailure
+from dsf_contract.summary import CONFIG_MAP_NAME
 from dsf_transport.kube_bounds import Budget, within
 
 # the ConfigMap's watch logs as the configuration it delivers
@@ -130,20 +131,16 @@ class ConfigMapSource:
         self,
         core_api: ManagedClusterApi,
         namespace: str,
-        name: str,
         *,
+        name: str = CONFIG_MAP_NAME,
         watch_seconds: int = 300,
         timeout: float = 30.0,
         max_backoff: float = 30.0,
         on_error: Callable[[str, str], None] = lambda request, reason: None,
     ) -> None:
-        self._api = core_api
+        self._api, self._namespace, self._name = core_api, namespace, name
+        self._watch_seconds, self._timeout, self._max_backoff = watch_seconds, timeout, max_backoff
         self._on_error = on_error
-        self._namespace = namespace
-        self._name = name
-        self._watch_seconds = watch_seconds
-        self._timeout = timeout
-        self._max_backoff = max_backoff
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._response: RawResponse | None = None

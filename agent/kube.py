@@ -17,7 +17,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from agent.errors import AgentError, ConfigError, Reason
 from dsf_contract.failures import RequestFailure, api_status_reason
@@ -66,6 +66,15 @@ def interrupt(response: RawResponse | None) -> None:
 
 #: ``_request_timeout`` of the client: one total, or (connect, read)
 RequestTimeout = float | tuple[float, float] | None
+
+
+class RawCall(TypedDict, total=False):
+    """The options of every call the agent makes: the body left unparsed (a
+    :class:`RawResponse`), each socket read within ``_request_timeout``."""
+
+    _preload_content: bool
+    _request_timeout: RequestTimeout
+
 
 #: Bytes one answer of a Kubernetes API may hold. An object is at most about 1.5 MiB (etcd's
 #: default request limit; an AddOnPlacementScore, a Secret, the one-ConfigMap list), its
@@ -131,8 +140,7 @@ class ManagedClusterApi(Protocol):
         resource_version: str | None = ...,
         timeout_seconds: int | None = ...,
         watch: bool | None = ...,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """List (or, with ``watch=True``, watch) the ConfigMaps of ``namespace``."""
         ...
@@ -141,56 +149,37 @@ class ManagedClusterApi(Protocol):
         self,
         name: str,
         namespace: str,
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """Read one Secret."""
         ...
 
 
+class ObjectsCall(RawCall):
+    """A ``CustomObjectsApi`` call on the objects of one namespaced resource: where they
+    are, and the options of every call."""
+
+    group: str
+    version: str
+    namespace: str
+    plural: str
+
+
 class HubApi(Protocol):
     """The part of ``CustomObjectsApi`` the agent uses: AddOnPlacementScores."""
 
-    def get_namespaced_custom_object(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        name: str,
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
-    ) -> Any:
+    def get_namespaced_custom_object(self, *, name: str, **call: Unpack[ObjectsCall]) -> Any:
         """Read one object."""
         ...
 
     def create_namespaced_custom_object(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        body: dict[str, Any],
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        self, *, body: dict[str, Any], **call: Unpack[ObjectsCall]
     ) -> Any:
         """Create one object (its status is dropped)."""
         ...
 
     def replace_namespaced_custom_object_status(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        name: str,
-        body: dict[str, Any],
-        *,
-        _preload_content: bool = ...,
-        _request_timeout: RequestTimeout = ...,
+        self, *, name: str, body: dict[str, Any], **call: Unpack[ObjectsCall]
     ) -> Any:
         """Replace the status subresource of one object."""
         ...

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from agent.errors import PublishError, Reason
-from agent.kube import HubApi, RawResponse, api_budget, bound_failure, read_bounded
+from agent.kube import HubApi, ObjectsCall, RawResponse, api_budget, bound_failure, read_bounded
 from agent.placement_score import placement_score_object, scores_condition, seconds_left
 from dsf_contract.failures import RequestFailure, api_status_reason
 from dsf_contract.scores import (
@@ -71,6 +71,15 @@ class HubPublisher:
         self._api = custom_api
         self._namespace = namespace
         self._timeout = timeout
+        # every request: the AddOnPlacementScores of the namespace, the body unparsed
+        self._scores = ObjectsCall(
+            group=OCM_CLUSTER_GROUP,
+            version=SCORE_VERSION,
+            namespace=namespace,
+            plural=SCORE_PLURAL,
+            _preload_content=False,
+            _request_timeout=timeout,
+        )
         self._retries = retries
         self._executor = ThreadPoolExecutor(HUB_THREADS, thread_name_prefix="dsf-hub")
         self._stop = threading.Event()
@@ -236,31 +245,21 @@ class HubPublisher:
         body = placement_score_object(
             name, self._namespace, status=status, resource_version=version
         )
-        written = self._request("replace_namespaced_custom_object_status", name, body)
+        written = self._request("replace_namespaced_custom_object_status", name=name, body=body)
         return str(written["metadata"]["resourceVersion"])
 
     def _get(self, name: str) -> dict[str, Any]:
-        return self._request("get_namespaced_custom_object", name)
+        return self._request("get_namespaced_custom_object", name=name)
 
     def _create(self, name: str) -> dict[str, Any]:
         body = placement_score_object(name, self._namespace)
-        return self._request("create_namespaced_custom_object", body)
+        return self._request("create_namespaced_custom_object", body=body)
 
-    def _request(self, method: str, *args: Any) -> dict[str, Any]:
-        """``HubApi.<method>`` on the AddOnPlacementScores of the namespace, then ``args``."""
+    def _request(self, method: str, **arguments: Any) -> dict[str, Any]:
+        """``HubApi.<method>`` on the AddOnPlacementScores of the namespace, with ``arguments``
+        (its name, its body or both)."""
         call = getattr(self._api, method)
-        return self._checked(
-            method,
-            lambda: call(
-                OCM_CLUSTER_GROUP,
-                SCORE_VERSION,
-                self._namespace,
-                SCORE_PLURAL,
-                *args,
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            ),
-        )
+        return self._checked(method, lambda: call(**self._scores, **arguments))
 
     def _checked(self, method: str, call: Callable[[], RawResponse]) -> dict[str, Any]:
         """Run ``call`` within its deadline and byte cap; its JSON object, or the error it means."""

@@ -89,11 +89,8 @@ class ApiSecretStore:
         timeout: float = 10.0,
         redactor: Redactor = REDACTOR,
     ) -> None:
-        self._api = core_api
-        self._namespace = namespace
-        self._ttl = ttl
-        self._missing_ttl = missing_ttl
-        self._timeout = timeout
+        self._api, self._namespace = core_api, namespace
+        self._ttl, self._missing_ttl, self._timeout = ttl, missing_ttl, timeout
         self._redactor = redactor
         self._cache: dict[str, tuple[float, dict[str, str] | None, str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from dsf_compile.commands.cli import run
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render import fastpath, settle
+from dsf_compile.render.fastpath_cache import CACHE
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.tree import Tree
 from tests.fleet_repo import REPO_ROOT, copy_fleet, run_command
@@ -34,7 +35,7 @@ def cli(root: Path, *argv: str) -> tuple[int, str, str]:
 def rendered_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_fleet(tmp_path_factory.mktemp("fastpath") / "fleet")
     assert cli(root, "render")[0] == 0
-    assert (root / fastpath.CACHE).is_file()
+    assert (root / CACHE).is_file()
     return root
 
 
@@ -78,11 +79,11 @@ def test_every_edit_is_seen(
     if state == "vouched":  # the cache vouches for every file's lstat: no file is read
         vouch_for(root)
     elif state in ("rendered", "re-rendered"):  # the edit comes right after the render
-        (root / fastpath.CACHE).unlink()
+        (root / CACHE).unlink()
         if state == "rendered":  # every file written, none left alone
             shutil.rmtree(root / "rendered")
         assert cli(root, "render")[0] == 0
-        assert "stat" in json.loads((root / fastpath.CACHE).read_text())
+        assert "stat" in json.loads((root / CACHE).read_text())
     if state in ("copied", "vouched"):
         assert fastpath.unchanged(root) is not None
     if edit in ("flip-input-byte", "flip-rendered-byte"):
@@ -107,7 +108,7 @@ def test_every_edit_is_seen(
     assert fastpath.unchanged(root) is None
     # and the full path decides exactly as it does without any cache
     with_cache = cli(root, "render", "--check")
-    (root / fastpath.CACHE).unlink()
+    (root / CACHE).unlink()
     assert cli(root, "render", "--check") == with_cache
 
 
@@ -134,7 +135,7 @@ def _must_not_read(*_: object, **__: object) -> str:
 def test_the_first_check_after_a_render_reads_no_file(tmp_path: Path) -> None:
     root = copy_fleet(tmp_path / "fleet", with_rendered=False)
     run_command(root, "render")  # a whole command, as a user runs it: every file written
-    assert set(json.loads((root / fastpath.CACHE).read_text())["stat"]) == {"digest", "stamp"}
+    assert set(json.loads((root / CACHE).read_text())["stat"]) == {"digest", "stamp"}
     assert not list((root / ".dsf-cache").glob(".*.tmp"))  # the probe became the cache
     assert not list((root / ".dsf-cache").glob(".stamp.*"))  # the stamps are removed
     assert_unchanged_reading_no_file(root)

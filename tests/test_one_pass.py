@@ -19,7 +19,7 @@ import pytest
 
 from dsf_compile.commands.cli import run
 from dsf_compile.pipeline import inputs as pipeline_inputs
-from dsf_compile.render.fastpath import CACHE
+from dsf_compile.render.fastpath_cache import CACHE
 from dsf_compile.resolve import scorer as resolving
 from tests.backtest import history_data
 from tests.fleet_repo import copy_fleet

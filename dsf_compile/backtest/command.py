@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from dsf_compile.backtest.history import HistoryReader, Limits, Series, read_export_file
+from dsf_compile.backtest.history import HistoryReader, Series, read_export_file
 from dsf_compile.backtest.replay import Track, replay
 from dsf_compile.backtest.report import (
     REPORTERS,
@@ -203,7 +203,7 @@ def _read_history(
         score_names=frozenset(rules),
         start_ms=window.start * 1000 - longest,
         end_ms=window.end * 1000,
-        limits=Limits(settings.maxBytes, settings.maxSeries, settings.maxPoints),
+        limits=settings,
     )
     if location.startswith(("http://", "https://")):
         from dsf_compile.backtest.source import read_api

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 
 from dsf_compile.errors import DsfError, InputError
+from dsf_compile.inputs.settings import HistorySettings
 from dsf_contract import metrics
 from dsf_contract.placement_scores import RESULT_LABELS
 from dsf_contract.problem import Problem
@@ -38,15 +39,6 @@ _MAX_NUMBER_TEXT = 64
 
 class HistoryReadError(DsfError):
     """The history source could not be read (unreachable, refused, too big, too slow): exit 2."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one read may hold: bytes, series and points (``history.*`` in ``dsf.yaml``)."""
-
-    max_bytes: int
-    max_series: int
-    max_points: int
 
 
 @dataclass(frozen=True)
@@ -86,7 +78,8 @@ class HistoryReader:
     score_names: frozenset[str]
     start_ms: int
     end_ms: int
-    limits: Limits
+    #: What one read may hold: bytes, series and points (``history.*`` in ``dsf.yaml``).
+    limits: HistorySettings
     _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
     _points: int = 0
 
@@ -110,16 +103,14 @@ class HistoryReader:
         key = tuple(str(metric.get(k, "")) for k in IDENTITY_LABELS)
         parts = self._parts.get(key)
         if parts is None:
-            if len(self._parts) >= self.limits.max_series:
+            if len(self._parts) >= self.limits.maxSeries:
                 raise HistoryReadError(
-                    f"more than {self.limits.max_series} series (history.maxSeries)"
+                    f"more than {self.limits.maxSeries} series (history.maxSeries)"
                 )
             parts = self._parts[key] = _Parts()
         self._points += len(times)
-        if self._points > self.limits.max_points:
-            raise HistoryReadError(
-                f"more than {self.limits.max_points} samples (history.maxPoints)"
-            )
+        if self._points > self.limits.maxPoints:
+            raise HistoryReadError(f"more than {self.limits.maxPoints} samples (history.maxPoints)")
         parts.timestamps.append(times)
         parts.values.append(numbers)
         return None
@@ -218,7 +209,7 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
         if handle.peek(2)[:2] == _GZIP_MAGIC:
             stream = gzip.GzipFile(fileobj=handle)  # type: ignore[assignment]  # reads bytes
         try:
-            for number, line in _lines(stream, reader.limits.max_bytes, str(path)):
+            for number, line in _lines(stream, reader.limits.maxBytes, str(path)):
                 _add_line(reader, line, str(path), number)
         except (gzip.BadGzipFile, EOFError, zlib.error) as err:
             # compressed, but not (or no longer) gzip: not a history file

@@ -3,41 +3,32 @@ that the other commands do not need."""
 
 from __future__ import annotations
 
-import argparse
+from dsf_compile.commands.parser import Option
 
-
-def backtest_arguments(parser: argparse.ArgumentParser) -> None:
-    """``backtest``'s own arguments (``--format`` is every command's)."""
-    parser.add_argument(
-        "placements", nargs="*", metavar="NAMESPACE/NAME", help="report these (default: all)"
-    )
-    parser.add_argument(
+#: ``backtest``'s own arguments (``--format`` is every command's), in ``--help``'s order.
+BACKTEST_OPTIONS = (
+    Option("placements", "NAMESPACE/NAME", "report these (default: all)", nargs="*"),
+    Option(
         "--history",
+        "URL|PATH",
+        "a Prometheus-compatible API's base URL, or a VictoriaMetrics export file (.gz too)",
         required=True,
-        metavar="URL|PATH",
-        help="a Prometheus-compatible API's base URL, or a VictoriaMetrics export file (.gz too)",
-    )
-    parser.add_argument("--from", dest="start", metavar="TIME", help="RFC 3339 or 7d, 36h… back")
-    parser.add_argument("--to", dest="end", metavar="TIME", help="RFC 3339 or a duration back")
-    parser.add_argument(
+    ),
+    Option("--from", "TIME", "RFC 3339 or 7d, 36h… back", dest="start"),
+    Option("--to", "TIME", "RFC 3339 or a duration back", dest="end"),
+    Option(
         "--step",
-        metavar="DURATION",
-        help="30s, 5m, 1h… (default: the smallest interval of the scorers the Placements use)",
-    )
-    parser.add_argument(
-        "--decisions", metavar="PATH", help="PlacementDecisions before the first step"
-    )
-    parser.add_argument(
-        "--steady", metavar="W[,W...]", help="replay once more per Steady weight W (-10..10)"
-    )
-    parser.add_argument("--baseline", metavar="PATH", help="the JSON of an earlier run to compare")
-    parser.add_argument(
+        "DURATION",
+        "30s, 5m, 1h… (default: the smallest interval of the scorers the Placements use)",
+    ),
+    Option("--decisions", "PATH", "PlacementDecisions before the first step"),
+    Option("--steady", "W[,W...]", "replay once more per Steady weight W (-10..10)"),
+    Option("--baseline", "PATH", "the JSON of an earlier run to compare"),
+    Option(
         "--max-changes-per-day",
+        "N",
+        "exit 1 when a reported Placement changes its decisions more often",
         type=float,
-        default=None,
-        metavar="N",
-        help="exit 1 when a reported Placement changes its decisions more often",
-    )
-    parser.add_argument(
-        "--save-history", metavar="PATH", help="write what was read as an export file"
-    )
+    ),
+    Option("--save-history", "PATH", "write what was read as an export file"),
+)

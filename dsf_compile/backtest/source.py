@@ -96,7 +96,7 @@ async def _read(base: str, reader: HistoryReader) -> list[Series]:
 
     if not reader.clusters or not reader.score_names:
         return []
-    budget = _Budget(reader.limits.max_bytes)
+    budget = _Budget(reader.limits.maxBytes)
     timeout = httpx.Timeout(60.0)
     token = os.environ.get(TOKEN_VARIABLE, "")
     headers = {"Authorization": f"Bearer {token}"} if token else None

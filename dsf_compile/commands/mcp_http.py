@@ -16,9 +16,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsf_compile.edges.files import read_regular_file
 from dsf_compile.errors import UsageError
@@ -35,9 +34,8 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class Listen:
-    """Where to listen: the host to bind (brackets removed) and the port."""
+class Listen(NamedTuple):
+    """Where to listen: the host to bind (brackets removed) and the port, a socket address."""
 
     host: str
     port: int

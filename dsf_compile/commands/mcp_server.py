@@ -38,6 +38,7 @@ from dsf_compile.commands.mcp_models import (
     ScorerInfo,
     ValidationReport,
 )
+from dsf_compile.commands.parser import ROOT_HELP, Option, add_options
 from dsf_compile.commands.repository import find_repository
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import DsfError, InputError, UsageError
@@ -205,41 +206,39 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
     ).run()
 
 
+#: Where the scores come from: a snapshot or a hub, not both.
+_SOURCE_OPTIONS = (
+    Option(
+        "--scores", "PATH", "AddOnPlacementScores snapshot (file or folder; relative to --root)"
+    ),
+    Option("--hub-kubeconfig", "PATH", "read scores from a hub (list only)"),
+)
+#: Serving over HTTP instead of stdio.
+_HTTP_OPTIONS = (
+    Option("--http", "HOST:PORT", "streamable HTTP instead of stdio ([::1]:PORT for IPv6)"),
+    Option(
+        "--token-file",
+        "PATH",
+        "bearer token every HTTP request must carry (or the environment variable "
+        "DSF_MCP_TOKEN); required to listen beyond loopback",
+    ),
+    Option(
+        "--allow-host",
+        "NAME[:PORT]",
+        "a Host header clients use to reach the server, besides its own address; repeatable",
+        action="append",
+        default=[],
+    ),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     """``dsf-mcp``'s options."""
     parser = argparse.ArgumentParser(prog="dsf-mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dsf-mcp {__version__}")
-    parser.add_argument(
-        "--root",
-        default=None,
-        help="the repository (default: the nearest folder, from here upward, holding "
-        "dsf.yaml or scorers/ and clusters/)",
-    )
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--scores",
-        metavar="PATH",
-        help="AddOnPlacementScores snapshot (file or folder; relative to --root)",
-    )
-    source.add_argument(
-        "--hub-kubeconfig", metavar="PATH", help="read scores from a hub (list only)"
-    )
-    parser.add_argument(
-        "--http", metavar="HOST:PORT", help="streamable HTTP instead of stdio ([::1]:PORT for IPv6)"
-    )
-    parser.add_argument(
-        "--token-file",
-        metavar="PATH",
-        help="bearer token every HTTP request must carry (or the environment variable "
-        "DSF_MCP_TOKEN); required to listen beyond loopback",
-    )
-    parser.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="NAME[:PORT]",
-        help="a Host header clients use to reach the server, besides its own address; repeatable",
-    )
+    parser.add_argument("--root", help=ROOT_HELP)
+    add_options(parser.add_mutually_exclusive_group(), _SOURCE_OPTIONS)
+    add_options(parser, _HTTP_OPTIONS)
     return parser
 
 

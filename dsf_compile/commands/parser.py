@@ -1,8 +1,8 @@
 """``dsf-compile``'s argument parser, built from a table of :class:`Command` entries.
 
 Each command is one entry: its name, one line for ``dsf-compile --help``, a description
-and an example for its own ``--help``, the formats it prints in, a function adding its
-arguments and the handler that runs it. The options every command takes (``--root``,
+and an example for its own ``--help``, the formats it prints in, its options (rows of
+:class:`Option`) and the handler that runs it. The options every command takes (``--root``,
 ``--format``) are accepted before or after the command's name: the subcommand's copy
 is added with ``SUPPRESS`` so that it only overrides what was given before the name.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
@@ -21,6 +21,11 @@ from dsf_compile.errors import UsageError
 from dsf_contract import __version__
 
 PROG = "dsf-compile"
+#: ``--root``'s help, the same in ``dsf-compile`` and ``dsf-mcp``.
+ROOT_HELP = (
+    "the repository (default: the nearest folder, from here upward, holding "
+    "dsf.yaml or scorers/ and clusters/)"
+)
 MAX_TIMEOUT_SECONDS = 3600.0
 
 
@@ -30,8 +35,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _no_arguments(parser: argparse.ArgumentParser) -> None:
-    """A command without arguments of its own."""
+class Option:
+    """One row of an option table: a flag (or a positional's name), its metavar and help,
+    and any other keyword ``add_argument`` takes (``dest``, ``type``, ``nargs``…)."""
+
+    def __init__(self, flag: str, metavar: str | None, help: str, **keywords: Any) -> None:
+        self.flag = flag
+        self.keywords: dict[str, Any] = {"help": help, **keywords}
+        if metavar is not None:  # flags (store_true) take none
+            self.keywords["metavar"] = metavar
+
+
+def add_options(parser: argparse._ActionsContainer, options: Iterable[Option]) -> None:
+    """Add each row of ``options`` to ``parser`` (or to a group of it), in order."""
+    for option in options:
+        parser.add_argument(option.flag, **option.keywords)
 
 
 @dataclass(frozen=True)
@@ -47,7 +65,8 @@ class Command:
     example: str
     #: ``handler(call) -> exit code``.
     handler: Callable[[Any], int]
-    arguments: Callable[[argparse.ArgumentParser], None] = _no_arguments
+    #: Its own arguments, in ``--help``'s order (``--root`` and ``--format`` are every command's).
+    options: tuple[Option, ...] = ()
     #: ``--format`` choices; the first is the default (``github`` under GitHub Actions).
     formats: tuple[str, ...] = ("text", "github")
     #: Whether it works on a repository (``--root``, or the one found upward).
@@ -81,8 +100,7 @@ def _add_global_options(
         "--root",
         metavar="DIR",
         default=default,
-        help="the repository (default: the nearest folder, from here upward, holding "
-        "dsf.yaml or scorers/ and clusters/)",
+        help=ROOT_HELP,
     )
     if formats:
         parser.add_argument(
@@ -104,7 +122,7 @@ def _add_command(subparsers: Any, command: Command) -> None:
     )
     if command.repository:
         _add_global_options(sub, command.formats, argparse.SUPPRESS)
-    command.arguments(sub)
+    add_options(sub, command.options)
 
 
 def check_format(command: Command, chosen: str | None) -> None:
@@ -142,24 +160,20 @@ def moment(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def add_state_options(parser: argparse.ArgumentParser, *, hub: bool) -> None:
+def state_options(*, hub: bool) -> tuple[Option, ...]:
     """``--scores``/``--decisions``/``--at`` (and ``--hub-kubeconfig``): the hub state to replay."""
-    parser.add_argument(
-        "--scores", metavar="PATH", help="AddOnPlacementScores: a YAML/JSON file or folder"
+    files = (
+        Option("--scores", "PATH", "AddOnPlacementScores: a YAML/JSON file or folder"),
+        Option("--decisions", "PATH", "PlacementDecisions: a YAML/JSON file or folder"),
     )
-    parser.add_argument(
-        "--decisions", metavar="PATH", help="PlacementDecisions: a YAML/JSON file or folder"
+    from_hub = Option(
+        "--hub-kubeconfig", "PATH", "read scores, decisions and bindings from a hub (list only)"
     )
-    if hub:
-        parser.add_argument(
-            "--hub-kubeconfig",
-            metavar="PATH",
-            help="read scores, decisions and bindings from a hub (list only)",
-        )
-    parser.add_argument(
+    at = Option(
         "--at",
+        "RFC3339",
+        "judge validUntil and toleration times at this moment (default: now)",
         type=moment,
         default=None,
-        metavar="RFC3339",
-        help="judge validUntil and toleration times at this moment (default: now)",
     )
+    return (*files, *((from_hub,) if hub else ()), at)

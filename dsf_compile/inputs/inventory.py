@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from dsf_compile.inputs.metadata import ObjectMeta
 from dsf_compile.inputs.quantity import QuantityText
 from dsf_contract.fields import (
     API_VERSION,
@@ -50,42 +51,6 @@ class LabelSelector(Frozen):
 
     matchLabels: Labels | None = None
     matchExpressions: Items[LabelSelectorRequirement] | None = None
-
-
-class Mask(Frozen):
-    """Keeps the scores whose name matches ``scoreName`` off the matching clusters."""
-
-    clusterName: PlainText | None = Field(
-        default=None, min_length=1, description="A cluster name or shell-style glob."
-    )
-    clusterSelector: LabelSelector | None = None
-    scoreName: PlainText = Field(min_length=1, description="A score name or shell-style glob.")
-
-    @model_validator(mode="after")
-    def _needs_cluster_part(self) -> Mask:
-        if self.clusterName is None and self.clusterSelector is None:
-            raise ValueError("a mask needs clusterName and/or clusterSelector")
-        return self
-
-
-class DynamicScoringConfigSpec(Frozen):
-    masks: Items[Mask] = ()
-
-
-class ConfigMeta(Frozen):
-    name: Annotated[str, *exactly(CONFIG_NAME)]
-    namespace: DnsLabel | None = None
-    labels: Labels | None = None
-    annotations: Annotations | None = None
-
-
-class DynamicScoringConfig(Frozen):
-    """The one ``DynamicScoringConfig`` (named ``dynamic-scoring-config``): the masks."""
-
-    apiVersion: Annotated[str, *exactly(API_VERSION)]
-    kind: Literal["DynamicScoringConfig"]
-    metadata: ConfigMeta
-    spec: DynamicScoringConfigSpec = DynamicScoringConfigSpec()
 
 
 # -------------------------------------------------------------------- inventory
@@ -150,3 +115,40 @@ class ManagedCluster(BaseModel):
     metadata: ClusterMeta
     spec: ManagedClusterSpec = ManagedClusterSpec()
     status: ManagedClusterStatus = ManagedClusterStatus()
+
+
+# ------------------------------------------------------- masks: DynamicScoringConfig
+
+
+class Mask(Frozen):
+    """Keeps the scores whose name matches ``scoreName`` off the matching clusters."""
+
+    clusterName: PlainText | None = Field(
+        default=None, min_length=1, description="A cluster name or shell-style glob."
+    )
+    clusterSelector: LabelSelector | None = None
+    scoreName: PlainText = Field(min_length=1, description="A score name or shell-style glob.")
+
+    @model_validator(mode="after")
+    def _needs_cluster_part(self) -> Mask:
+        if self.clusterName is None and self.clusterSelector is None:
+            raise ValueError("a mask needs clusterName and/or clusterSelector")
+        return self
+
+
+class DynamicScoringConfigSpec(Frozen):
+    masks: Items[Mask] = ()
+
+
+# No docstring (the JSON Schema would carry it): the config's name is fixed.
+class ConfigMeta(ObjectMeta):
+    name: Annotated[str, *exactly(CONFIG_NAME)]
+
+
+class DynamicScoringConfig(Frozen):
+    """The one ``DynamicScoringConfig`` (named ``dynamic-scoring-config``): the masks."""
+
+    apiVersion: Annotated[str, *exactly(API_VERSION)]
+    kind: Literal["DynamicScoringConfig"]
+    metadata: ConfigMeta
+    spec: DynamicScoringConfigSpec = DynamicScoringConfigSpec()

@@ -16,9 +16,9 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dsf_compile.inputs.inventory import LabelSelector, LabelSelectorRequirement
+from dsf_compile.inputs.metadata import ObjectMeta
 from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.fields import (
-    Annotations,
     DnsLabel,
     DnsSubdomain,
     Frozen,
@@ -49,13 +49,10 @@ _PER_GROUP_RE = re.compile(r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$")
 _RATE_LIMIT_RE = re.compile(r"^[0-9]+[hms]$")
 
 
-class NamespacedMeta(Frozen):
+class NamespacedMeta(ObjectMeta):
     """Metadata of an object written for the hub: GitOps output names its namespace."""
 
-    name: DnsSubdomain
     namespace: DnsLabel
-    labels: Labels | None = None
-    annotations: Annotations | None = None
 
 
 # -------------------------------------------------------------------- Placement
@@ -232,20 +229,24 @@ class ObjectRef(PassThrough):
     apiGroup: str | None = None
 
 
-class Policy(PassThrough):
+class PolicyFrameworkObject(PassThrough):
+    """An object of the governance policy framework's API (``policy.open-cluster-management.io/v1``)."""
+
+    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
+    kind: str
+    metadata: NamespacedMeta
+
+
+class Policy(PolicyFrameworkObject):
     """``policy.open-cluster-management.io/v1`` Policy (supply labels are read)."""
 
-    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
     kind: Literal["Policy"]
-    metadata: NamespacedMeta
 
 
-class PlacementBinding(PassThrough):
+class PlacementBinding(PolicyFrameworkObject):
     """``policy.open-cluster-management.io/v1`` PlacementBinding: binds Policies to a Placement."""
 
-    apiVersion: Annotated[str, *exactly(POLICY_API_VERSION)]
     kind: Literal["PlacementBinding"]
-    metadata: NamespacedMeta
     placementRef: ObjectRef
     subjects: Annotated[Items[ObjectRef], Field(min_length=1)]
 

@@ -6,14 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from dsf_compile.inputs.metadata import ObjectMeta
 from dsf_contract.fields import (
     API_VERSION,
-    Annotations,
-    DnsLabel,
     DnsSubdomain,
     Frozen,
     HttpUrl,
-    Labels,
     Location,
     PlainText,
     PositiveInt,
@@ -92,13 +90,6 @@ class DynamicScorerSpec(Frozen):
     scoreDimensionFormat: DimensionFormat = "${scoreName}"
     source: SourceSpec | None = None
     scoring: ScoringSpec | None = None
-
-
-class ObjectMeta(Frozen):
-    name: DnsSubdomain
-    namespace: DnsLabel | None = None
-    labels: Labels | None = None
-    annotations: Annotations | None = None
 
 
 class DynamicScorer(Frozen):

@@ -32,25 +32,6 @@ class DecisionGroupStatus:
 
 
 @dataclass(frozen=True)
-class DecisionObject:
-    """One PlacementDecision as OCM names, labels and fills it."""
-
-    name: str
-    labels: Mapping[str, str]
-    clusters: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Condition:
-    """A ``status.conditions`` entry of the Placement."""
-
-    type: str
-    status: str
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
 class Misconfigured:
     """OCM's framework status with code Misconfigured: the plugin and its message."""
 
@@ -114,6 +95,15 @@ def _divide(name: str, clusters: list[str], length: int) -> list[tuple[str, list
     return [(name, ordered[i : i + length]) for i in range(0, len(ordered), max(length, 1))]
 
 
+@dataclass(frozen=True)
+class DecisionObject:
+    """One PlacementDecision as OCM names, labels and fills it."""
+
+    name: str
+    labels: Mapping[str, str]
+    clusters: tuple[str, ...]
+
+
 def decision_objects(
     placement_name: str, groups: Sequence[DecisionGroupStatus]
 ) -> tuple[DecisionObject, ...]:
@@ -133,6 +123,16 @@ def decision_objects(
             name = f"{placement_name}-decision-{len(objects) + 1}"
             objects.append(DecisionObject(name, labels, tuple(piece)))
     return tuple(objects)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A ``status.conditions`` entry of the Placement."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True)

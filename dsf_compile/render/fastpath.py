@@ -55,7 +55,6 @@ PyYAML or the models.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import json
@@ -73,12 +72,12 @@ from dsf_compile.edges.files import (
     NotRegularFileError,
     read_regular_file,
 )
+from dsf_compile.render.fastpath_cache import CACHE, CacheProbe
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
     from dsf_compile.render.changes import Settled
 
-CACHE = ".dsf-cache/render.json"
 INPUT_FOLDERS = ("scorers", "clusters", "placements")
 INPUT_FILES = ("dsf.yaml", "dsf.lock.json")
 RENDERED = "rendered"
@@ -315,7 +314,7 @@ def unchanged(root: Path) -> Remembered | None:
             stats = _stats(root, owned)
             if stats.digest == vouched["digest"] and stats.newest < int(vouched["stamp"]):
                 return said
-        with _Probe(root) as probe:  # the stamp is taken before any file is looked at
+        with CacheProbe(root) as probe:  # the stamp is taken before any file is looked at
             # lstat before reading: a change after the lstat has a ctime past the stamp,
             # so the recorded lstat can only be too old to vouch, never wrong
             stats = _stats(root, owned)
@@ -356,50 +355,7 @@ def remember(
         }
         if vouched:
             cache["stat"] = vouched[1]
-        with _Probe(root) as probe:
+        with CacheProbe(root) as probe:
             probe.commit(cache)
     except (_Unusable, OSError):
         return
-
-
-class _Probe:
-    """A new file in ``.dsf-cache/``: its ctime is the stamp, then it becomes the cache."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.path: Path | None = None
-        self.stamp = 0
-        self.device = -1
-
-    def __enter__(self) -> _Probe:
-        folder = self.root / ".dsf-cache"
-        try:
-            if folder.is_symlink():
-                return self  # no stamp, and nothing is recorded
-            folder.mkdir(exist_ok=True)
-            path = folder / f".render.json.{os.urandom(6).hex()}.tmp"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        except OSError:
-            return self
-        self.path = path
-        try:
-            info = os.fstat(fd)
-        finally:
-            os.close(fd)
-        self.stamp, self.device = info.st_ctime_ns, info.st_dev
-        return self
-
-    def commit(self, cache: dict[str, Any]) -> None:
-        """Write ``cache`` into the probe and put it in the cache's place."""
-        if self.path is None:
-            return
-        fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(cache, out, sort_keys=True)
-        os.replace(self.path, self.root / CACHE)
-        self.path = None
-
-    def __exit__(self, *_: object) -> None:
-        if self.path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)

@@ -506,13 +506,7 @@ async def test_a_cluster_api_outage_is_logged_once_by_the_configmap_watch(
     (tmp_path / "kubeconfig").write_text(kube.kubeconfig())
     # built like the managed cluster's client (KUBECONFIG is read once, at import)
     api_client = hub_client(tmp_path / "kubeconfig")
-    source = ConfigMapSource(
-        core_api(api_client),
-        "dynamic-scoring",
-        "dynamic-scoring-config",
-        timeout=2.0,
-        max_backoff=0.05,
-    )
+    source = ConfigMapSource(core_api(api_client), "dynamic-scoring", timeout=2.0, max_backoff=0.05)
     events: list[Any] = []
 
     async def consume() -> None:

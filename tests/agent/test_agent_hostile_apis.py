@@ -156,7 +156,7 @@ def test_the_managed_cluster_api_is_bounded_too(hub: tuple[HostileHub, Path]) ->
     with pytest.raises(Exception, match="no complete answer within 1 s"):
         secrets._read("token")
     server.answer = lambda request: endless_body()
-    source = ConfigMapSource(api, "dynamic-scoring", "dynamic-scoring-config", timeout=60.0)
+    source = ConfigMapSource(api, "dynamic-scoring", timeout=60.0)
     with pytest.raises(Exception, match=f"answer over {MAX_API_ANSWER_BYTES} bytes"):
         source._list_document()
     assert server.bytes_sent < 4 * MAX_API_ANSWER_BYTES
@@ -167,9 +167,7 @@ def test_a_watch_flooding_one_endless_line_ends_and_lists_again(
 ) -> None:
     server, kubeconfig = hub
     server.answer = lambda request: endless_body()
-    source = ConfigMapSource(
-        core_api(hub_client(kubeconfig)), "dynamic-scoring", "dynamic-scoring-config"
-    )
+    source = ConfigMapSource(core_api(hub_client(kubeconfig)), "dynamic-scoring")
 
     with pytest.raises(WatchEndedError, match="answer over"):
         source._watch("7")

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dsf_compile.backtest.history import HistoryReader, Limits
+from dsf_compile.backtest.history import HistoryReader
 from dsf_compile.backtest.replay import replay
 from dsf_compile.backtest.scores import ScorerRule, rebuild_all
 from dsf_compile.inputs.inventory import ClusterTaint
 from dsf_compile.inputs.placements import AddOnPlacementScore, ManagedClusterSetBinding, Placement
+from dsf_compile.inputs.settings import HistorySettings
 from dsf_compile.placement.scheduler import Cluster
 
 SCORES = ("alpha", "beta")
@@ -67,7 +68,11 @@ def _placement(rng: random.Random, index: int) -> Placement:
 
 def _history(rng: random.Random, names: list[str], steps: np.ndarray) -> list:
     reader = HistoryReader(
-        frozenset(names), frozenset(SCORES), 0, 10**13, Limits(10**9, 10**6, 10**8)
+        frozenset(names),
+        frozenset(SCORES),
+        0,
+        10**13,
+        HistorySettings(maxBytes=10**9, maxSeries=10**6, maxPoints=10**8),
     )
     for cluster in names:
         for score in SCORES:

@@ -9,8 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsf_compile.backtest.history import HistoryReader, Limits
+from dsf_compile.backtest.history import HistoryReader
 from dsf_compile.backtest.scores import ABSENT, EXPIRED, VALID, ScorerRule, rebuild_object
+from dsf_compile.inputs.settings import HistorySettings
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.placement_scores import fold_scores
 
@@ -62,7 +63,11 @@ def _value(score: float) -> int:
 def test_rebuilt_objects_follow_the_spec(found: list, how: Aggregation, fold_all: bool) -> None:
     """``fold_all``: every series renders one name (``all``), folded by the aggregation."""
     reader = HistoryReader(
-        frozenset({"c1"}), frozenset({"my_score"}), 0, 2_000_000, Limits(10**9, 1000, 10**6)
+        frozenset({"c1"}),
+        frozenset({"my_score"}),
+        0,
+        2_000_000,
+        HistorySettings(maxBytes=10**9, maxSeries=1000, maxPoints=10**6),
     )
     merged: dict[str, dict[int, float]] = {}
     for node, points in found:  # duplicates: the later line wins a timestamp
