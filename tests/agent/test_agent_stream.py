@@ -5,10 +5,10 @@ the client still carries it; no header can break out of its line."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
-
-import asyncio
 
 from agent.errors import FetchError
 from agent.transport import _endpoint, _request_url, make_client, request_failures, stream
