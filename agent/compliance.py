@@ -22,10 +22,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from agent.config import load_config_json
-from agent.kube import RawResponse, RequestTimeout, api_error_reason, interrupt
+from agent.kube import RawCall, RawResponse, api_error_reason, interrupt
 from agent.logs import fields
 from agent.metrics import AgentMetrics
 from dsf_contract.compliance import (
@@ -52,25 +52,45 @@ class ClaimApi(Protocol):
     """The part of ``CustomObjectsApi`` (on the managed cluster) the claim uses."""
 
     def list_namespaced_custom_object(
-        self, group: str, version: str, namespace: str, plural: str, **kwargs: Any
+        self,
+        group: str,
+        version: str,
+        namespace: str,
+        plural: str,
+        *,
+        resource_version: str | None = ...,
+        timeout_seconds: int | None = ...,
+        watch: bool | None = ...,
+        **options: Unpack[RawCall],
     ) -> Any:
         """List (or, with ``watch=True``, watch) Policies."""
         ...
 
     def get_cluster_custom_object(
-        self, group: str, version: str, plural: str, name: str, **kwargs: Any
+        self, group: str, version: str, plural: str, name: str, **options: Unpack[RawCall]
     ) -> Any:
         """Read the ClusterClaim."""
         ...
 
     def create_cluster_custom_object(
-        self, group: str, version: str, plural: str, body: dict[str, Any], **kwargs: Any
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        body: dict[str, Any],
+        **options: Unpack[RawCall],
     ) -> Any:
         """Create the ClusterClaim."""
         ...
 
     def replace_cluster_custom_object(
-        self, group: str, version: str, plural: str, name: str, body: dict[str, Any], **kwargs: Any
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        name: str,
+        body: dict[str, Any],
+        **options: Unpack[RawCall],
     ) -> Any:
         """Replace the ClusterClaim."""
         ...
@@ -238,9 +258,8 @@ class ComplianceClaim:
             self._response = None
             response.release_conn()
 
-    def _request(self) -> dict[str, Any]:
-        timeout: RequestTimeout = self._timeout
-        return {"_preload_content": False, "_request_timeout": timeout}
+    def _request(self) -> RawCall:
+        return {"_preload_content": False, "_request_timeout": self._timeout}
 
     @staticmethod
     def _read(response: RawResponse, what: str) -> Any:
