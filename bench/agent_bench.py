@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -316,19 +318,71 @@ class Agent:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError("agent did not become ready") from None
-                time.sleep(0.1)
+        self.pid = self.process.pid
+        _wait_ready(self.port, lambda: self.process.poll() is not None)
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(30)
+
+
+class ImageAgent:
+    """The agent's image under podman, started as the rendered Deployment runs it (read-only
+    root, UID 65532, every capability dropped), on the host's network so that it reaches the
+    loopback fakes; ``scratch`` (the configuration and secrets) mounted read-only at the
+    same path. CPU and RSS are read from the container's process as for a local agent."""
+
+    def __init__(self, image: str, config: Path, scratch: Path) -> None:
+        self.port = _free_port()
+        (scratch / "secrets").mkdir(exist_ok=True)
+        for path in (scratch, scratch / "secrets"):
+            path.chmod(0o755)  # readable by UID 65532
+        config.chmod(0o644)
+        self._env = _podman_env(scratch)
+        self.container = _podman(
+            self._env, "run", "-d", "--network", "host", "--read-only", "--cap-drop", "all",
+            "--user", "65532:65532", "-v", f"{scratch}:{scratch}:ro", image,
+            "--cluster-name", "bench", "--config-file", str(config),
+            "--secrets-dir", str(scratch / "secrets"), "--metrics-bind", f"127.0.0.1:{self.port}",
+            "--log-level", "error",
+        )  # fmt: skip
+        self.pid = int(_podman(self._env, "inspect", "--format", "{{.State.Pid}}", self.container))
+        _wait_ready(self.port, lambda: not Path(f"/proc/{self.pid}").exists())
+
+    def stop(self) -> int:
+        """SIGTERM (``podman stop``), then the container's exit code; the container is removed."""
+        try:
+            _podman(self._env, "stop", "--time", "30", self.container)
+            return int(_podman(self._env, "wait", self.container))
+        finally:
+            _podman(self._env, "rm", "--force", self.container)
+
+
+def _podman_env(scratch: Path) -> dict[str, str]:
+    """podman's environment: runc as the runtime where installed, no default ulimits (what
+    the image tests use)."""
+    conf = scratch / "containers.conf"
+    engine = '[engine]\nruntime = "runc"\n' if shutil.which("runc") else ""
+    conf.write_text(f"[containers]\ndefault_ulimits = []\n{engine}")
+    return {**os.environ, "CONTAINERS_CONF": str(conf)}
+
+
+def _podman(env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        ["podman", *args], env=env, capture_output=True, text=True, check=True, timeout=300
+    ).stdout.strip()
+
+
+def _wait_ready(port: int, gone: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline or gone():
+                raise RuntimeError("agent did not become ready") from None
+            time.sleep(0.1)
 
 
 def _summaries(base: str, count: int, prefix: str = "", interval: int = 1) -> list[dict[str, Any]]:
@@ -355,16 +409,18 @@ def _summaries(base: str, count: int, prefix: str = "", interval: int = 1) -> li
     ]
 
 
-def bench_scorers(base: str, scorers: int, seconds: float, scratch: Path) -> dict[str, Any]:
+def bench_scorers(
+    base: str, scorers: int, seconds: float, scratch: Path, image: str | None = None
+) -> dict[str, Any]:
     config = scratch / "summaries.json"
     config.write_text(json.dumps(_summaries(base, scorers)))
-    agent = Agent(config, scratch)
+    agent = Agent(config, scratch) if image is None else ImageAgent(image, config, scratch)
     try:
         time.sleep(5)  # warm-up: first cycles, connection pool
-        before, cpu0, wall0 = _scrape(agent.port), _cpu_seconds(agent.process.pid), time.monotonic()
+        before, cpu0, wall0 = _scrape(agent.port), _cpu_seconds(agent.pid), time.monotonic()
         time.sleep(seconds)
-        after, cpu1, wall1 = _scrape(agent.port), _cpu_seconds(agent.process.pid), time.monotonic()
-        rss, peak = _rss_mb(agent.process.pid), _rss_mb(agent.process.pid, "VmHWM")
+        after, cpu1, wall1 = _scrape(agent.port), _cpu_seconds(agent.pid), time.monotonic()
+        rss, peak = _rss_mb(agent.pid), _rss_mb(agent.pid, "VmHWM")
     finally:
         code = agent.stop()
     elapsed = wall1 - wall0
@@ -394,9 +450,9 @@ def bench_memory(base: str, scorers: int, seconds: float, scratch: Path) -> dict
     try:
         started = time.monotonic()
         while (now := time.monotonic()) - started < seconds:
-            samples.append((now - started, _rss_mb(agent.process.pid)))
+            samples.append((now - started, _rss_mb(agent.pid)))
             time.sleep(0.5)
-        totals, peak = _scrape(agent.port), _rss_mb(agent.process.pid, "VmHWM")
+        totals, peak = _scrape(agent.port), _rss_mb(agent.pid, "VmHWM")
     finally:
         code = agent.stop()
     floors = [
@@ -498,7 +554,7 @@ def bench_isolation(
             slowest = max(slowest, took)
         after, took, size = _samples(agent.port)
         elapsed = time.monotonic() - wall0
-        peak = _rss_mb(agent.process.pid, "VmHWM")
+        peak = _rss_mb(agent.pid, "VmHWM")
     finally:
         agent.stop()
 
@@ -592,7 +648,7 @@ def bench_idle(scratch: Path) -> tuple[float, float]:
     agent = Agent(config, scratch)
     try:
         time.sleep(3)
-        idle = _rss_mb(agent.process.pid)
+        idle = _rss_mb(agent.pid)
     finally:
         agent.stop()
     floor = subprocess.run(
@@ -658,6 +714,53 @@ async def bench_payload(base: str, scratch: Path) -> dict[str, float]:
 # ---------------------------------------------------------------------------- table
 
 
+#: One row of the table: measure, the agent's figure, the baseline's, ratio, target.
+Row = tuple[str, str, str, float, str]
+
+
+def _load_rows(agent: dict[str, Any], floor: dict[str, Any]) -> list[Row]:
+    """The 200-scorer rows: the agent against the bare httpx loop."""
+    return [
+        (
+            "cycles done (% of scheduled)",
+            f"{agent['done'] * 100:.1f}",
+            f"{floor['done'] * 100:.1f}",
+            agent["done"] / floor["done"],
+            ">= 98 %",
+        ),
+        (
+            "median start lag (ms)",
+            f"{agent['lag'] * 1000:.2f}",
+            f"{floor['lag'] * 1000:.2f}",
+            agent["lag"] / max(floor["lag"], 1e-6),
+            "< 20 ms",
+        ),
+        (
+            "CPU (% of one core)",
+            f"{agent['cpu'] * 100:.1f}",
+            f"{floor['cpu'] * 100:.1f}",
+            agent["cpu"] / floor["cpu"],
+            "<= 15 %",
+        ),
+        (
+            "RSS under load (MiB)",
+            f"{agent['rss']:.1f}",
+            f"{floor['rss']:.1f}",
+            agent["rss"] / floor["rss"],
+            "<= 45 MiB",
+        ),
+    ]
+
+
+def _print_table(rows: list[Row]) -> None:
+    print()
+    print(f"| {'measure':<34} | {'agent':>9} | {'baseline':>9} | {'ratio':>6} | target     |")
+    print(f"|{'-' * 36}|{'-' * 11}|{'-' * 11}|{'-' * 8}|{'-' * 12}|")
+    for name, value, base_value, ratio, target in rows:
+        print(f"| {name:<34} | {value:>9} | {base_value:>9} | {ratio:>6.2f} | {target:<10} |")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scorers", type=int, default=200)
@@ -676,6 +779,12 @@ def main() -> None:
         default=None,
         help="results in the flooding scorer's answer (default 150,000 when --seconds is at "
         "least 30, else 20,000: still past the agent's cap of 10,000)",
+    )
+    parser.add_argument(
+        "--image",
+        metavar="IMAGE",
+        help="measure only the load rows, for the agent in IMAGE (agent/build-image.sh) run "
+        "by podman as the rendered Deployment runs it",
     )
     parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--baseline-loop", metavar="BASE_URL", help=argparse.SUPPRESS)
@@ -707,8 +816,12 @@ def main() -> None:
                 f"agent benchmark: {args.scorers} scorers at 1 s for {args.seconds:.0f} s, {os.cpu_count()} cores",
                 flush=True,
             )
-            agent = bench_scorers(base, args.scorers, args.seconds, scratch)
+            agent = bench_scorers(base, args.scorers, args.seconds, scratch, args.image)
             floor = bench_baseline(base, args.scorers, args.seconds)
+            if args.image:
+                _print_table(_load_rows(agent, floor))
+                print(f"image {args.image}: exit code after SIGTERM {agent['exit']}")
+                return
             idle, idle_floor = bench_idle(scratch)
             payload = asyncio.run(bench_payload(base, scratch))
             memory = (
@@ -726,34 +839,7 @@ def main() -> None:
         fakes.wait(10)
 
     rows = [
-        (
-            "cycles done (% of scheduled)",
-            f"{agent['done'] * 100:.1f}",
-            f"{floor['done'] * 100:.1f}",
-            agent["done"] / floor["done"],
-            ">= 98 %",
-        ),
-        (
-            "median start lag (ms)",
-            f"{agent['lag'] * 1000:.2f}",
-            f"{floor['lag'] * 1000:.2f}",
-            agent["lag"] / max(floor["lag"], 1e-6),
-            "< 20 ms",
-        ),
-        (
-            "CPU (% of one core)",
-            f"{agent['cpu'] * 100:.1f}",
-            f"{floor['cpu'] * 100:.1f}",
-            agent["cpu"] / floor["cpu"],
-            "<= 15 %",
-        ),
-        (
-            "RSS under load (MiB)",
-            f"{agent['rss']:.1f}",
-            f"{floor['rss']:.1f}",
-            agent["rss"] / floor["rss"],
-            "<= 45 MiB",
-        ),
+        *_load_rows(agent, floor),
         ("idle RSS (MB)", f"{idle:.1f}", f"{idle_floor:.1f}", idle / idle_floor, "tens of MB"),
         (
             "2M-point payload: overhead CPU (s)",
@@ -833,12 +919,7 @@ def main() -> None:
             "<= 0.55",
         ),
     ]
-    print()
-    print(f"| {'measure':<34} | {'agent':>9} | {'baseline':>9} | {'ratio':>6} | target     |")
-    print(f"|{'-' * 36}|{'-' * 11}|{'-' * 11}|{'-' * 8}|{'-' * 12}|")
-    for name, value, base_value, ratio, target in rows:
-        print(f"| {name:<34} | {value:>9} | {base_value:>9} | {ratio:>6.2f} | {target:<10} |")
-    print()
+    _print_table(rows)
     print(
         f"payload: {payload['mbytes']:.1f} MB, {BIG_SERIES} series x {BIG_POINTS} points. "
         f"agent: peak RSS {agent['peak']:.1f} MB, missed cycles {agent['missed']:.0f}, exit code after SIGTERM {agent['exit']}. "

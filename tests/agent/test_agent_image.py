@@ -455,3 +455,23 @@ def test_the_rendered_deployment_runs_as_a_kubelet_runs_it(
             subprocess.run(
                 ["podman", "rm", "--force", name], env=podman_env, capture_output=True, timeout=120
             )
+
+
+def test_the_agent_benchmark_measures_the_image(image: str, podman_env: dict[str, str]) -> None:
+    # bench/agent_bench.py --image: the load rows for the agent as it ships (a short load;
+    # the figures mean nothing here, the rows and a clean exit do)
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "agent_bench.py"), "--image", image,
+         "--scorers", "5", "--seconds", "3"],
+        env=podman_env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {
+        cells[0]: cells[1:]
+        for line in done.stdout.splitlines()
+        if line.startswith("| ")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert float(rows["cycles done (% of scheduled)"][0]) > 0
+    assert 0 < float(rows["RSS under load (MiB)"][0]) < 200
+    assert f"image {image}: exit code after SIGTERM 0" in done.stdout
