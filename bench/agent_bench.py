@@ -17,7 +17,9 @@ in the same run, because the machines are shared and noisy.
    writes and all requests per scorer and cycle. Baseline: one write per cycle (the agent
    before it skipped unchanged scores).
 
-Usage: ``python bench/agent_bench.py [--scorers 200] [--seconds 30]``
+Usage: ``python bench/agent_bench.py [--scorers 200] [--seconds 30]``; with ``--image IMAGE``
+only case 1, for the agent in its image (``agent/build-image.sh``) run by podman as the
+rendered Deployment runs it.
 """
 
 from __future__ import annotations
