@@ -106,22 +106,16 @@ class _Endpoint:
     url: httpx.URL
     #: without a query or fragment of its own: the parameters are the whole query
     bare: bool
-
-    @property
-    def origin(self) -> tuple[str, int] | None:
-        """(host, port) when a request can go to the plain-HTTP transport as bytes."""
-        return (
-            (self.url.host, self.url.port or 80)
-            if self.bare and self.url.scheme == "http"
-            else None
-        )
+    #: (host, port) when a request can go to the plain-HTTP transport as bytes
+    origin: tuple[str, int] | None
 
 
 @functools.lru_cache(maxsize=4096)
 def _endpoint(endpoint: str) -> _Endpoint:
     url = httpx.URL(endpoint)
-    bare = not (url.query or url.fragment or "?" in endpoint or "#" in endpoint)
-    return _Endpoint(url=url, bare=bare)
+    bare = "?" not in endpoint and "#" not in endpoint
+    plain = bare and url.scheme == "http"
+    return _Endpoint(url=url, bare=bare, origin=(url.host, url.port or 80) if plain else None)
 
 
 def _request_url(endpoint: _Endpoint, params: Mapping[str, str] | None) -> httpx.URL:
