@@ -3,7 +3,8 @@
 Each row: what, the workload, the figure, its in-run baseline or floor, the ratio, the
 target and whether it is met. ``--quick`` runs everything at tiny sizes (the test suite
 does, so the benchmarks cannot rot; its figures mean nothing); ``--only GROUP`` runs one
-of render, sync, explain, optimize, agent, commands, shards, validate.
+of render, sync, explain, optimize, agent, commands, shards, validate; ``--agent-image IMAGE``
+adds the agent's load rows for its image, run by podman.
 """
 
 from __future__ import annotations
@@ -279,18 +280,9 @@ def agent_rows(sizes: Sizes) -> list[Row]:
     from bench.agent_bench import HUB_INTERVAL, flood_results
 
     scorers, seconds = sizes.agent
-    result = subprocess.run(
-        [sys.executable, str(_ROOT / "bench" / "agent_bench.py"),
-         "--scorers", str(scorers), "--seconds", str(seconds)],
-        capture_output=True, text=True, timeout=900, check=True,
-    )  # fmt: skip
     rows = []
     workload = f"{scorers} scorers at 1 s for {seconds:g} s"
-    for line in result.stdout.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 5 or cells[0] in ("measure", "") or set(cells[0]) <= {"-"}:
-            continue
-        name, value, baseline, ratio, target = cells
+    for name, value, baseline, ratio, target in _agent_table(sizes):
         load = workload
         if name.startswith("2M-point"):
             load = "one answer of 2,000 series × 1,000 points"
@@ -309,6 +301,33 @@ def agent_rows(sizes: Sizes) -> list[Row]:
             Row("agent", name, load, value, baseline, float(ratio), target, _met(value, target))
         )
     return rows + health_rows(sizes)
+
+
+def agent_image_rows(sizes: Sizes, image: str) -> list[Row]:
+    """The load rows for the agent's image, run by podman as the rendered Deployment runs it."""
+    scorers, seconds = sizes.agent
+    workload = f"{scorers} scorers at 1 s for {seconds:g} s, the image {image} under podman"
+    return [
+        Row("agent", f"image: {name}", workload, value, baseline, float(ratio), target,
+            _met(value, target))
+        for name, value, baseline, ratio, target in _agent_table(sizes, "--image", image)
+    ]  # fmt: skip
+
+
+def _agent_table(sizes: Sizes, *extra: str) -> list[list[str]]:
+    """The rows of ``bench/agent_bench.py``'s table (measure, figure, baseline, ratio, target)."""
+    scorers, seconds = sizes.agent
+    result = subprocess.run(
+        [sys.executable, str(_ROOT / "bench" / "agent_bench.py"),
+         "--scorers", str(scorers), "--seconds", str(seconds), *extra],
+        capture_output=True, text=True, timeout=900, check=True,
+    )  # fmt: skip
+    table = []
+    for line in result.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] not in ("measure", "") and not set(cells[0]) <= {"-"}:
+            table.append(cells)
+    return table
 
 
 def health_rows(sizes: Sizes) -> list[Row]:
@@ -384,12 +403,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the test suite)")
     parser.add_argument("--only", choices=GROUPS, action="append", help="one group; repeatable")
+    parser.add_argument(
+        "--agent-image",
+        metavar="IMAGE",
+        help="the agent group also measures the load rows for IMAGE (agent/build-image.sh), "
+        "run by podman as the rendered Deployment runs it",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
     rows: list[Row] = []
     for group in args.only or GROUPS:
         rows += RUNNERS[group](sizes)
+        if group == "agent" and args.agent_image:
+            rows += agent_image_rows(sizes, args.agent_image)
     print(f"machine: {machine()}")
     print("| group | what | workload | figure | baseline | ratio | target | met |")
     print("| --- | --- | --- | ---: | ---: | ---: | --- | --- |")
