@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from agent.errors import AgentError, ConfigError, Reason
+from agent.errors import AgentError, Reason
 from dsf_contract.failures import RequestFailure, api_status_reason
 from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
 
@@ -123,6 +124,73 @@ def bound_failure(err: BaseException, budget: Budget) -> tuple[str, str] | None:
     if budget.passed():
         return RequestFailure.TIMEOUT, budget.deadline_message
     return RequestFailure.INVALID_RESPONSE, str(stop)
+
+
+class BoundedReadError(Exception):
+    """A request cut by its budget; ``reason`` says how (``timeout``, ``too_large``, ...)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class BoundedCalls:
+    """The requests one part of the agent makes to a Kubernetes API, each within its own
+    deadline (``timeout``) and byte cap (:data:`MAX_API_ANSWER_BYTES`); ``stop`` (set from
+    another thread) ends the one in progress within a read slice.
+
+    A budget running out raises :class:`BoundedReadError`; anything else the client
+    raises (an :class:`ApiException`, a refused connection) is raised as it is.
+    """
+
+    def __init__(self, timeout: float, *, stop: threading.Event | None = None) -> None:
+        self.timeout = timeout
+        self._stop = stop
+
+    def budget(self, what: str, seconds: float | None = None) -> Budget:
+        """One request's budget: ``seconds`` (default: the timeout) and the byte cap."""
+        budget = api_budget(what, self.timeout if seconds is None else seconds)
+        budget.stop = self._stop
+        return budget
+
+    def read(self, call: Callable[[], RawResponse], what: str) -> bytes:
+        """The whole answer of the request ``call``."""
+        budget = self.budget(what)
+        try:
+            return read_bounded(call, budget)
+        except Exception as err:
+            raise _cut(err, budget) from None
+
+    def first_line(
+        self, call: Callable[[], RawResponse], what: str, seconds: float
+    ) -> bytes | None:
+        """The first line of the watch ``call`` opens (asked to last ``seconds``), or
+        ``None`` when it ends without one; the whole watch within ``seconds`` and the
+        timeout, its line within the byte cap (an endless line is cut, not held)."""
+        from kubernetes.watch.watch import iter_resp_lines
+
+        budget = self.budget(what, seconds + self.timeout)
+        try:
+            with within(budget):
+                response = call()
+                try:
+                    for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                        return bytes(line.encode() if isinstance(line, str) else line)
+                    return None
+                finally:
+                    # the rest of the watch is not read: the connection is not reused
+                    with contextlib.suppress(Exception):
+                        response.close()
+                    with contextlib.suppress(Exception):
+                        response.release_conn()
+        except Exception as err:
+            raise _cut(err, budget) from None
+
+
+def _cut(err: Exception, budget: Budget) -> Exception:
+    """``err`` as :class:`BoundedReadError` when it is ``budget`` running out."""
+    bounded = bound_failure(err, budget)
+    return err if bounded is None else BoundedReadError(*bounded)
 
 
 # The generated methods declare the model they return when the body is preloaded; called
@@ -268,7 +336,7 @@ def api_error_reason(err: Exception) -> str:
     """A metric label for a failed request to the cluster API."""
     from kubernetes.client.exceptions import ApiException
 
-    if isinstance(err, ConfigError):
+    if isinstance(err, AgentError | BoundedReadError):
         return err.reason
     if isinstance(err, ApiException):
         status = err.status or 0
