@@ -194,3 +194,21 @@ def test_image_runs_each_sample_as_its_deployment_says(
                 assert code == 0, f"{sample}{path}:\n{out.getvalue()}{err.getvalue()}"
         finally:
             subprocess.run(["podman", "rm", "--force", name], env=podman_env, capture_output=True)
+
+
+def test_the_image_holds_the_locked_distributions_only(
+    image: str,
+    podman_env: dict[str, str],  # noqa: F811
+) -> None:
+    from tests.agent.test_agent_image_lock import lock_entries, normalize
+
+    listed = podman(
+        podman_env, "run", "--rm", "--entrypoint", "/opt/dsf-samples/bin/python", image, "-c",
+        "import importlib.metadata as m\n"
+        "for d in m.distributions(): print(d.metadata['Name'], d.version)",
+    )  # fmt: skip
+    installed = dict(line.split() for line in listed.splitlines())
+    locked = lock_entries(REPO_ROOT / "samples" / "requirements.lock")
+    assert {normalize(name): v for name, v in installed.items()} == {
+        name: v for name, (v, _) in locked.items()
+    }
