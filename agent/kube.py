@@ -3,10 +3,11 @@
 ``kubernetes`` is imported only here and only when needed: with ``--config-file``,
 ``--secrets-dir`` and no hub, the agent never loads it (it costs ~15 MB of memory).
 
-Every request of both clients is made through :func:`read_bounded` (the watch, inside
-:func:`dsf_transport.kube_bounds.within`): a deadline for the whole request — connect, TLS, request,
-status line, headers and body — and a cap on the bytes of its answer
-(:mod:`dsf_transport.kube_bounds`). The client's own ``_request_timeout`` applies to each
+Every request of both clients is made through :func:`read_bounded` or
+:class:`BoundedCalls` (a watch, inside :func:`dsf_transport.kube_bounds.within`): a deadline
+for the whole request — connect, TLS, request, status line, headers and body — and a cap on
+the bytes of its answer (:mod:`dsf_transport.kube_bounds`); the clients refuse a request
+made outside a budget (:func:`required_budget`), so no call can slip past them. The client's own ``_request_timeout`` applies to each
 socket read, so without them an API server, or anything on the path, that sends a byte
 every few seconds would hold the request for ever, and a 2 GiB answer would be read whole.
 """
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from agent.errors import AgentError, Reason
 from dsf_contract.failures import RequestFailure, api_status_reason
-from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
+from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, current, stop_in, within
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -311,9 +312,20 @@ def hub_client(kubeconfig: Path) -> ApiClient:
 
 
 def _bounded(api_client: ApiClient) -> ApiClient:
-    """``api_client`` with the hooks that let :func:`read_bounded` bound its requests."""
-    bound_pools(api_client.rest_client.pool_manager)
+    """``api_client`` with the hooks that let :func:`read_bounded` bound its requests, and
+    that refuse a request made outside any budget: every call of the agent goes through its
+    bounded reads, or fails at once (:func:`required_budget`)."""
+    bound_pools(api_client.rest_client.pool_manager, required_budget)
     return api_client
+
+
+def required_budget() -> Budget:
+    """The budget in force (:func:`dsf_transport.kube_bounds.within`); raises
+    :class:`StopReadError` when there is none: the agent's clients make no unbounded request."""
+    budget = current()
+    if budget is None:
+        raise StopReadError("a request outside the agent's bounded reads (agent/kube.py)")
+    return budget
 
 
 def core_api(api_client: ApiClient) -> ManagedClusterApi:

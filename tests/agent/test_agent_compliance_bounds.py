@@ -36,6 +36,7 @@ from agent.errors import AgentError, Reason
 from agent.kube import MAX_API_ANSWER_BYTES, BoundedReadError, custom_objects_api, hub_client
 from agent.metrics import AgentMetrics
 from dsf_contract.failures import RequestFailure
+from dsf_transport.kube_bounds import StopReadError
 from tests.agent.agent_fakes import Reply, Request
 from tests.agent.conftest import AgentProcess
 from tests.agent.fleet_apis import CLUSTER, SA_TOKEN, FleetApis, fleet_apis, poll_until
@@ -283,3 +284,19 @@ def test_the_agent_under_a_flooded_policy_list_stays_small_and_scores(
         # the pod's limit is 320Mi; the flood is 1.5 GiB
         assert peak_rss_bytes(agent) < 200 * 1024 * 1024
         assert running.managed.get("clusterclaims", "", CLAIM) is None
+
+
+def test_the_agents_client_refuses_a_request_outside_its_bounded_reads(
+    apis: FleetApis, tmp_path: Path
+) -> None:
+    # every agent call to any API goes through one bounded client: a call that bypassed
+    # the bounded reads (as the claim's did) fails before it is sent
+    kubeconfig = tmp_path / "managed.kubeconfig"
+    kubeconfig.write_text(apis.managed.kubeconfig(SA_TOKEN))
+    api = cast(ClaimApi, custom_objects_api(hub_client(kubeconfig)))
+    before = len(apis.managed.server.taken())
+    with pytest.raises(StopReadError, match="outside the agent's bounded reads"):
+        api.list_namespaced_custom_object(
+            "policy.open-cluster-management.io", "v1", CLUSTER, "policies"
+        )
+    assert len(apis.managed.server.taken()) == before
