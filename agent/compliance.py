@@ -33,7 +33,13 @@ from typing import Any, Protocol, Unpack
 
 from agent.config import load_config_json
 from agent.errors import AgentError, Reason
-from agent.kube import BoundedCalls, RawCall, RawResponse, api_error_reason
+from agent.kube import (
+    EARLY_WATCH_ENDS_WARNED,
+    BoundedCalls,
+    RawCall,
+    RawResponse,
+    api_error_reason,
+)
 from agent.logs import fields
 from agent.metrics import AgentMetrics
 from dsf_contract.compliance import (
@@ -158,16 +164,19 @@ class Backoff:
     first: float
     most: float
     next_wait: float = 0.0
+    #: waits given since the last reset: the early ends in a row
+    count: int = 0
 
     def next(self) -> float:
         """The wait now; the one after is twice as long (up to ``most``)."""
         wait = min(self.next_wait or self.first, self.most)
         self.next_wait = min(wait * 2, self.most)
+        self.count += 1
         return wait
 
     def reset(self) -> None:
         """A watch ran its course: the next early end waits ``first`` again."""
-        self.next_wait = 0.0
+        self.next_wait, self.count = 0.0, 0
 
 
 def made_by_agent(claim: Any) -> bool:
@@ -228,6 +237,7 @@ class ComplianceClaim:
             except Exception as err:  # a 403, a missing CRD, an outage, a budget run out
                 if self._stop.is_set():
                     return
+                self._backoff.reset()
                 reason, error, delay = api_error_reason(err), f"{type(err).__name__}: {err}", None
             else:
                 if early is None:
@@ -239,12 +249,14 @@ class ComplianceClaim:
                 reason, error, delay = Reason.WATCH_ENDED, early, self._backoff.next()
             delay = self._poll if delay is None else delay
             self._metrics.compliance_failed(reason)
+            # one early end is an outage's or a restart's: said once they repeat
+            quiet = 0 < self._backoff.count < EARLY_WATCH_ENDS_WARNED
             log.log(
-                logging.WARNING if reason != failing else logging.DEBUG,
+                logging.WARNING if reason != failing and not quiet else logging.DEBUG,
                 "compliance_claim_failed",
                 extra=fields(step=step, reason=reason, error=error[:300], retry_seconds=delay),
             )
-            failing = reason
+            failing = failing if quiet else reason
             self._stop.wait(delay)
 
     def round(self) -> str:

@@ -54,7 +54,7 @@ same by stage; tests hold both to the enums and to :func:`condition_reason`)::
         ├── too_deep          config · compliance
         ├── too_many_results  score → InvalidResponse · compliance
         ├── unreadable        secret → SecretMissing · config
-        └── watch_ended       compliance: a watch ended early without a change
+        └── watch_ended       config · compliance: a watch ended early without a change
 
     condition reason (ScoresReason, dsf_contract.scores: ``ScoresAvailable``'s reason)
     ├── ScoresPublished       the last cycle published fresh scores

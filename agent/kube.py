@@ -127,6 +127,12 @@ def bound_failure(err: BaseException, budget: Budget) -> tuple[str, str] | None:
     return RequestFailure.INVALID_RESPONSE, str(stop)
 
 
+#: Watches in a row that end early without an event before it is said at warning: one
+#: is an outage's or an API server restart's, and the next request says that; three are an
+#: API (or a proxy) that ends every watch at once. Each is counted all the same.
+EARLY_WATCH_ENDS_WARNED = 3
+
+
 class BoundedReadError(Exception):
     """A request cut by its budget; ``reason`` says how (``timeout``, ``too_large``, ...)."""
 
