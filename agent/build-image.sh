@@ -55,15 +55,8 @@ wheelhouse=build/agent-image
 fill_wheelhouse() {
   rm -rf "$wheelhouse"
   mkdir -p "$wheelhouse/project" "$wheelhouse/deps" "$wheelhouse/tools"
-  local lock dir
-  for lock in requirements sbom-tools; do
-    dir=deps
-    [ "$lock" = requirements ] || dir=tools
-    "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
-      --require-hashes --only-binary :all: --dest "$wheelhouse/$dir" \
-      --requirement "agent/$lock.lock"
-    cp "agent/$lock.lock" "$wheelhouse/$lock.lock"
-  done
+  download_locked agent/requirements.lock "$wheelhouse/deps"
+  download_locked agent/sbom-tools.lock "$wheelhouse/tools"
   "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
     --wheel-dir "$wheelhouse/project" .
   # the project's wheel, pinned by its own digest for the install in the build stage
@@ -74,9 +67,8 @@ house = pathlib.Path(sys.argv[1])
 name, version = wheel.name.split("-")[:2]
 digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
 (house / "project.lock").write_text(f"{name}=={version} --hash=sha256:{digest}\n")
-for path in sorted(house.glob("*/*.whl")):
-    print(f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(house)}")
 PY
+  print_digests "$wheelhouse"
   cp agent/image_sbom.py "$wheelhouse/image_sbom.py"
   stamp_python "$wheelhouse"
 }

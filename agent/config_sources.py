@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from agent.config import (
 )
 from agent.errors import ConfigError, Reason
 from agent.kube import (
+    EARLY_WATCH_ENDS_WARNED,
     ManagedClusterApi,
     RawResponse,
     api_budget,
@@ -43,6 +45,12 @@ log = logging.getLogger("dsf.agent.config")
 
 class WatchEndedError(Exception):
     """The API ended a watch with an ERROR event (410 Gone, ...): list again."""
+
+
+class EarlyWatchEndError(WatchEndedError):
+    """A watch ended before half its time without an event: not a change, and counted
+    (``watch_ended``), so that an API or a proxy that ends every watch at once is waited
+    out with the backoff instead of listed and watched again at once."""
 
 
 class FileSource:
@@ -223,38 +231,52 @@ class ConfigMapSource:
     def _run(self) -> None:
         backoff = initial = min(1.0, self._max_backoff)
         failing: str | None = None  # the kind of error being retried, logged once
+        early = 0  # watches in a row that ended early without an event
         while not self._stop.is_set():
             request = "list"
             try:
                 document = self._list_document()
-                if failing is not None:
+                if failing is not None and failing != EarlyWatchEndError.__name__:
                     log.info("configmap_watch_recovered", extra=fields(after=failing))
                     failing = None
                 self._offer(_first_item(document))
-                backoff = initial
                 request = "watch"
-                self._watch(_resource_version(document))
+                self._watch_once(_resource_version(document))
+                backoff, early = initial, 0  # the watch ran its course or saw a change
+                if failing is not None:
+                    log.info("configmap_watch_recovered", extra=fields(after=failing))
+                    failing = None
             except Exception as err:  # API unreachable, 410 Gone, bad stream: list again
                 if self._stop.is_set():
                     return
-                if not isinstance(err, WatchEndedError):  # a watch ending is routine
-                    self._on_error(request, api_error_reason(err))
-                if isinstance(err, ConfigError):  # the API's answer itself was unusable
-                    with self._lock:
-                        if self._last != f"error:{err}":
-                            self._last = f"error:{err}"
-                            self._deliver(err)
-                # An outage fails every retry the same way: say it once, repeats at debug
-                # (the message is no key: urllib3's quote object addresses).
-                kind = type(err).__name__
-                log.log(
-                    logging.WARNING if kind != failing else logging.DEBUG,
-                    "configmap_watch_error",
-                    extra=fields(error=f"{kind}: {err}"[:300], retry_seconds=backoff),
-                )
-                failing = kind
+                early = early + 1 if isinstance(err, EarlyWatchEndError) else 0
+                quiet = 0 < early < EARLY_WATCH_ENDS_WARNED
+                failing = self._report(err, request, backoff, failing, quiet=quiet)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
+
+    def _report(
+        self, err: Exception, request: str, backoff: float, failing: str | None, *, quiet: bool
+    ) -> str | None:
+        """Count and log a failed list or watch; the kind of error now being retried."""
+        if isinstance(err, EarlyWatchEndError):
+            self._on_error(request, Reason.WATCH_ENDED)
+        elif not isinstance(err, WatchEndedError):  # a watch ending is routine
+            self._on_error(request, api_error_reason(err))
+        if isinstance(err, ConfigError):  # the API's answer itself was unusable
+            with self._lock:
+                if self._last != f"error:{err}":
+                    self._last = f"error:{err}"
+                    self._deliver(err)
+        # An outage fails every retry the same way: say it once, repeats at debug
+        # (the message is no key: urllib3's quote object addresses).
+        kind = type(err).__name__
+        log.log(
+            logging.WARNING if kind != failing and not quiet else logging.DEBUG,
+            "configmap_watch_error",
+            extra=fields(error=f"{kind}: {err}"[:300], retry_seconds=backoff),
+        )
+        return failing if quiet else kind
 
     def _missing(self) -> ConfigError:
         return ConfigError(
@@ -282,6 +304,14 @@ class ConfigMapSource:
         if not isinstance(document, dict):
             raise ConfigError("the ConfigMap list is not an object", reason=Reason.INVALID_DOCUMENT)
         return document
+
+    def _watch_once(self, version: str) -> None:
+        """:meth:`_watch`; :class:`EarlyWatchEndError` when it ended early with no event."""
+        opened, offers = time.monotonic(), self._offers
+        self._watch(version)
+        lasted = time.monotonic() - opened
+        if self._offers == offers and lasted < self._watch_seconds / 2:
+            raise EarlyWatchEndError(f"watch ended after {lasted:.1f} s without an event")
 
     def _watch(self, version: str) -> None:
         # the whole watch within its timeoutSeconds plus the request timeout, its events

@@ -20,37 +20,41 @@ same by stage; tests hold both to the enums and to :func:`condition_reason`)::
     reason (the ``reason`` label)
     ├── RequestFailure (dsf_contract.failures): a request got no usable answer
     │   ├── timeout           fetch → PrometheusUnreachable · score → ScoringFailed
-    │   │                     · publish · config
+    │   │                     · publish · config · compliance
     │   ├── unreachable       fetch → PrometheusUnreachable · score → ScoringFailed
     │   │                     · publish · config · compliance
     │   ├── transport_error   fetch → PrometheusUnreachable · score → ScoringFailed
     │   ├── too_large         fetch → QueryFailed · score → InvalidResponse · publish · config
+    │   │                     · compliance
     │   └── invalid_response  fetch → QueryFailed · score → InvalidResponse · publish · config
+    │                         · compliance
     ├── http_status_reason (dsf_contract.failures): an error status by class, not an enum
     │   └── http_4xx          fetch → QueryFailed · score → ScoringFailed · secret → SecretMissing
     │                         · publish · config · compliance (and http_1xx … http_9xx alike)
     ├── ApiFailure (dsf_contract.failures): a Kubernetes API answer named by its status
     │   ├── unauthorized      secret → SecretMissing · publish · config · compliance
     │   ├── forbidden         secret → SecretMissing · publish · config · compliance
-    │   └── not_found         secret → SecretMissing · publish · config
+    │   └── not_found         secret → SecretMissing · publish · config · compliance
     └── Reason (agent.errors): the agent's own
         ├── error             any stage: a failure nothing else names
         ├── api_error         secret → SecretMissing
         ├── conflict          publish: resourceVersion conflicts past the retries
         ├── empty             secret → SecretMissing · config
-        ├── invalid_document  config
-        ├── invalid_json      config
+        ├── invalid_document  config · compliance
+        ├── invalid_json      config · compliance
         ├── invalid_reference secret → SecretMissing
         ├── invalid_yaml      config
         ├── key_not_found     secret → SecretMissing
         ├── kube_config       agent: credentials that cannot be loaded
         ├── missing_key       config
+        ├── not_owned         compliance: the claim exists, not made by the agent
         ├── os_error          agent: the system refused (a port taken)
         ├── query_error       fetch → QueryFailed
         ├── status_too_large  score → InvalidResponse
-        ├── too_deep          config
-        ├── too_many_results  score → InvalidResponse
-        └── unreadable        secret → SecretMissing · config
+        ├── too_deep          config · compliance
+        ├── too_many_results  score → InvalidResponse · compliance
+        ├── unreadable        secret → SecretMissing · config
+        └── watch_ended       config · compliance: a watch ended early without a change
 
     condition reason (ScoresReason, dsf_contract.scores: ``ScoresAvailable``'s reason)
     ├── ScoresPublished       the last cycle published fresh scores
@@ -88,12 +92,14 @@ class Reason(StrEnum):
     KEY_NOT_FOUND = "key_not_found"
     KUBE_CONFIG = "kube_config"
     MISSING_KEY = "missing_key"
+    NOT_OWNED = "not_owned"
     OS_ERROR = "os_error"
     QUERY_ERROR = "query_error"
     STATUS_TOO_LARGE = "status_too_large"
     TOO_DEEP = "too_deep"
     TOO_MANY_RESULTS = "too_many_results"
     UNREADABLE = "unreadable"
+    WATCH_ENDED = "watch_ended"
 
 
 class AgentError(Exception):

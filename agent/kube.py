@@ -3,10 +3,11 @@
 ``kubernetes`` is imported only here and only when needed: with ``--config-file``,
 ``--secrets-dir`` and no hub, the agent never loads it (it costs ~15 MB of memory).
 
-Every request of both clients is made through :func:`read_bounded` (the watch, inside
-:func:`dsf_transport.kube_bounds.within`): a deadline for the whole request — connect, TLS, request,
-status line, headers and body — and a cap on the bytes of its answer
-(:mod:`dsf_transport.kube_bounds`). The client's own ``_request_timeout`` applies to each
+Every request of both clients is made through :func:`read_bounded` or
+:class:`BoundedCalls` (a watch, inside :func:`dsf_transport.kube_bounds.within`): a deadline
+for the whole request — connect, TLS, request, status line, headers and body — and a cap on
+the bytes of its answer (:mod:`dsf_transport.kube_bounds`); the clients refuse a request
+made outside a budget (:func:`required_budget`), so no call can slip past them. The client's own ``_request_timeout`` applies to each
 socket read, so without them an API server, or anything on the path, that sends a byte
 every few seconds would hold the request for ever, and a 2 GiB answer would be read whole.
 """
@@ -15,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from agent.errors import AgentError, ConfigError, Reason
+from agent.errors import AgentError, Reason
 from dsf_contract.failures import RequestFailure, api_status_reason
-from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in, within
+from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, current, stop_in, within
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -123,6 +125,79 @@ def bound_failure(err: BaseException, budget: Budget) -> tuple[str, str] | None:
     if budget.passed():
         return RequestFailure.TIMEOUT, budget.deadline_message
     return RequestFailure.INVALID_RESPONSE, str(stop)
+
+
+#: Watches in a row that end early without an event before it is said at warning: one
+#: is an outage's or an API server restart's, and the next request says that; three are an
+#: API (or a proxy) that ends every watch at once. Each is counted all the same.
+EARLY_WATCH_ENDS_WARNED = 3
+
+
+class BoundedReadError(Exception):
+    """A request cut by its budget; ``reason`` says how (``timeout``, ``too_large``, ...)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class BoundedCalls:
+    """The requests one part of the agent makes to a Kubernetes API, each within its own
+    deadline (``timeout``) and byte cap (:data:`MAX_API_ANSWER_BYTES`); ``stop`` (set from
+    another thread) ends the one in progress within a read slice.
+
+    A budget running out raises :class:`BoundedReadError`; anything else the client
+    raises (an :class:`ApiException`, a refused connection) is raised as it is.
+    """
+
+    def __init__(self, timeout: float, *, stop: threading.Event | None = None) -> None:
+        self.timeout = timeout
+        self._stop = stop
+
+    def budget(self, what: str, seconds: float | None = None) -> Budget:
+        """One request's budget: ``seconds`` (default: the timeout) and the byte cap."""
+        budget = api_budget(what, self.timeout if seconds is None else seconds)
+        budget.stop = self._stop
+        return budget
+
+    def read(self, call: Callable[[], RawResponse], what: str) -> bytes:
+        """The whole answer of the request ``call``."""
+        budget = self.budget(what)
+        try:
+            return read_bounded(call, budget)
+        except Exception as err:
+            raise _cut(err, budget) from None
+
+    def first_line(
+        self, call: Callable[[], RawResponse], what: str, seconds: float
+    ) -> bytes | None:
+        """The first line of the watch ``call`` opens (asked to last ``seconds``), or
+        ``None`` when it ends without one; the whole watch within ``seconds`` and the
+        timeout, its line within the byte cap (an endless line is cut, not held)."""
+        from kubernetes.watch.watch import iter_resp_lines
+
+        budget = self.budget(what, seconds + self.timeout)
+        try:
+            with within(budget):
+                response = call()
+                try:
+                    for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                        return bytes(line.encode() if isinstance(line, str) else line)
+                    return None
+                finally:
+                    # the rest of the watch is not read: the connection is not reused
+                    with contextlib.suppress(Exception):
+                        response.close()
+                    with contextlib.suppress(Exception):
+                        response.release_conn()
+        except Exception as err:
+            raise _cut(err, budget) from None
+
+
+def _cut(err: Exception, budget: Budget) -> Exception:
+    """``err`` as :class:`BoundedReadError` when it is ``budget`` running out."""
+    bounded = bound_failure(err, budget)
+    return err if bounded is None else BoundedReadError(*bounded)
 
 
 # The generated methods declare the model they return when the body is preloaded; called
@@ -243,9 +318,20 @@ def hub_client(kubeconfig: Path) -> ApiClient:
 
 
 def _bounded(api_client: ApiClient) -> ApiClient:
-    """``api_client`` with the hooks that let :func:`read_bounded` bound its requests."""
-    bound_pools(api_client.rest_client.pool_manager)
+    """``api_client`` with the hooks that let :func:`read_bounded` bound its requests, and
+    that refuse a request made outside any budget: every call of the agent goes through its
+    bounded reads, or fails at once (:func:`required_budget`)."""
+    bound_pools(api_client.rest_client.pool_manager, required_budget)
     return api_client
+
+
+def required_budget() -> Budget:
+    """The budget in force (:func:`dsf_transport.kube_bounds.within`); raises
+    :class:`StopReadError` when there is none: the agent's clients make no unbounded request."""
+    budget = current()
+    if budget is None:
+        raise StopReadError("a request outside the agent's bounded reads (agent/kube.py)")
+    return budget
 
 
 def core_api(api_client: ApiClient) -> ManagedClusterApi:
@@ -268,7 +354,7 @@ def api_error_reason(err: Exception) -> str:
     """A metric label for a failed request to the cluster API."""
     from kubernetes.client.exceptions import ApiException
 
-    if isinstance(err, ConfigError):
+    if isinstance(err, AgentError | BoundedReadError):
         return err.reason
     if isinstance(err, ApiException):
         status = err.status or 0

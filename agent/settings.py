@@ -13,6 +13,7 @@ from agent.score import DEFAULT_MAX_RESULTS
 from dsf_contract import __version__
 from dsf_contract import agent_cli as cli
 from dsf_contract.agent_cli import AGGREGATIONS, PROGRAM, AgentOption, Aggregation
+from dsf_contract.compliance import reserved_claim
 from dsf_contract.fields import DNS_SUBDOMAIN_RE, is_dns_label
 from dsf_contract.summary import DEFAULT_AGENT_NAMESPACE
 from dsf_transport.connect_to import ResolveError, parse_connect_to
@@ -274,6 +275,8 @@ def parse_settings(
     claim = args.compliance_claim
     if claim is not None and (len(claim) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(claim)):
         parser.error(f"--compliance-claim {args.compliance_claim!r} must be a DNS subdomain")
+    if claim is not None and (why := reserved_claim(claim)) is not None:
+        parser.error(f"--compliance-claim: {why}")
     host, port = args.metrics_bind
     try:
         connect_to = parse_connect_to(args.resolve)

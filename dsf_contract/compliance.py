@@ -17,3 +17,34 @@ CLAIM_GROUP = OCM_CLUSTER_GROUP
 CLAIM_VERSION = SCORE_VERSION
 CLAIM_PLURAL = "clusterclaims"
 CLAIM_KIND = "ClusterClaim"
+
+#: ClusterClaim names that are not the agent's to write: the ones OCM's registration agent
+#: reserves (``ReservedClusterClaimNames`` of open-cluster-management.io/api: the cluster's
+#: ID, its Kubernetes version, platform and product) and the ClusterClaim CRD names as well
+#: known (``clusterset.k8s.io``).
+RESERVED_CLAIM_NAMES = frozenset(
+    {
+        "id.k8s.io",
+        "clusterset.k8s.io",
+        "kubeversion.open-cluster-management.io",
+        "platform.open-cluster-management.io",
+        "product.open-cluster-management.io",
+    }
+)
+#: Domains whose claims belong to their owners: Kubernetes' own (``k8s.io``,
+#: ``kubernetes.io``, as for labels), OCM's, and OpenShift's (the claims OCM's distributions
+#: set on every cluster, a suffix klusterlets commonly reserve).
+RESERVED_CLAIM_DOMAINS = ("k8s.io", "kubernetes.io", "open-cluster-management.io", "openshift.io")
+
+
+def reserved_claim(name: str) -> str | None:
+    """Why ``name`` may not be the agent's claim (its owner), or None when it may."""
+    if name in RESERVED_CLAIM_NAMES:
+        return f"{name!r} is a claim OCM reserves (the cluster's own); choose a name of your own"
+    for domain in RESERVED_CLAIM_DOMAINS:
+        if name == domain or name.endswith(f".{domain}"):
+            return (
+                f"{name!r} is in the domain {domain}, whose claims belong to it; "
+                "choose a name of your own"
+            )
+    return None

@@ -207,7 +207,8 @@ class PowerScorer:
             if fitted is not None:
                 model = fitted
                 if not self.store.save(name, model):
-                    print(f"model store full: the model of {name!r} is not kept", file=sys.stderr)
+                    shown = repr(name[:80]) + ("..." if len(name) > 80 else "")
+                    print(f"model store full: the model of {shown} is not kept", file=sys.stderr)
         if model is None:
             return float(np.mean(totals))
         return float(np.mean(autoregression.forecast(model, totals, settings.horizon)))

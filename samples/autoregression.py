@@ -74,7 +74,9 @@ class ModelStore:
     """Fitted models on disk, one file per key, at most ``max_models`` of them.
 
     A file's name is the SHA-256 of its key, so a key from a request (a node name) can
-    never name a path outside the directory. Unreadable or foreign files count as absent.
+    never name a path outside the directory; the file holds that digest, not the key, so
+    it is a few hundred bytes whatever the key's length (a 40 MiB node name included).
+    Unreadable or foreign files count as absent.
     """
 
     def __init__(self, directory: Path, max_models: int) -> None:
@@ -83,7 +85,7 @@ class ModelStore:
         directory.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+        return self.directory / f"{_digest(key)}.json"
 
     def _files(self) -> list[Path]:
         return [p for p in self.directory.iterdir() if _MODEL_FILE.fullmatch(p.name)]
@@ -95,14 +97,18 @@ class ModelStore:
                 document = json.loads(handle.read(MAX_MODEL_BYTES + 1))
         except (OSError, ValueError):
             return None
-        return _model_from(document, key)
+        return _model_from(document, _digest(key))
 
     def save(self, key: str, model: LinearAR) -> bool:
         """Store ``model`` for ``key``; False when the store is full and ``key`` is new."""
         path = self._path(key)
         if not path.exists() and len(self._files()) >= self.max_models:
             return False
-        document = {"key": key, "intercept": model.intercept, "weights": list(model.weights)}
+        document = {
+            "key": _digest(key),
+            "intercept": model.intercept,
+            "weights": list(model.weights),
+        }
         partial = path.with_suffix(".tmp")
         partial.write_text(json.dumps(document), encoding="utf-8")
         os.replace(partial, path)
@@ -118,8 +124,13 @@ class ModelStore:
         return removed
 
 
-def _model_from(document: object, key: str) -> LinearAR | None:
-    if not isinstance(document, dict) or document.get("key") != key:
+def _digest(key: str) -> str:
+    """What stands for ``key`` on disk: its SHA-256 (``surrogatepass``: any str encodes)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _model_from(document: object, digest: str) -> LinearAR | None:
+    if not isinstance(document, dict) or document.get("key") != digest:
         return None
     intercept, weights = document.get("intercept"), document.get("weights")
     if not isinstance(weights, list) or len(weights) != LAGS:

@@ -31,11 +31,13 @@ def sample_process(
     env: Mapping[str, str] | None = None,
     startup_timeout: float = 30.0,
     output: list[str] | None = None,
+    pids: list[int] | None = None,
 ) -> Iterator[str]:
     """Run ``python -m MODULE --host 127.0.0.1 --port 0 ARGS``; yield its ``host:port``.
 
     When ``output`` is a list, what the process wrote to stdout (after the address) and
-    stderr is appended to it once the process has stopped.
+    stderr is appended to it once the process has stopped; when ``pids`` is, the
+    process's id is appended to it once started.
     """
     environ = dict(os.environ if env is None else env)
     # The samples import as a package from the repository root, installed or not.
@@ -52,6 +54,8 @@ def sample_process(
         cwd=REPOSITORY,
         text=True,
     )
+    if pids is not None:
+        pids.append(process.pid)
     try:
         yield _read_address(process, startup_timeout)
     finally:

@@ -26,8 +26,10 @@ ScoreFunction = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 # An action ignores the request body (which may be absent) and returns the JSON answer.
 Action = Callable[[], "Json"]
 
-# Large enough for the agent's biggest payloads (20 MB: 2,000 series x 1,000 points).
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+# A body is parsed whole: its objects take up to ~26 times its bytes (measured, the worst
+# shape: {"data": [{}, {}, ...]}), so 6 MiB stays under the 256Mi a sample's Deployment
+# is given (samples/deploy; tests/test_samples_memory.py). A larger body gets a 413.
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
 HEALTH_PATH = "/healthz"
 
 

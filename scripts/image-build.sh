@@ -49,6 +49,29 @@ stamp_python() {
   cp "$(dirname "${BASH_SOURCE[0]}")/check-python-version.py" "$1/check-python-version.py"
 }
 
+# download_locked LOCK DEST: the wheels LOCK pins, downloaded into DEST, each checked against
+# a digest LOCK names (pip --require-hashes, no dependency resolution): a wheel of another
+# digest, or a version such as X==V+local, is refused and the script stops before any
+# build; LOCK is copied into DEST's parent (the build context), where the Containerfile
+# installs the same wheels with --require-hashes again.
+download_locked() {
+  local lock="$1" dest="$2"
+  mkdir -p "$dest"
+  "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --require-hashes --only-binary :all: --dest "$dest" --requirement "$lock"
+  cp "$lock" "$(dirname "$dest")/$(basename "$lock")"
+}
+
+# print_digests CONTEXT: the SHA-256 of every wheel in CONTEXT's folders, one a line.
+print_digests() {
+  "$python" - "$1" <<'PY'
+import hashlib, pathlib, sys
+house = pathlib.Path(sys.argv[1])
+for path in sorted(house.glob("*/*.whl")):
+    print(f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(house)}")
+PY
+}
+
 # project_version: the compiler's version, the images' default tag.
 project_version() {
   "$python" -c 'from dsf_compile import __version__; print(__version__)'

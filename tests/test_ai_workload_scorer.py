@@ -356,3 +356,43 @@ def test_same_answers_as_upstreams_service(client: httpx.Client, scorer: str) ->
         theirs, ours = score(client, upstream, data), score(client, scorer, data)
         assert theirs.keys() == ours.keys()
         assert all(abs(theirs[k] - ours[k]) < 0.01 for k in theirs), (name, theirs, ours)
+
+
+def test_a_stored_model_stays_small_whatever_the_node_name(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    # upstream's file format held the node name: a 40 MiB Hostname wrote a 42 MB model
+    hostname = "n" * (40 * 1024 * 1024)
+    with sample_process(
+        "samples.ai_workload_scorer",
+        ["--max-body-bytes", str(64 * 1024 * 1024)],
+        env=_environ(tmp_path),
+    ) as address:
+        data = [
+            power(hostname, "app01-x", _series(30, 2, 100)),
+            power("\ud800", "app02-y", [1] * 30),
+        ]
+        body = json.dumps({"data": data}).encode()  # the lone surrogate escaped, as JSON may
+        answer = client.post(
+            f"http://{address}/power/scoring",
+            content=body,
+            headers={"Content-Type": "application/json"},
+        )
+        assert answer.status_code == 200, answer.text
+    models = list((tmp_path / "models").iterdir())
+    assert len(models) == 2
+    assert all(model.stat().st_size < 1024 for model in models)
+    assert all("nnnn" not in model.read_text() for model in models)
+
+
+def test_the_model_store_keeps_the_keys_digest_not_the_key(tmp_path: Path) -> None:
+    from samples.autoregression import LinearAR, ModelStore
+
+    store = ModelStore(tmp_path, max_models=2)
+    model = LinearAR(1.5, tuple(float(i) for i in range(10)))
+    long_key = "x" * (40 * 1024 * 1024)
+    assert store.save(long_key, model)
+    (path,) = tmp_path.iterdir()
+    assert path.stat().st_size < 1024
+    assert store.load(long_key) == model
+    assert store.load("x") is None  # another key, another digest

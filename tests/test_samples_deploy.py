@@ -32,6 +32,9 @@ pytestmark = pytest.mark.integration
 
 SAMPLES_IMAGE = f"localhost/dsf-samples-test:{os.getpid()}"
 NAMESPACE = "dynamic-scoring"
+#: The Secret every sample's bearer token comes from (key ``token``), and this test's value.
+TOKEN_SECRET = "dsf-samples-token"
+TOKEN = "samples-token-of-this-test-0123456789"
 # Each sample's scorers: the config paths scorer-check must pass on.
 CHECKED = {
     "sample-scorer": ["/config"],
@@ -97,6 +100,14 @@ def test_every_deployment_is_hardened_and_probed(built: list[dict[str, Any]]) ->
         assert context["capabilities"] == {"drop": ["ALL"]}
         assert context["seccompProfile"] == {"type": "RuntimeDefault"}
         assert pod["automountServiceAccountToken"] is False  # the samples call no API
+
+
+def test_every_deployment_wires_its_token_from_the_secret(built: list[dict[str, Any]]) -> None:
+    for name, deployment in deployments(built).items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        (token,) = [v for v in container["env"] if v["name"] == "SCORER_TOKEN"]
+        reference = token["valueFrom"]["secretKeyRef"]
+        assert (reference["name"], reference["key"]) == (TOKEN_SECRET, "token"), name
         assert container["resources"]["limits"]["memory"]
         for probe in ("livenessProbe", "readinessProbe"):
             assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
@@ -132,7 +143,11 @@ def run_args(
     args += ["--read-only-tmpfs=false", "--cap-drop", "all", "--security-opt", "no-new-privileges"]
     args += ["--user", f"{context['runAsUser']}:{context['runAsGroup']}"]
     for variable in container.get("env", []):
-        args += ["--env", f"{variable['name']}={variable['value']}"]
+        secret = variable.get("valueFrom", {}).get("secretKeyRef", {})
+        assert not variable.get("valueFrom") or secret.get("name") == TOKEN_SECRET
+        # the Secret's key as a kubelet passes it: this test's token
+        value = TOKEN if secret else variable["value"]
+        args += ["--env", f"{variable['name']}={value}"]
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
         assert "emptyDir" in volumes[mount["name"]]
@@ -175,7 +190,25 @@ def test_image_runs_each_sample_as_its_deployment_says(
             wait_healthy(url, podman_env, name)
             for path in CHECKED.get(sample, []):
                 out, err = io.StringIO(), io.StringIO()
-                code = run(["scorer-check", url + path], out, err)
+                code = run(["scorer-check", url + path, "--token", TOKEN], out, err)
                 assert code == 0, f"{sample}{path}:\n{out.getvalue()}{err.getvalue()}"
         finally:
             subprocess.run(["podman", "rm", "--force", name], env=podman_env, capture_output=True)
+
+
+def test_the_image_holds_the_locked_distributions_only(
+    image: str,
+    podman_env: dict[str, str],  # noqa: F811
+) -> None:
+    from tests.agent.test_agent_image_lock import lock_entries, normalize
+
+    listed = podman(
+        podman_env, "run", "--rm", "--entrypoint", "/opt/dsf-samples/bin/python", image, "-c",
+        "import importlib.metadata as m\n"
+        "for d in m.distributions(): print(d.metadata['Name'], d.version)",
+    )  # fmt: skip
+    installed = dict(line.split() for line in listed.splitlines())
+    locked = lock_entries(REPO_ROOT / "samples" / "requirements.lock")
+    assert {normalize(name): v for name, v in installed.items()} == {
+        name: v for name, (v, _) in locked.items()
+    }

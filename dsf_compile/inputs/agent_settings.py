@@ -24,7 +24,7 @@ from dsf_compile.inputs.agent_image import (
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.quantity import QuantityError, parse_quantity
 from dsf_contract.agent_cli import Aggregation
-from dsf_contract.compliance import DEFAULT_CLAIM_NAME
+from dsf_contract.compliance import DEFAULT_CLAIM_NAME, reserved_claim
 from dsf_contract.fields import (
     DnsSubdomain,
     Frozen,
@@ -234,6 +234,19 @@ class AgentOverride(Frozen):
 EXAMPLE_REPOSITORY_URL = "https://github.com/example/dsf-fleet.git"
 
 
+def _own_claim(name: str) -> str:
+    # the agent gets update on this name by RBAC: a claim OCM keeps (the cluster's ID) or
+    # a domain's would be overwritten on every cluster
+    why = reserved_claim(name)
+    if why is not None:
+        raise ValueError(why)
+    return name
+
+
+#: A ClusterClaim name the agent may own: a DNS subdomain no one else reserves.
+ClaimName = Annotated[DnsSubdomain, AfterValidator(_own_claim)]
+
+
 class ComplianceClaimSettings(Frozen):
     """The agent's compliance claim (upstream's policy watcher), agent.md "Compliance claim"."""
 
@@ -241,7 +254,7 @@ class ComplianceClaimSettings(Frozen):
         default=False,
         description="Keep the ClusterClaim on every cluster; also on when a PlacementOptimization sets requireCompliance.",
     )
-    claimName: DnsSubdomain = Field(
+    claimName: ClaimName = Field(
         default=DEFAULT_CLAIM_NAME,
         description="The ClusterClaim the agent writes (empty, noncompliant or compliant).",
     )

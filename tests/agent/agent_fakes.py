@@ -13,7 +13,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,7 +43,8 @@ class Reply:
     delay: float = 0.0
     # Announce more bytes than are sent, then close: a response cut in the middle.
     truncate: bool = False
-    chunks: list[bytes] | None = None  # stream with chunked encoding instead of Content-Length
+    # stream with chunked encoding instead of Content-Length (a generator: as it yields)
+    chunks: Iterable[bytes] | None = None
     drip: float = 0.0  # pause before each chunk: a server that answers, but slowly
 
     @classmethod
@@ -251,6 +252,8 @@ class FakeKube:
         self.conflicts = 0
         self.down = False
         self.pages_served = 0  # answers to lists across namespaces
+        #: A hostile answer to an authorized request (a flood, a drip), or None: as usual.
+        self.hostile: Callable[[Request], Reply | None] = lambda request: None
         self.server = FakeServer(self._handle, tls=tls)
 
     # -- test helpers
@@ -370,6 +373,9 @@ class FakeKube:
         refused = self._authorized(request)
         if refused is not None:
             return refused
+        hostile = self.hostile(request)
+        if hostile is not None:
+            return hostile
         for index, (method, fragment, code) in enumerate(self.fail):
             if request.method == method and fragment in request.path:
                 del self.fail[index]
@@ -444,17 +450,23 @@ class FakeKube:
         return Reply.json({"kind": "List", "apiVersion": "v1", "metadata": metadata, "items": page})
 
     def _list(self, request: Request, kind: str, namespace: str) -> Reply:
+        """A namespace's list, in pages when asked (``limit``, then ``continue``)."""
         items = [
             obj
             for (k, ns, _), obj in sorted(self.state.objects.items())
             if k == kind and ns == namespace and self._selected(request, obj)
         ]
+        start = int(request.query.get("continue", ["0"])[0] or 0)
+        limit = int(request.query.get("limit", ["0"])[0] or 0) or len(items) or 1
+        metadata = {"resourceVersion": str(self.state.version)}
+        if start + limit < len(items):
+            metadata["continue"] = str(start + limit)  # real servers send an opaque token
         return Reply.json(
             {
                 "kind": "List",
                 "apiVersion": "v1",
-                "metadata": {"resourceVersion": str(self.state.version)},
-                "items": items,
+                "metadata": metadata,
+                "items": items[start : start + limit],
             }
         )
 

@@ -154,6 +154,44 @@ def test_dsf_yaml_turns_the_claim_on_with_its_settings(tmp_path: Path) -> None:
     assert done.returncode != 0 and "complianceClaim.pollSeconds" in done.stderr + done.stdout
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "id.k8s.io",
+        "clusterset.k8s.io",
+        "kubeversion.open-cluster-management.io",
+        "mig.open-cluster-management.io",
+        "node.kubernetes.io",
+        "version.openshift.io",
+    ],
+)
+def test_a_reserved_claim_name_is_refused_where_it_is_written(tmp_path: Path, name: str) -> None:
+    settings = f"  complianceClaim:\n    enabled: true\n    claimName: {name}\n"
+    root = fleet(tmp_path, require=False, settings=settings)
+    done = run_command(root, "validate", "--strict", "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (problem,) = json.loads(done.stdout)["problems"]
+    line = root.joinpath("dsf.yaml").read_text().splitlines().index(f"    claimName: {name}") + 1
+    assert (problem["path"], problem["line"], problem["field"]) == (
+        "dsf.yaml",
+        line,
+        "agent.complianceClaim.claimName",
+    )
+    assert name in problem["message"] and "Traceback" not in done.stderr
+    # nothing is rendered for it: the RBAC never names it
+    assert run_command(root, "render").returncode != 0
+    assert name not in "".join(p.read_text() for p in (root / "rendered").rglob("*.yaml"))
+
+
+def test_the_agent_refuses_a_reserved_claim_name_too() -> None:
+    from agent.settings import parse_settings
+
+    with pytest.raises(SystemExit) as caught:
+        parse_settings(["--cluster-name", "c1", "--compliance-claim", "id.k8s.io"], environ={})
+    assert caught.value.code == 2
+    assert parse_settings(["--cluster-name", "c1", "--compliance-claim", "mig-ready"], environ={})
+
+
 # ------------------------------------------------------------------ the agent
 
 
