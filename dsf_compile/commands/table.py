@@ -110,6 +110,15 @@ _SCORER_CHECK_OPTIONS = (
         default=10.0,
     ),
 )
+_INIT_OPTIONS = (
+    Option("dir", "DIR", "the new repository's folder (default: this one)", nargs="?", default="."),
+    Option(
+        "--action",
+        "OWNER/REPO@REF",
+        "the GitHub Action the workflows use (default: this project's repository at v<version>)",
+        default=None,
+    ),
+)
 _COMPLETION_OPTIONS = (Option("shell", None, "the shell", choices=("bash", "zsh", "fish")),)
 
 
@@ -218,6 +227,20 @@ COMMANDS: tuple[Command, ...] = (
         "dsf-compile schemas --check",
         handlers.handle_schemas,
         (_check("schemas/"),),
+        writes=True,
+    ),
+    Command(
+        "init",
+        "make a fleet repository of its own: inputs, rendered/, workflows",
+        "Write a fleet repository into DIR: dsf.yaml, an example scorer, cluster and "
+        "Placement, snapshots/, rendered/ and schemas/ (rendered offline), the GitHub "
+        "workflows using this project's action pinned by tag, and a README saying what to "
+        "do next. Refuses (exit 2, nothing written) unless DIR is empty or a fresh 'git init'.",
+        "dsf-compile init my-fleet\ndsf-compile init . --action acme/dsf@v0.1.0",
+        handlers.handle_init,
+        _INIT_OPTIONS,
+        formats=(),
+        repository=False,
         writes=True,
     ),
     Command(
