@@ -320,6 +320,26 @@ def handle_init(call: Call) -> int:
     return EXIT_OK
 
 
+def handle_ci(call: Call) -> int:
+    """``ci``: the fleet's checks and the pull request's report; exit 1 when a check fails."""
+    from dsf_compile.ci.run import Options, run_ci
+
+    args = call.args
+    options = Options(
+        base=args.base,
+        scores=args.scores,
+        at=args.at,
+        history=args.history,
+        max_changes_per_day=args.max_changes_per_day,
+        strict=args.strict == "true",
+        comment=args.comment == "true",
+        report=args.report,
+        github=args.format == "github",
+    )
+    verdict = run_ci(call.root, options, dict(os.environ), call.out)
+    return EXIT_INVALID if verdict.failed else EXIT_OK
+
+
 def handle_completion(call: Call) -> int:
     """A static completion script for the shell, generated from the parser by shtab."""
     import shtab

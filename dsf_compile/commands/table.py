@@ -119,6 +119,42 @@ _INIT_OPTIONS = (
         default=None,
     ),
 )
+_YES_NO = ("true", "false")
+#: ``ci``'s options: each takes a value, and an empty one is "not given" (the action
+#: passes its inputs as they are).
+_CI_OPTIONS = (
+    Option(
+        "--base",
+        "REF",
+        "diff against this commit's rendered/ (default: the pull request's base, from "
+        "$GITHUB_EVENT_PATH; none: the checks alone)",
+        default="",
+    ),
+    Option(
+        "--scores",
+        "PATH",
+        "AddOnPlacementScores to replay the decisions on (default: snapshots/ when it "
+        "holds YAML or JSON files)",
+        default="",
+    ),
+    Option("--at", "RFC3339", "judge the scores at this moment (default: diff's)", default=""),
+    Option(
+        "--history",
+        "URL|PATH",
+        "backtest the last 7 days of this history, base and head (default: no backtest)",
+        default="",
+    ),
+    Option("--max-changes-per-day", "N", "backtest's gate (default: none)", default=""),
+    Option("--strict", "true|false", "validate --strict", choices=_YES_NO, default="false"),
+    Option(
+        "--comment",
+        "true|false",
+        "on a pull request, write the report as its one comment (GITHUB_TOKEN)",
+        choices=_YES_NO,
+        default="false",
+    ),
+    Option("--report", "PATH", "write the Markdown report here too", default=""),
+)
 _COMPLETION_OPTIONS = (Option("shell", None, "the shell", choices=("bash", "zsh", "fish")),)
 
 
@@ -242,6 +278,19 @@ COMMANDS: tuple[Command, ...] = (
         formats=(),
         repository=False,
         writes=True,
+    ),
+    Command(
+        "ci",
+        "a fleet's checks and its pull request's report (what the GitHub Action runs)",
+        "Run validate, render --check and schemas --check; against a base commit (a pull "
+        "request's, or --base) the diff of its rendered/ with the decisions replayed on the "
+        "scores snapshot, and with --history a backtest against the base's run; then write "
+        "one Markdown report (stdout, or the job summary and the pull request's comment "
+        "under --format github). Exit 1 when a check fails.",
+        "dsf-compile ci --base origin/main\n"
+        "dsf-compile ci --format github --comment true --report report.md",
+        handlers.handle_ci,
+        _CI_OPTIONS,
     ),
     Command(
         "completion",
