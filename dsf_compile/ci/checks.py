@@ -35,10 +35,11 @@ def validate(fleet: Fleet, *, strict: bool) -> Outcome:
     argv = ["validate", "--format", "json", *(["--strict"] if strict else [])]
     ran = dsf(fleet.root, argv, cwd=fleet.cwd)
     document = ran.document()
-    problems = problems_of(document, fleet.prefix) or _unlocated(ran, fleet)
+    problems = problems_of(document, fleet.prefix)
     if ran.code == 0:
         line = f"{document.get('scorers', 0)} scorer(s), {document.get('clusters', 0)} cluster(s)"
         return Outcome("validate", "passed", line, problems)
+    problems = problems or _unlocated(ran, fleet)
     return Outcome("validate", "failed", _count(problems), problems)
 
 

@@ -56,6 +56,7 @@ def test_created_then_edited_never_a_second(tmp_path: Path) -> None:
         first = ci(repo, env, "--comment", "true")
         assert first.returncode == 0, first.stdout + first.stderr
         assert writes(fake) == ["POST"]
+        assert "::error" not in first.stdout
         (comment,) = fake.comments[NUMBER]
         assert comment["body"].startswith(MARKER) and "cluster02" in comment["body"]
         add_clusters(repo, ["cluster03"])
