@@ -85,7 +85,8 @@ def diff(fleet: Fleet, head: Path, state: list[str], base: str) -> tuple[Outcome
     fleet) against the pull request's inputs; and whether anything changes."""
     argv = ["diff", *state]
     ran = dsf(head, [*argv, "--format", "markdown"], cwd=fleet.cwd)
-    if ran.code in (0, 1):
+    # a diff that differs always says how; exit 1 with nothing said is a refusal (a guard)
+    if ran.code == 0 or (ran.code == 1 and ran.out.strip()):
         line = "no change" if ran.code == 0 else "changes (below)"
         return Outcome(f"diff against {base}", "passed", line, markdown=ran.out), ran.code == 1
     located = dsf(head, [*argv, "--format", "json"], cwd=fleet.cwd)

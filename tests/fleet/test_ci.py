@@ -105,3 +105,22 @@ def test_a_fleet_in_a_folder_of_its_repository_is_annotated_there(tmp_path: Path
     assert "::error file=fleet/rendered/hub/placements/default/placement-gpu-inference.yaml" in (
         done.stdout
     )
+
+
+def test_a_shard_move_the_base_branch_applies_fails_loudly(tmp_path: Path) -> None:
+    """Issue 35, row 19: ``rm -rf rendered && dsf-compile render`` after a shard-budget change
+    passes ``render --check``; against the base branch's tree (what is applied) the guard
+    refuses, and the pull request fails with the reason, never an empty green report."""
+    from tests.test_shards import cluster_bytes
+
+    repo = example_repository(tmp_path / "repo")
+    budget = cluster_bytes(repo) - 1
+    edit(repo / "dsf.yaml", "hubNamespace:", f"render:\n  shardBytes: {budget}\nhubNamespace:")
+    shutil.rmtree(repo / "rendered")
+    render(repo)
+    commit(repo, "two shards, rendered afresh")
+    done = ci(repo, pull_request_event(repo, tmp_path), "--at", SNAPSHOT_MOMENT)
+    assert done.returncode == 1, done.stdout
+    shown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "❌ `diff against main" in shown and "render --check` | ✅" in shown
+    assert "::error file=dsf.yaml," in done.stdout and "shards" in done.stdout
