@@ -1,9 +1,9 @@
 """``init``: a fleet repository of its own, written whole or not at all (``fleet-repo.md``).
 
-The scaffold is written into a staging folder beside the target, its lockfile made
-offline (the example scorer recorded Active, marked as never checked), then rendered and its schemas
-written by the same pipeline as ``render`` and ``schemas``, and only then moved into the
-target: a refusal or a failure leaves the target as it was.
+The scaffold is written into a staging folder inside the target, its lockfile made
+offline (the example scorer recorded Active, marked as never checked), rendered and its
+schemas written by the same pipeline as ``render`` and ``schemas``, and only then moved
+into place: a refusal or a failure leaves the target as it was (or absent, as it was).
 """
 
 from __future__ import annotations
@@ -30,17 +30,24 @@ MAX_GIT_ENTRIES = 10_000
 def init_fleet(target: Path, action: Action) -> list[str]:
     """Write the fleet into ``target``; return the top-level entries written."""
     refuse_unless_empty(target)
-    parent = target.absolute().parent
-    if not parent.is_dir():
-        raise UsageError(f"{target}: its parent folder does not exist")
-    staging = Path(tempfile.mkdtemp(prefix=".dsf-init-", dir=parent))
+    created = not target.exists()
+    try:
+        target.mkdir()
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise UsageError(f"{target}: its parent folder does not exist") from None
+    staging = Path(tempfile.mkdtemp(prefix=".dsf-init-", dir=target))
+    moved = False
     try:
         _write_fleet(staging, action)
-        target.mkdir(exist_ok=True)
         for name in TOP_LEVEL:
             os.replace(staging / name, target / name)
+        moved = True
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not moved:
+            shutil.rmtree(target, ignore_errors=True)
     return list(TOP_LEVEL)
 
 
