@@ -87,12 +87,12 @@ def diff(fleet: Fleet, head: Path, state: list[str], base: str) -> tuple[Outcome
     ran = dsf(head, [*argv, "--format", "markdown"], cwd=fleet.cwd)
     # a diff that differs always says how; exit 1 with nothing said is a refusal (a guard)
     if ran.code == 0 or (ran.code == 1 and ran.out.strip()):
-        line = "no change" if ran.code == 0 else "changes (below)"
-        return Outcome(f"diff against {base}", "passed", line, markdown=ran.out), ran.code == 1
+        said = "no change" if ran.code == 0 else "changes (below)"
+        return Outcome("diff", "passed", f"against {base}: {said}", markdown=ran.out), ran.code == 1
     located = dsf(head, [*argv, "--format", "json"], cwd=fleet.cwd)
     problems = problems_of(located.document(), fleet.prefix) or _unlocated(ran, fleet)
-    line = f"could not compare: {_count(problems)}"
-    return Outcome(f"diff against {base}", "failed", line, problems, ran.out), False
+    line = f"against {base}: could not compare: {_count(problems)}"
+    return Outcome("diff", "failed", line, problems, ran.out), False
 
 
 def _unlocated(ran: Ran, fleet: Fleet) -> list[Problem]:

@@ -54,7 +54,9 @@ def _listed(outcome: Outcome) -> list[str]:
     for problem in shown[:MAX_LISTED]:
         where = f"{problem.path}:{problem.line}:{problem.column}" if problem.line else problem.path
         field = f"{problem.field}: " if problem.field else ""
-        lines.append(f"- {problem.severity}: `{where}`: {markdown(field + problem.message)}")
+        lines.append(
+            f"- {problem.severity}: {markdown(where)}: {markdown(field + problem.message)}"
+        )
     if len(shown) > MAX_LISTED:
         lines.append(f"- … and {len(shown) - MAX_LISTED} more (the log's annotations)")
     return [*lines, ""]

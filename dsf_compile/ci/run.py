@@ -86,8 +86,8 @@ def _checks(
         try:
             base, head = _trees(fleet, base_ref, work)
         except base_tree.BaseTreeError as error:
-            line = f"the base branch cannot be read: {error}"
-            outcomes.append(Outcome(f"diff against {label}", "failed", line))
+            line = f"against {label}: the base branch cannot be read: {error}"
+            outcomes.append(Outcome("diff", "failed", line))
             return outcomes, False
         diffed, changed = checks.diff(fleet, head, _state(root, options), label)
         outcomes.append(diffed)

@@ -87,7 +87,7 @@ def test_a_push_runs_the_checks_alone(tmp_path: Path) -> None:
     done = ci(repo, env)
     assert done.returncode == 0, done.stdout + done.stderr
     shown = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert "diff against" not in shown and "`schemas --check`" in shown
+    assert "`diff`" not in shown and "`schemas --check`" in shown
     assert (tmp_path / "output.txt").read_text() == "changed=false\n"
 
 
@@ -122,5 +122,5 @@ def test_a_shard_move_the_base_branch_applies_fails_loudly(tmp_path: Path) -> No
     done = ci(repo, pull_request_event(repo, tmp_path), "--at", SNAPSHOT_MOMENT)
     assert done.returncode == 1, done.stdout
     shown = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert "❌ `diff against main" in shown and "render --check` | ✅" in shown
+    assert "❌ `diff` fails" in shown and "render --check` | ✅" in shown
     assert "::error file=dsf.yaml," in done.stdout and "shards" in done.stdout
