@@ -36,17 +36,19 @@ pytestmark = [
 
 
 def act(
-    repo: Path, workflow: str, fake: FakeGitHub, work: Path
+    repo: Path, workflow: str, fake: FakeGitHub, work: Path, name: str = "pull_request"
 ) -> subprocess.CompletedProcess[str]:
-    """``act pull_request`` on ``repo``'s ``workflow``, offline, against the fake API."""
+    """``act NAME`` (a pull request's event by default) on ``repo``'s ``workflow``,
+    offline, against the fake API."""
     base = git(repo, "rev-parse", "main").strip()
     event = work / "event.json"
     head = {"ref": git(repo, "branch", "--show-current").strip()}
     pull = {"number": NUMBER, "base": {"ref": "main", "sha": base}, "head": head}
-    event.write_text(json.dumps({"pull_request": pull}), encoding="utf-8")
+    document = {"pull_request": pull} if name == "pull_request" else {"inputs": {}}
+    event.write_text(json.dumps(document), encoding="utf-8")
     action = default_action()
     argv = [
-        str(ACT), "pull_request", "-C", str(repo), "-e", str(event), "-W", workflow,
+        str(ACT), name, "-C", str(repo), "-e", str(event), "-W", workflow,
         "-P", "ubuntu-24.04=-self-hosted", "--action-offline-mode",
         "--action-cache-path", str(work / "act-cache"),
         "--local-repository", f"actions/checkout@v4={STAND_INS / 'checkout'}",
@@ -136,9 +138,8 @@ def test_a_403_leaves_the_job_green(tmp_path: Path) -> None:
     assert "Job succeeded" in done.stdout
 
 
-def test_a_forks_fleet_workflow_after_fleet_edits(tmp_path: Path) -> None:
-    """A fork: this repository's tracked files with the example fleet, edited, rendered,
-    committed; its own pull-request workflow (``uses: ./``) passes and comments."""
+def forked(tmp_path: Path) -> Path:
+    """A fork: this repository's tracked files, the frozen example as its fleet."""
     fork = tmp_path / "fork"
     listed = subprocess.run(
         ["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True
@@ -156,6 +157,13 @@ def test_a_forks_fleet_workflow_after_fleet_edits(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "-b", "main", str(fork))
     git(fork, "remote", "add", "origin", "https://github.com/acme/dsf-fork.git")
     commit(fork, "fork")
+    return fork
+
+
+def test_a_forks_fleet_workflow_after_fleet_edits(tmp_path: Path) -> None:
+    """A fork: this repository's tracked files with the example fleet, edited, rendered,
+    committed; its own pull-request workflow (``uses: ./``) passes and comments."""
+    fork = forked(tmp_path)
     git(fork, "checkout", "-q", "-b", "fleet-edit")
     edit(fork / "placements/gpu-inference.yaml", "app01;3g.48gb", "app01;2g.24gb")
     add_cluster(fork, "worker03")
@@ -165,3 +173,14 @@ def test_a_forks_fleet_workflow_after_fleet_edits(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "placement-gpu-inference.yaml" in comment["body"]
     assert "worker03" in comment["body"]
+
+
+def test_a_scheduled_workflow_without_its_secret_is_green_with_one_notice(tmp_path: Path) -> None:
+    fork = forked(tmp_path)
+    workflow = ".github/workflows/scheduled-optimize.yaml"
+    with fake_github() as fake:
+        done = act(fork, workflow, fake, tmp_path, "workflow_dispatch")
+    assert done.returncode == 0, done.stdout + done.stderr
+    notices = [line for line in done.stdout.splitlines() if "::notice" in line]
+    assert len(notices) == 1 and "HUB_KUBECONFIG" in notices[0], notices
+    assert "Job succeeded" in done.stdout and fake.requests == []
