@@ -108,7 +108,7 @@ def _count(problems: list[Problem]) -> str:
 
 
 def backtest(
-    fleet: Fleet, base: Path | None, window: tuple[str, str], work: Path, options: list[str]
+    fleet: Fleet, base: Path, window: tuple[str, str], work: Path, options: list[str]
 ) -> Outcome:
     """``backtest`` of the pull request, with the base branch's run as ``--baseline``.
 
@@ -117,17 +117,15 @@ def backtest(
     that score's history, not on the base branch's.
     """
     history = ["--from", window[0], "--to", window[1], *options[:2]]
-    baseline: list[str] = []
-    if base is not None:
-        ran = dsf(base, ["backtest", *history, "--format", "json"], cwd=fleet.cwd)
-        if ran.code != 0:
-            problems = _unlocated(ran, fleet)
-            line = f"the base branch's run failed: {_count(problems)}"
-            return Outcome("backtest", "failed", line, problems)
-        saved = work / "backtest-base.json"
-        saved.write_text(ran.out, encoding="utf-8")
-        baseline = ["--baseline", str(saved)]
-    argv = ["backtest", *history, *baseline, *options[2:], "--format", "markdown"]
+    ran = dsf(base, ["backtest", *history, "--format", "json"], cwd=fleet.cwd)
+    if ran.code != 0:
+        problems = _unlocated(ran, fleet)
+        return Outcome(
+            "backtest", "failed", f"the base branch's run failed: {_count(problems)}", problems
+        )
+    saved = work / "backtest-base.json"
+    saved.write_text(ran.out, encoding="utf-8")
+    argv = ["backtest", *history, "--baseline", str(saved), *options[2:], "--format", "markdown"]
     ran = dsf(fleet.root, argv, cwd=fleet.cwd)
     if ran.code == 0:
         return Outcome("backtest", "passed", "replayed (below)", markdown=ran.out)

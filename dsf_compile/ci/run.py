@@ -21,6 +21,7 @@ from dsf_compile.ci import base as base_tree
 from dsf_compile.ci import checks, report
 from dsf_compile.ci.steps import Outcome
 from dsf_compile.edges import github
+from dsf_compile.errors import UsageError
 from dsf_contract.escaping import github_message
 
 #: The history ``backtest`` replays: this many days up to the run's start.
@@ -54,6 +55,8 @@ class Verdict:
 
 def run_ci(root: Path, options: Options, environ: Mapping[str, str], out: TextIO) -> Verdict:
     """Run every check, write the report where it goes; return the verdict."""
+    if options.max_changes_per_day and not options.history:
+        raise UsageError("ci: --max-changes-per-day gates the backtest: give --history too")
     with tempfile.TemporaryDirectory(prefix="dsf-ci-", dir=environ.get("RUNNER_TEMP")) as work:
         outcomes, changed = _checks(root, options, environ, Path(work))
     text = report.report(outcomes)
@@ -78,19 +81,17 @@ def _checks(
     outcomes.append(checks.schemas_check(fleet))
     request = github.pull_request(environ)
     base_ref = options.base or (_base_sha(request) if request else "")
-    if valid.failed or not (base_ref or options.history):
+    if valid.failed or not base_ref:  # a push: the checks alone
         return outcomes, False
-    base, changed = None, False
-    if base_ref:
-        label = _label(request, base_ref)
-        try:
-            base, head = _trees(fleet, base_ref, work)
-        except base_tree.BaseTreeError as error:
-            line = f"against {label}: the base branch cannot be read: {error}"
-            outcomes.append(Outcome("diff", "failed", line))
-            return outcomes, False
-        diffed, changed = checks.diff(fleet, head, _state(root, options), label)
-        outcomes.append(diffed)
+    label = _label(request, base_ref)
+    try:
+        base, head = _trees(fleet, base_ref, work)
+    except base_tree.BaseTreeError as error:
+        line = f"against {label}: the base branch cannot be read: {error}"
+        outcomes.append(Outcome("diff", "failed", line))
+        return outcomes, False
+    diffed, changed = checks.diff(fleet, head, _state(root, options), label)
+    outcomes.append(diffed)
     if options.history:
         limit = ["--max-changes-per-day", options.max_changes_per_day]
         extra = ["--history", options.history, *(limit if options.max_changes_per_day else [])]

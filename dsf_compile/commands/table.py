@@ -141,7 +141,7 @@ _CI_OPTIONS = (
     Option(
         "--history",
         "URL|PATH",
-        "backtest the last 7 days of this history, base and head (default: no backtest)",
+        "against the base: backtest the last 7 days of this history, base and head (default: none)",
         default="",
     ),
     Option("--max-changes-per-day", "N", "backtest's gate (default: none)", default=""),

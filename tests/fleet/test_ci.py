@@ -124,3 +124,11 @@ def test_a_shard_move_the_base_branch_applies_fails_loudly(tmp_path: Path) -> No
     shown = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "❌ `diff` fails" in shown and "render --check` | ✅" in shown
     assert "::error file=dsf.yaml," in done.stdout and "shards" in done.stdout
+
+
+def test_a_gate_without_a_history_is_a_usage_error(tmp_path: Path) -> None:
+    repo = example_repository(tmp_path / "repo")
+    done = ci(repo, pull_request_event(repo, tmp_path), "--max-changes-per-day", "4")
+    assert done.returncode == 2
+    assert "--max-changes-per-day gates the backtest: give --history too" in done.stderr
+    assert not (tmp_path / "summary.md").exists()
