@@ -74,11 +74,23 @@ def export_folder(top: Path, commit: str, prefix: str, target: Path) -> Path:
     with subprocess.Popen(command, cwd=top, stdout=subprocess.PIPE) as archive:
         assert archive.stdout is not None
         with tarfile.open(fileobj=archive.stdout, mode="r|") as tar:
-            tar.extractall(target, filter="data")
+            _extract(tar, target)
         if archive.wait(timeout=GIT_TIMEOUT_SECONDS) != 0:
             raise BaseTreeError(f"git archive {commit}: exit {archive.returncode}")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _extract(tar: tarfile.TarFile, target: Path) -> None:
+    """Every member into ``target``: tarfile's ``data`` filter, or where Python predates it
+    (3.11.3 and older), only regular files and folders inside ``target``."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(target, filter="data")
+        return
+    for member in tar:
+        inside = not member.name.startswith("/") and ".." not in Path(member.name).parts
+        if inside and (member.isfile() or member.isdir()):
+            tar.extract(member, target)
 
 
 def head_with_base_rendered(root: Path, base: Path, target: Path) -> Path:
