@@ -108,16 +108,22 @@ async def _post(
         UserAgent.CI, transport=None, timeout=httpx.Timeout(30.0), headers=headers
     ) as client:
         issue = f"{api}/repos/{repository}/issues"
-        found = await _find(client, f"{issue}/{number}/comments", marker)
-        if found is None:
-            await _call(client, "POST", f"{issue}/{number}/comments", {"body": body})
-            return Posted("created", f"on pull request #{number}")
-        await _call(client, "PATCH", f"{issue}/comments/{found}", {"body": body})
-        return Posted("edited", f"comment {found} on pull request #{number}")
+        found, own = await _find(client, f"{issue}/{number}/comments", marker)
+        if found is not None:
+            try:
+                await _call(client, "PATCH", f"{issue}/comments/{found}", {"body": body})
+                return Posted("edited", f"comment {found} on pull request #{number}")
+            except ApiError as error:
+                # someone else's comment with the marker (copied, or planted): ours is new
+                if own or error.status not in (403, 404):
+                    raise
+        await _call(client, "POST", f"{issue}/{number}/comments", {"body": body})
+        return Posted("created", f"on pull request #{number}")
 
 
-async def _find(client: Any, url: str, marker: str) -> int | None:
-    """The id of the comment holding ``marker`` (the workflow's own first), or None."""
+async def _find(client: Any, url: str, marker: str) -> tuple[int | None, bool]:
+    """The id of the comment holding ``marker`` (the workflow's own first), or None; and
+    whether it is the workflow's own."""
     others: list[int] = []
     for page in range(1, MAX_PAGES + 1):
         listed = await _call(client, "GET", f"{url}?per_page={PER_PAGE}&page={page}", None)
@@ -130,11 +136,11 @@ async def _find(client: Any, url: str, marker: str) -> int | None:
             author = user.get("login") if isinstance(user, dict) else None
             if isinstance(comment.get("id"), int):
                 if author == WORKFLOW_AUTHOR:
-                    return int(comment["id"])
+                    return int(comment["id"]), True
                 others.append(int(comment["id"]))
         if len(listed) < PER_PAGE:
             break
-    return others[0] if others else None
+    return (others[0] if others else None), False
 
 
 async def _call(client: Any, method: str, url: str, payload: dict[str, str] | None) -> Any:

@@ -54,6 +54,9 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        #: Whom the token belongs to (a workflow's GITHUB_TOKEN).
+        login = "github-actions[bot]"
+
         def _serve(self) -> None:
             parts = urlsplit(self.path)
             with fake.lock:
@@ -75,6 +78,8 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return self._answer(201, {"id": number, "body": payload["body"]})
             if edited and self.command == "PATCH":
                 for comment in (c for cs in fake.comments.values() for c in cs):
+                    if comment["id"] == int(edited[2]) and comment["user"]["login"] != self.login:
+                        return self._answer(403, {"message": "not the comment's author"})
                     if comment["id"] == int(edited[2]):
                         comment["body"] = payload["body"]
                         return self._answer(200, comment)

@@ -86,6 +86,20 @@ def test_found_again_past_the_first_page(tmp_path: Path) -> None:
         assert len(fake.comments[NUMBER]) == 252
 
 
+def test_someone_elses_comment_with_the_marker_is_left_alone(tmp_path: Path) -> None:
+    repo = scaffolded(tmp_path)
+    add_clusters(repo, ["cluster02"])
+    with fake_github() as fake:
+        planted = fake.add(NUMBER, f"{MARKER}\nall good, merge it")
+        for _ in range(2):
+            env = with_api(pull_request_event(repo, tmp_path), fake)
+            assert ci(repo, env, "--comment", "true").returncode == 0
+        assert writes(fake) == ["PATCH", "POST", "PATCH"]  # refused, created, then edited
+        first, mine = fake.comments[NUMBER]
+    assert (first["id"], first["body"]) == (planted, f"{MARKER}\nall good, merge it")
+    assert "cluster02" in mine["body"] and mine["user"]["login"] == "github-actions[bot]"
+
+
 def test_cut_at_githubs_limit_naming_the_job_summary(tmp_path: Path) -> None:
     repo = scaffolded(tmp_path)
     add_clusters(repo, [f"cluster{n:03d}" for n in range(2, 320)])
