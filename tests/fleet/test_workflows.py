@@ -104,3 +104,76 @@ def test_scheduled_workflows_one_notice_one_branch(tmp_path: Path, name: str) ->
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("::notice") == 1 and "HUB_KUBECONFIG" in done.stdout
+
+
+#: ``gh``, standing in for GitHub's CLI (not installed here): it records every call and
+#: answers ``pr list`` from the pull request it was asked to create.
+GH = """#!/bin/sh
+echo "$*" >> "$GH_LOG"
+case "$1 $2" in
+  "pr list") [ ! -f "$GH_STATE" ] || cat "$GH_STATE" ;;
+  "pr create") echo 12 > "$GH_STATE" ;;
+esac
+"""
+PROPOSE = {
+    "scheduled-sync.yaml": ("One pull request on the branch dsf/sync", "dsf.lock.json"),
+    "scheduled-optimize.yaml": (
+        "One pull request on the branch dsf/optimize",
+        "placements/optimized/plan.yaml",
+    ),
+    "scaffold": ("One pull request on the branch dsf/scheduled", "dsf.lock.json"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROPOSE))
+def test_every_run_updates_the_one_pull_request(tmp_path: Path, name: str) -> None:
+    from tests.fleet.pr_repo import git
+
+    path = (
+        scaffold_workflows(tmp_path) / "scheduled.yaml" if name == "scaffold" else WORKFLOWS / name
+    )
+    (job,) = load(path)["jobs"].values()
+    title, changed = PROPOSE[name]
+    (step,) = [s for s in job["steps"] if s.get("name", "").startswith(title)]
+    remote, repo = tmp_path / "remote.git", tmp_path / "repo"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    for folder in ("rendered", "clusters", "placements/optimized"):  # what a fleet holds
+        (repo / folder).mkdir(parents=True)
+        (repo / folder / "kustomization.yaml").write_text("resources: []\n")
+    (repo / changed).write_text("0\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "fleet")
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(GH)
+    (bin_dir / "gh").chmod(0o755)
+    (tmp_path / "body.md").write_text("what moves\n")
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "GH_LOG": str(tmp_path / "gh.log"),
+        "GH_STATE": str(tmp_path / "gh.state"),
+        "GH_TOKEN": "x",
+        "BASE": "main",
+        "RUNNER_TEMP": str(tmp_path),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        **job["env"],
+    }
+    heads = []
+    for run_number in (1, 2):
+        git(repo, "checkout", "-q", "main")
+        (repo / changed).write_text(f"{run_number}\n")
+        done = subprocess.run(
+            ["bash", "-e", "-c", step["run"]], cwd=repo, env=env,
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        heads.append(git(remote, "rev-parse", job["env"]["BRANCH"]).strip())
+    calls = (tmp_path / "gh.log").read_text().splitlines()
+    assert [c.split()[1] for c in calls if c.startswith("pr ")].count("create") == 1, calls
+    assert heads[0] != heads[1]  # the same branch, force-pushed with the second run's change
+    branches = git(remote, "branch", "--format=%(refname:short)").split()
+    assert sorted(branches) == sorted(["main", job["env"]["BRANCH"]])
