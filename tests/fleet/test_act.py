@@ -13,7 +13,11 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -36,7 +40,12 @@ pytestmark = [
 
 
 def act(
-    repo: Path, workflow: str, fake: FakeGitHub, work: Path, name: str = "pull_request"
+    repo: Path,
+    workflow: str,
+    fake: FakeGitHub,
+    work: Path,
+    name: str = "pull_request",
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``act NAME`` (a pull request's event by default) on ``repo``'s ``workflow``,
     offline, against the fake API."""
@@ -44,12 +53,15 @@ def act(
     event = work / "event.json"
     head = {"ref": git(repo, "branch", "--show-current").strip()}
     pull = {"number": NUMBER, "base": {"ref": "main", "sha": base}, "head": head}
+    repository = {"default_branch": "main"}
     document = {"pull_request": pull} if name == "pull_request" else {"inputs": {}}
+    document["repository"] = repository
     event.write_text(json.dumps(document), encoding="utf-8")
     action = default_action()
     argv = [
         str(ACT), name, "-C", str(repo), "-e", str(event), "-W", workflow,
-        "-P", "ubuntu-24.04=-self-hosted", "--action-offline-mode",
+        "-P", "ubuntu-24.04=-self-hosted", "-P", "self-hosted=-self-hosted",
+        "--action-offline-mode",
         "--action-cache-path", str(work / "act-cache"),
         "--local-repository", f"actions/checkout@v4={STAND_INS / 'checkout'}",
         "--local-repository", f"actions/setup-python@v5={STAND_INS / 'setup-python'}",
@@ -58,7 +70,7 @@ def act(
         "--env", f"GITHUB_API_URL={fake.url}",
         "-s", f"GITHUB_TOKEN={TOKEN}",
     ]  # fmt: skip
-    env = {**os.environ, "HOME": str(work / "home"), "DOCKER_HOST": ""}
+    env = {**os.environ, "HOME": str(work / "home"), "DOCKER_HOST": "", **(extra_env or {})}
     (work / "home").mkdir(exist_ok=True)
     done = subprocess.run(
         argv, cwd=repo, env=env, capture_output=True, text=True, timeout=900, check=False
@@ -184,3 +196,73 @@ def test_a_scheduled_workflow_without_its_secret_is_green_with_one_notice(tmp_pa
     notices = [line for line in done.stdout.splitlines() if "::notice" in line]
     assert len(notices) == 1 and "HUB_KUBECONFIG" in notices[0], notices
     assert "Job succeeded" in done.stdout and fake.requests == []
+
+
+@contextmanager
+def healthz() -> Iterator[int]:
+    """A Scoring API's ``/healthz`` on 127.0.0.1 (what ``sync`` asks a None-mode scorer)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = b'{"status": "ok"}'
+            self.send_response(200 if self.path == "/healthz" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
+
+
+def test_the_scaffolds_scheduled_workflow_keeps_one_pull_request(tmp_path: Path) -> None:
+    """Sync on the (self-hosted) runner, no HUB_KUBECONFIG: green with one notice; the
+    change proposed on dsf/scheduled, force-pushed by the second run, opened once."""
+    from tests.fleet.test_workflows import GH
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    repo = scaffolded(tmp_path)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "remote", "set-url", "origin", str(remote))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(GH)
+    (bin_dir / "gh").chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GH_LOG": str(tmp_path / "gh.log"),
+        "GH_STATE": str(tmp_path / "gh.state"),
+    }
+    heads = []
+    with healthz() as port, fake_github() as fake:
+        with (repo / "dsf.yaml").open("a", encoding="utf-8") as stream:
+            stream.write(
+                f"sync:\n  resolve:\n    example-scorer.dynamic-scoring.svc:8000: 127.0.0.1:{port}\n"
+            )
+        commit(repo, "the scorer, reached on loopback")
+        git(repo, "push", "-q", "origin", "main")
+        for _ in range(2):
+            done = act(
+                repo, ".github/workflows/scheduled.yaml", fake, tmp_path, "workflow_dispatch", env
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert [line for line in done.stdout.splitlines() if "::notice" in line] == [
+                next(
+                    line for line in done.stdout.splitlines() if "HUB_KUBECONFIG is not set" in line
+                )
+            ]
+            heads.append(git(remote, "rev-parse", "dsf/scheduled").strip())
+    calls = (tmp_path / "gh.log").read_text().splitlines()
+    assert sum(call.startswith("pr create --base main --head dsf/scheduled") for call in calls) == 1
+    assert heads[0] != heads[1]
