@@ -53,9 +53,8 @@ def act(
     event = work / "event.json"
     head = {"ref": git(repo, "branch", "--show-current").strip()}
     pull = {"number": NUMBER, "base": {"ref": "main", "sha": base}, "head": head}
-    repository = {"default_branch": "main"}
-    document = {"pull_request": pull} if name == "pull_request" else {"inputs": {}}
-    document["repository"] = repository
+    document: dict[str, object] = {"repository": {"default_branch": "main"}}
+    document.update({"pull_request": pull} if name == "pull_request" else {"inputs": {}})
     event.write_text(json.dumps(document), encoding="utf-8")
     action = default_action()
     argv = [
