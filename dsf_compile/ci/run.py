@@ -23,6 +23,7 @@ from dsf_compile.ci.steps import Outcome
 from dsf_compile.edges import github
 from dsf_compile.errors import UsageError
 from dsf_contract.escaping import github_message
+from dsf_contract.problem import Problem
 
 #: The history ``backtest`` replays: this many days up to the run's start.
 HISTORY_DAYS = 7
@@ -83,20 +84,31 @@ def _checks(
     base_ref = options.base or (_base_sha(request) if request else "")
     if valid.failed or not base_ref:  # a push: the checks alone
         return outcomes, False
-    label = _label(request, base_ref)
+    label = _label(None if options.base else request, base_ref)
     try:
         base, head = _trees(fleet, base_ref, work)
     except base_tree.BaseTreeError as error:
         line = f"against {label}: the base branch cannot be read: {error}"
-        outcomes.append(Outcome("diff", "failed", line))
+        outcomes.append(Outcome("diff", "failed", line, [Problem(".", 0, 0, "", line)]))
         return outcomes, False
     diffed, changed = checks.diff(fleet, head, _state(root, options), label)
     outcomes.append(diffed)
     if options.history:
         limit = ["--max-changes-per-day", options.max_changes_per_day]
-        extra = ["--history", options.history, *(limit if options.max_changes_per_day else [])]
+        extra = [
+            "--history",
+            _history(options.history),
+            *(limit if options.max_changes_per_day else []),
+        ]
         outcomes.append(checks.backtest(fleet, base, _window(), work, extra))
     return outcomes, changed
+
+
+def _history(history: str) -> str:
+    """A history file named from here, as the checks (run elsewhere) find it; a URL as given."""
+    if history.startswith(("http://", "https://")) or not Path(history).exists():
+        return history
+    return str(Path(history).resolve())
 
 
 def _fleet(root: Path) -> checks.Fleet:

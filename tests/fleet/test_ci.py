@@ -132,3 +132,12 @@ def test_a_gate_without_a_history_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--max-changes-per-day gates the backtest: give --history too" in done.stderr
     assert not (tmp_path / "summary.md").exists()
+
+
+def test_a_base_the_checkout_lacks_fails_saying_how_to_check_out(tmp_path: Path) -> None:
+    repo = example_repository(tmp_path / "repo")
+    done = ci(repo, pull_request_event(repo, tmp_path), "--base", "1" * 40)
+    assert done.returncode == 1
+    (error,) = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert error.startswith("::error::diff: against 111111111111: the base branch cannot be read")
+    assert "fetch-depth: 0" in error
