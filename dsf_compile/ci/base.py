@@ -46,11 +46,15 @@ def top_and_prefix(root: Path) -> tuple[Path, str]:
 
 
 def resolve_commit(top: Path, ref: str) -> str:
-    """``ref``'s commit, fetching it once when the checkout does not have it."""
-    try:
-        return git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
-    except BaseTreeError:
-        pass
+    """``ref``'s commit (a commit, or a branch as ``origin/BRANCH`` or ``BRANCH``), fetching
+    it once when the checkout does not have it."""
+    if not ref or ref.startswith("-"):
+        raise BaseTreeError(f"{ref!r} is not a commit or a branch")
+    for name in (f"origin/{ref}", ref):
+        try:
+            return git(top, "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}").strip()
+        except BaseTreeError:
+            pass
     try:
         git(top, "fetch", "--quiet", "--no-tags", "--depth=1", "origin", ref)
         return git(top, "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}").strip()

@@ -131,16 +131,17 @@ def _trees(fleet: checks.Fleet, ref: str, work: Path) -> tuple[Path, Path]:
 
 
 def _base_sha(request: Mapping[str, object]) -> str:
+    """The event's base commit, else its base branch (an event written by hand)."""
     base = request.get("base")
-    sha = base.get("sha") if isinstance(base, dict) else None
-    return sha if isinstance(sha, str) else ""
+    found = [base.get(key) for key in ("sha", "ref")] if isinstance(base, dict) else []
+    return next((f for f in found if isinstance(f, str) and f and not f.startswith("-")), "")
 
 
 def _label(request: Mapping[str, object] | None, ref: str) -> str:
     base = request.get("base") if request else None
     name = base.get("ref") if isinstance(base, dict) else None
     short = ref[:12] if len(ref) == 40 else ref
-    return f"{name} ({short})" if isinstance(name, str) and name else short
+    return f"{name} ({short})" if isinstance(name, str) and name not in ("", ref) else short
 
 
 def _state(root: Path, options: Options) -> list[str]:

@@ -141,3 +141,20 @@ def test_a_base_the_checkout_lacks_fails_saying_how_to_check_out(tmp_path: Path)
     (error,) = [line for line in done.stdout.splitlines() if line.startswith("::error")]
     assert error.startswith("::error::diff: against 111111111111: the base branch cannot be read")
     assert "fetch-depth: 0" in error
+
+
+def test_an_event_naming_only_the_base_branch(tmp_path: Path) -> None:
+    repo = example_repository(tmp_path / "repo")
+    edit(repo / "placements/gpu-inference.yaml", "app01;3g.48gb", "app01;2g.24gb")
+    render(repo)
+    commit(repo, "gpu-inference ranks by the 2g slice")
+    env = pull_request_event(repo, tmp_path)
+    event = Path(env["GITHUB_EVENT_PATH"])
+    event.write_text('{"pull_request": {"number": 7, "base": {"ref": "main"}}}')
+    done = ci(repo, env, "--at", SNAPSHOT_MOMENT)
+    assert done.returncode == 0, done.stdout
+    shown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "against main\\: changes" in shown
+    assert "| default/gpu-inference | worker02 | worker01 |" in shown
+    assert ci(repo, env, "--base=--upload-pack=touch x").returncode == 1
+    assert not (repo / "x").exists()
