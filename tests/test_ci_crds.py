@@ -26,7 +26,7 @@ from tests.fleet_repo import OCM_CRDS, REPO_ROOT
 
 LIST = REPO_ROOT / ".ci" / "ocm-crds.txt"
 SCRIPT = REPO_ROOT / ".ci" / "fetch-ocm-crds.sh"
-WORKFLOW = REPO_ROOT / ".github" / "workflows" / "pull-request.yaml"
+WORKFLOW = REPO_ROOT / ".github" / "workflows" / "develop.yaml"
 
 
 class Pinned(NamedTuple):
@@ -155,7 +155,7 @@ def pip_extras(script: str) -> set[str]:
     return set(re.findall(r"pip install [^\n]*?'\.\[([a-z,]+)\]'", script))
 
 
-def test_the_pull_request_workflow_installs_what_ci_run_does() -> None:
+def test_the_develop_workflow_installs_what_ci_run_does() -> None:
     ci_run = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     steps = workflow["jobs"]["checks"]["steps"]

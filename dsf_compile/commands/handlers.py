@@ -304,6 +304,42 @@ def handle_schemas(call: Call) -> int:
     return EXIT_INVALID if (check and stale) else EXIT_OK
 
 
+def handle_init(call: Call) -> int:
+    """``init``: a fleet repository of its own in DIR (refused, exit 2, unless DIR is empty)."""
+    from pathlib import Path
+
+    from dsf_compile.pipeline.init import init_fleet
+    from dsf_compile.scaffold.files import default_action, parse_action
+
+    args = call.args
+    action = parse_action(args.action) if args.action else default_action()
+    target = Path(args.dir)
+    written = init_fleet(target, action)
+    call.say(f"{target}: a fleet repository ({', '.join(written)}), its workflows on {action}")
+    call.say("next: the README.md there says what to change, then git add -A and commit")
+    return EXIT_OK
+
+
+def handle_ci(call: Call) -> int:
+    """``ci``: the fleet's checks and the pull request's report; exit 1 when a check fails."""
+    from dsf_compile.ci.run import Options, run_ci
+
+    args = call.args
+    options = Options(
+        base=args.base,
+        scores=args.scores,
+        at=args.at,
+        history=args.history,
+        max_changes_per_day=args.max_changes_per_day,
+        strict=args.strict == "true",
+        comment=args.comment == "true",
+        report=args.report,
+        github=args.format == "github",
+    )
+    verdict = run_ci(call.root, options, dict(os.environ), call.out)
+    return EXIT_INVALID if verdict.failed else EXIT_OK
+
+
 def handle_completion(call: Call) -> int:
     """A static completion script for the shell, generated from the parser by shtab."""
     import shtab

@@ -110,6 +110,51 @@ _SCORER_CHECK_OPTIONS = (
         default=10.0,
     ),
 )
+_INIT_OPTIONS = (
+    Option("dir", "DIR", "the new repository's folder (default: this one)", nargs="?", default="."),
+    Option(
+        "--action",
+        "OWNER/REPO@REF",
+        "the GitHub Action the workflows use (default: this project's repository at v<version>)",
+        default=None,
+    ),
+)
+_YES_NO = ("true", "false")
+#: ``ci``'s options: each takes a value, and an empty one is "not given" (the action
+#: passes its inputs as they are).
+_CI_OPTIONS = (
+    Option(
+        "--base",
+        "REF",
+        "diff against this commit's rendered/ (default: the pull request's base, from "
+        "$GITHUB_EVENT_PATH; none: the checks alone)",
+        default="",
+    ),
+    Option(
+        "--scores",
+        "PATH",
+        "AddOnPlacementScores to replay the decisions on (default: snapshots/ when it "
+        "holds YAML or JSON files)",
+        default="",
+    ),
+    Option("--at", "RFC3339", "judge the scores at this moment (default: diff's)", default=""),
+    Option(
+        "--history",
+        "URL|PATH",
+        "against the base: backtest the last 7 days of this history, base and head (default: none)",
+        default="",
+    ),
+    Option("--max-changes-per-day", "N", "backtest's gate (default: none)", default=""),
+    Option("--strict", "true|false", "validate --strict", choices=_YES_NO, default="false"),
+    Option(
+        "--comment",
+        "true|false",
+        "on a pull request, write the report as its one comment (GITHUB_TOKEN)",
+        choices=_YES_NO,
+        default="false",
+    ),
+    Option("--report", "PATH", "write the Markdown report here too", default=""),
+)
 _COMPLETION_OPTIONS = (Option("shell", None, "the shell", choices=("bash", "zsh", "fish")),)
 
 
@@ -219,6 +264,33 @@ COMMANDS: tuple[Command, ...] = (
         handlers.handle_schemas,
         (_check("schemas/"),),
         writes=True,
+    ),
+    Command(
+        "init",
+        "make a fleet repository of its own: inputs, rendered/, workflows",
+        "Write a fleet repository into DIR: dsf.yaml, an example scorer, cluster and "
+        "Placement, snapshots/, rendered/ and schemas/ (rendered offline), the GitHub "
+        "workflows using this project's action pinned by tag, and a README saying what to "
+        "do next. Refuses (exit 2, nothing written) unless DIR is empty or a fresh 'git init'.",
+        "dsf-compile init my-fleet\ndsf-compile init . --action acme/dsf@v0.1.0",
+        handlers.handle_init,
+        _INIT_OPTIONS,
+        formats=(),
+        repository=False,
+        writes=True,
+    ),
+    Command(
+        "ci",
+        "a fleet's checks and its pull request's report (what the GitHub Action runs)",
+        "Run validate, render --check and schemas --check; against a base commit (a pull "
+        "request's, or --base) the diff of its rendered/ with the decisions replayed on the "
+        "scores snapshot, and with --history a backtest against the base's run; then write "
+        "one Markdown report (stdout, or the job summary and the pull request's comment "
+        "under --format github). Exit 1 when a check fails.",
+        "dsf-compile ci --base origin/main\n"
+        "dsf-compile ci --format github --comment true --report report.md",
+        handlers.handle_ci,
+        _CI_OPTIONS,
     ),
     Command(
         "completion",
