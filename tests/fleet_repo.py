@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: A frozen copy of the example fleet (the README's tour): the tests read it, never the
+#: fleet at the repository's top level, which a fork edits, grows or replaces.
+EXAMPLE_FLEET = Path(__file__).resolve().parent / "fixtures" / "example-fleet"
 SHARED = REPO_ROOT.parent / "shared"
 #: The upstream OCM CRDs (.ci/ocm-crds.txt): the shared folder next to the repository, or
 #: where DSF_OCM_CRDS points (the GitHub workflow downloads them with .ci/fetch-ocm-crds.sh).
@@ -17,9 +20,9 @@ FLEET_FILES = ("scorers", "clusters", "placements", "snapshots", "dsf.yaml", "ds
 
 
 def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
-    """A copy of the repository's example fleet (inputs, lockfile, and rendered/)."""
+    """A copy of the frozen example fleet (inputs, lockfile, and rendered/)."""
     for name in (*FLEET_FILES, "rendered") if with_rendered else FLEET_FILES:
-        source = REPO_ROOT / name
+        source = EXAMPLE_FLEET / name
         if source.is_dir():
             shutil.copytree(source, target / name)
         elif source.exists():

@@ -12,7 +12,7 @@ import yaml
 
 from dsf_compile.commands.cli import run
 from dsf_compile.inputs.placements import Placement, PlacementBinding
-from tests.fleet_repo import copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 pytest.importorskip("scipy.optimize")
 
@@ -48,9 +48,7 @@ def test_the_plan_is_written_and_the_same_twice(fleet: Path) -> None:
     assert code == 0 and f"{PLAN} unchanged" in err
     assert (fleet / PLAN).read_bytes() == first
     # the committed plan of the example fleet is this one
-    from tests.fleet_repo import REPO_ROOT
-
-    assert (REPO_ROOT / PLAN).read_bytes() == first
+    assert (EXAMPLE_FLEET / PLAN).read_bytes() == first
     assert hashlib.sha256(first).hexdigest()
 
 
