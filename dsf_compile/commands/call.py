@@ -124,6 +124,15 @@ class Call:
         return self.command.writes and not getattr(self.args, "check", False)
 
     @property
+    def compares(self) -> bool:
+        """Whether this run compares (``render --check``, ``diff``, ``explain --verify``):
+        1 then means "differs", and anything that stops the comparison is 2."""
+        name, args = self.command.name, self.args
+        if name == "render":
+            return bool(args.check)
+        return name == "diff" or (name == "explain" and bool(args.verify))
+
+    @property
     def structured(self) -> bool:
         """Whether the result goes into the reporter's document, not the command's own text."""
         return self.report.structured

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dsf_compile.commands.call import (
-    EXIT_FAILURE,
     EXIT_INVALID,
     EXIT_OK,
     NO_SCORES_WARNING,
@@ -23,7 +22,6 @@ from dsf_compile.commands.call import (
     hub_state_of,
     no_scores,
     now,
-    print_error,
     refuse_unused_state_options,
 )
 from dsf_compile.edges.untrusted import safe_message
@@ -85,7 +83,7 @@ def handle_sync(call: Call) -> int:
         )
     except UnreachableFleetError as error:
         call.report.failed(error.problems, "")
-        print_error(error, err)
+        call.report.error((str(error),))
         return EXIT_INVALID
     call.problems(synced.warnings)
     if synced.recovered:
@@ -98,7 +96,7 @@ def handle_sync(call: Call) -> int:
 
 def _discover(call: Call) -> int:
     """``sync --clusters``: the hub's ManagedClusters into ``clusters/discovered.yaml``."""
-    args, err = call.args, call.err
+    args = call.args
     from dsf_compile.pipeline.sync import discover_clusters
     from dsf_compile.sync.clusters import DISCOVERED_FILE
 
@@ -109,19 +107,17 @@ def _discover(call: Call) -> int:
         or args.resolve
         or args.allow_mass_failure
     ):
-        print(
-            "dsf-compile: error: sync --clusters needs --hub-kubeconfig PATH and takes no "
-            "scorer names, --strict, --resolve or --allow-mass-failure",
-            file=err,
+        raise UsageError(
+            "sync --clusters needs --hub-kubeconfig PATH and takes no "
+            "scorer names, --strict, --resolve or --allow-mass-failure"
         )
-        return EXIT_FAILURE
     try:  # HubReadError: exit 2, one line each
         found = discover_clusters(
             call.root, args.hub_kubeconfig, allow_mass_removal=args.allow_mass_removal
         )
     except MassRemovalError as error:
         call.report.failed(error.problems, "")
-        print_error(error, err)
+        call.report.error((str(error),))
         return EXIT_INVALID
     if found.recovered:
         call.say(found.recovered)
