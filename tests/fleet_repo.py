@@ -17,6 +17,8 @@ SHARED = REPO_ROOT.parent / "shared"
 #: where DSF_OCM_CRDS points (the GitHub workflow downloads them with .ci/fetch-ocm-crds.sh).
 OCM_CRDS = Path(os.environ.get("DSF_OCM_CRDS") or SHARED / "ocm-crds")
 FLEET_FILES = ("scorers", "clusters", "placements", "snapshots", "dsf.yaml", "dsf.lock.json")
+#: What the repository's top level holds of its fleet, which no test reads (conftest.py).
+TOP_LEVEL_FLEET = (*FLEET_FILES, "rendered", ".dsf-cache")
 
 
 def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
