@@ -287,7 +287,9 @@ def test_explain_without_scores_says_so_first(fleet: Path) -> None:
     code, out, err = cli("--root", str(fleet), "explain", "--at", AT, "--format", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["warnings"] == [NO_SCORES_WARNING]
-    code, out, err = cli("--root", str(fleet), "explain", "--scores", "snapshots", "--at", AT)
+    code, out, err = cli(
+        "--root", str(fleet), "explain", "--scores", str(fleet / "snapshots"), "--at", AT
+    )
     assert "warning" not in err
 
 

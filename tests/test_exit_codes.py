@@ -59,13 +59,13 @@ def test_diff_of_an_unreadable_scores_snapshot_could_not_compare(fleet: Path) ->
 
 
 @pytest.mark.parametrize(
-    "argv", [("diff",), ("render", "--check"), ("diff", "--scores", "snapshots")]
+    "argv", [("diff",), ("render", "--check"), ("diff", "--scores", "{fleet}/snapshots")]
 )
 def test_invalid_inputs_mean_the_comparison_could_not_be_made(
     fleet: Path, argv: tuple[str, ...]
 ) -> None:
     break_a_scorer(fleet)
-    code, _, err = cli("--root", str(fleet), *argv)
+    code, _, err = cli("--root", str(fleet), *(a.format(fleet=fleet) for a in argv))
     assert code == 2, err
     assert "scorers/sample-scorer.yaml:" in err
     # validate is no comparison: invalid inputs stay 1

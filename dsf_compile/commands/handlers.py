@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from dsf_compile.commands.call import (
@@ -33,9 +35,13 @@ from dsf_compile.errors import (
 )
 
 if TYPE_CHECKING:
-    from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.edges.hub_state import HubState
+    from dsf_compile.placement.decision_changes import DecisionChange
     from dsf_compile.render.changes import Changes
     from dsf_compile.sync.lock import LockEntry
+
+    #: ``diff``'s replay: each reported Placement, and the moment judged.
+    Replay = tuple[list[DecisionChange], datetime]
 
 
 def handle_validate(call: Call) -> int:
@@ -160,13 +166,13 @@ def handle_check(call: Call) -> int:
     checked = check(call.root, use_cache=hub_state is None)
     call.problems(checked.warnings)
     changes = checked.changes
-    moved: list[DecisionChange] | None = None
+    replay: Replay | None = None
     if changes is not None and hub_state is not None:
-        from dsf_compile.pipeline.placements import decision_changes
+        from dsf_compile.pipeline.placements import decision_changes, score_windows
 
-        at = args.at or now()
-        moved = decision_changes(call.root, hub_state, at, inputs=checked.inputs)
-    _show_changes(call, changes, moved)
+        at = args.at or judged_at(call, hub_state, lambda: score_windows(checked.scorers))
+        replay = decision_changes(call.root, hub_state, at, inputs=checked.inputs), at
+    _show_changes(call, changes, replay)
     if changes is None or changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
@@ -176,34 +182,49 @@ def handle_check(call: Call) -> int:
     return EXIT_INVALID
 
 
-def _show_changes(call: Call, changes: Changes | None, moved: list[DecisionChange] | None) -> None:
-    """The changes (and moved decisions) as records, or as text or Markdown on stdout."""
+def judged_at(call: Call, state: HubState, windows: Callable[[], Mapping[str, int]]) -> datetime:
+    """The moment judged without ``--at``: a scores snapshot's own (its newest write), so
+    that a workstation and a workflow agree on it; a live hub's, or decisions alone: now."""
+    if call.args.scores is None:
+        return now()
+    from dsf_compile.pipeline.placements import snapshot_time
+    from dsf_compile.placement.scheduler import format_time
+
+    moment = snapshot_time(state, windows())
+    if moment is None:
+        call.report.warn(
+            "--scores does not say when it was taken (no validUntil of a score the fleet "
+            "publishes): judged now; give --at to choose"
+        )
+        return now()
+    call.say(f"judged at {format_time(moment)}, the newest write in --scores (--at chooses)")
+    return moment
+
+
+def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) -> None:
+    """The changes (and the replayed decisions) as records, or as text or Markdown on stdout."""
+    from dsf_compile.placement.decision_changes import decision_record, format_decision_changes
     from dsf_compile.render.changes_text import change_records, format_changes
 
     if call.structured:
         stale = changes is not None and not changes.empty
         records = change_records(changes) if changes is not None else []
         call.report.result(stale=stale, changes=records)
-        if moved is not None:
-            call.report.result(decisions=[_decision_record(m) for m in moved])
+        if replay is not None:
+            from dsf_compile.placement.scheduler import format_time
+
+            replayed, at = replay
+            decisions = [decision_record(change) for change in replayed]
+            call.report.result(at=format_time(at), decisions=decisions)
         return
     style = "markdown" if call.args.format == "markdown" else "text"
     if changes is None:
         call.out.write(format_unchanged(style))
         return
     call.out.write(format_changes(changes, style))
-    if moved is not None:
-        from dsf_compile.placement.explain import format_decision_changes
-
-        call.out.write(format_decision_changes(moved, style))
-
-
-def _decision_record(change: DecisionChange) -> dict[str, object]:
-    return {
-        "placement": change.placement,
-        "before": list(change.before),
-        "after": list(change.after),
-    }
+    if replay is not None:
+        replayed, at = replay
+        call.out.write(format_decision_changes(replayed, style, at))
 
 
 def handle_optimize(call: Call) -> int:
@@ -232,9 +253,18 @@ def handle_explain(call: Call) -> int:
     from dsf_compile.pipeline.placements import explain_fleet
     from dsf_compile.placement import explain
 
-    at = args.at or now()
     hub_state = hub_state_of(args, call.root)
-    results = explain_fleet(call.root, args.placements, hub_state or no_scores(), at)
+    inputs = None
+    if args.at is None and args.scores is not None and hub_state is not None:
+        from dsf_compile.pipeline.inputs import load_inputs
+        from dsf_compile.pipeline.placements import fleet_score_windows
+
+        loaded = inputs = load_inputs(call.root)  # once: explain_fleet takes them
+        at = judged_at(call, hub_state, lambda: fleet_score_windows(call.root, loaded))
+    else:
+        at = args.at or now()
+    state = hub_state or no_scores()
+    results = explain_fleet(call.root, args.placements, state, at, inputs=inputs)
     if hub_state is None:  # said before the table, which would look like real decisions
         call.report.warn(NO_SCORES_WARNING)
     if call.structured:
