@@ -299,6 +299,9 @@ def _verify(call: Call) -> int:
     from dsf_compile.placement import verify
 
     found = verify_hub(call.root, args.hub_kubeconfig, args.placements, args.at or now())
+    if call.structured:  # every verdict a record, the drifts among them
+        call.report.result(**verify.verification_document(found))
+        return verify.exit_code(found)
     for line in verify.not_compared_lines(found):
         call.say(line)
     call.out.write(verify.format_drifts(found))

@@ -7,6 +7,7 @@ decisions are then made to drift, and ``--verify`` must name exactly that one.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -395,3 +396,26 @@ def test_balance_reads_the_same_counts_from_the_index() -> None:
     assert [p.scores for p in indexed.prioritizers if p.name == "Balance"] == [
         {"a": -100, "b": 32, "c": 100}
     ]
+
+
+def test_verify_json_is_one_document_ok_only_when_the_hub_agrees(
+    hub: tuple[FakeKube, Path], tmp_path: Path
+) -> None:
+    fake, kubeconfig = hub
+    done = verify(kubeconfig, tmp_path, "--format", "json")
+    assert (done.returncode, done.stderr) == (0, "")
+    document = json.loads(done.stdout)
+    assert document["ok"] is True
+    assert [(p["placement"], p["outcome"]) for p in document["placements"]] == [
+        ("default/best", "agrees"),
+        ("default/gold", "agrees"),
+    ]
+    fake.put("addonplacementscores", "b", score("b", 20))
+    done = verify(kubeconfig, tmp_path, "--format", "json")
+    assert (done.returncode, done.stderr) == (1, "")
+    document = json.loads(done.stdout)
+    assert document["ok"] is False
+    (drift,) = [p for p in document["placements"] if p["outcome"] == "differs"]
+    assert drift["placement"] == "default/best"
+    assert "the replay decides c; the hub's decisions hold b" in drift["lines"]
+    assert document["summary"] == "1 of 2 Placements differ from the hub's decisions"
