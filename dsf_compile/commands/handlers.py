@@ -21,6 +21,7 @@ from dsf_compile.commands.call import (
     SCORER_TOKEN_VARIABLE,
     Call,
     format_unchanged,
+    hub_access,
     hub_state_of,
     no_scores,
     now,
@@ -106,20 +107,13 @@ def _discover(call: Call) -> int:
     from dsf_compile.pipeline.sync import discover_clusters
     from dsf_compile.sync.clusters import DISCOVERED_FILE
 
-    if (
-        args.hub_kubeconfig is None
-        or args.names
-        or args.strict
-        or args.resolve
-        or args.allow_mass_failure
-    ):
+    if args.names or args.strict or args.resolve or args.allow_mass_failure:
         raise UsageError(
-            "sync --clusters needs --hub-kubeconfig PATH and takes no "
-            "scorer names, --strict, --resolve or --allow-mass-failure"
+            "sync --clusters takes no scorer names, --strict, --resolve or --allow-mass-failure"
         )
     try:  # HubReadError: exit 2, one line each
         found = discover_clusters(
-            call.root, args.hub_kubeconfig, allow_mass_removal=args.allow_mass_removal
+            call.root, hub_access(args), allow_mass_removal=args.allow_mass_removal
         )
     except MassRemovalError as error:
         call.report.failed(error.problems, "")
@@ -291,14 +285,15 @@ def handle_backtest(call: Call) -> int:
 def _verify(call: Call) -> int:
     """``explain --verify``: each drifted Placement on stdout; exit 1 on any, 2 if none compared."""
     args = call.args
-    if not args.hub_kubeconfig or args.scores or args.decisions:
+    if args.scores or args.decisions:
         raise UsageError(
-            "explain --verify reads everything from the hub: give --hub-kubeconfig only"
+            "explain --verify reads everything from the hub (--hub-kubeconfig, else "
+            "$KUBECONFIG, else ~/.kube/config): drop --scores/--decisions"
         )
     from dsf_compile.pipeline.placements import verify_hub
     from dsf_compile.placement import verify
 
-    found = verify_hub(call.root, args.hub_kubeconfig, args.placements, args.at or now())
+    found = verify_hub(call.root, hub_access(args), args.placements, args.at or now())
     if call.structured:  # every verdict a record, the drifts among them
         call.report.result(**verify.verification_document(found))
         return verify.exit_code(found)

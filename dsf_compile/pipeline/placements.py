@@ -27,6 +27,7 @@ from dsf_contract.problem import Problem
 T = TypeVar("T")
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.edges.hub import HubAccess
     from dsf_compile.edges.hub_state import HubState
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.inputs.validate import Inputs
@@ -283,7 +284,7 @@ def optimize_fleet(
     ]
 
 
-def verify_hub(root: Path, kubeconfig: str, names: Sequence[str], at: datetime) -> Verification:
+def verify_hub(root: Path, access: HubAccess, names: Sequence[str], at: datetime) -> Verification:
     """``explain --verify``: replay the hub's Placements on its own state, compare decisions.
 
     Every chosen Placement gets a typed verdict (compared and agreeing or differing, not
@@ -302,7 +303,7 @@ def verify_hub(root: Path, kubeconfig: str, names: Sequence[str], at: datetime) 
         verdict,
     )
 
-    state, objects = read_hub_replay(kubeconfig, load_settings(root).hub)
+    state, objects = read_hub_replay(access, load_settings(root).hub)
     placements, broken = _readable(objects.placements, hub_placement, namespaced=True)
     clusters, broken_clusters = _readable(objects.clusters, hub_cluster, namespaced=False)
     wanted = set(names)
