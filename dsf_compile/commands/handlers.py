@@ -223,11 +223,20 @@ def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) ->
 
 def handle_optimize(call: Call) -> int:
     """``optimize``: every PlacementOptimization solved and its plan written."""
-    from dsf_compile.pipeline.placements import optimize_fleet
+    from dsf_compile.pipeline.placements import fleet_score_windows, optimize_fleet
 
     args = call.args
     state = hub_state_of(args, call.root) or no_scores()
-    plans = optimize_fleet(call.root, state, args.at or now(), args.time_limit, call.say)
+    inputs, at = None, args.at or now()
+    if args.at is None and args.scores is not None:  # a snapshot: judged at its own moment
+        from dsf_compile.pipeline.inputs import validated_fleet
+
+        valid = validated_fleet(call.root)  # once: optimize_fleet takes the inputs
+        inputs = valid.inputs
+        at = judged_at(
+            call, state, lambda: fleet_score_windows(call.root, inputs, valid.resolutions)
+        )
+    plans = optimize_fleet(call.root, state, at, args.time_limit, call.say, inputs=inputs)
     for plan in plans:
         call.problems(plan.warnings)
         state_word = "written" if plan.changed else "unchanged"

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.verify import Verification
     from dsf_compile.resolve.scorer import ResolvedScorer
+    from dsf_compile.resolve.summaries import Resolutions
 
 
 def explain_fleet(
@@ -74,17 +75,21 @@ def score_windows(scorers: Iterable[ResolvedScorer]) -> dict[str, int]:
     }
 
 
-def fleet_score_windows(root: Path, inputs: Inputs) -> dict[str, int]:
+def fleet_score_windows(
+    root: Path, inputs: Inputs, resolutions: Resolutions | None = None
+) -> dict[str, int]:
     """:func:`score_windows` of the fleet's scorers, each resolved once against the
-    lockfile; a scorer that does not resolve (or no readable lockfile) has no window."""
+    lockfile (``resolutions``: those a caller already made); a scorer that does not
+    resolve (or no readable lockfile) has no window."""
     from dsf_compile.resolve.summaries import Resolutions
     from dsf_compile.sync.lock import LOCKFILE, read_lockfile
 
-    lock = None
-    if (root / LOCKFILE).is_file():
-        lock, problems = read_lockfile(root)
-        lock = None if problems else lock
-    resolutions = Resolutions(lock)
+    if resolutions is None:
+        lock = None
+        if (root / LOCKFILE).is_file():
+            lock, problems = read_lockfile(root)
+            lock = None if problems else lock
+        resolutions = Resolutions(lock)
     resolved = (resolutions.of(located)[0] for located in inputs.scorers)
     return score_windows(r for r in resolved if r is not None)
 
