@@ -196,8 +196,9 @@ def judged_at(call: Call, state: HubState, windows: Callable[[], Mapping[str, in
 
 
 def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) -> None:
-    """The changes (and the replayed decisions) as records, or as text or Markdown on stdout."""
-    from dsf_compile.placement.decision_changes import decision_record, format_decision_changes
+    """The changes (and the replayed decisions) as records, or as text or Markdown on stdout.
+
+    The replay's modules are imported only with a replay: a no-op check stays light."""
     from dsf_compile.render.changes_text import change_records, format_changes
 
     if call.structured:
@@ -205,6 +206,7 @@ def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) ->
         records = change_records(changes) if changes is not None else []
         call.report.result(stale=stale, changes=records)
         if replay is not None:
+            from dsf_compile.placement.decision_changes import decision_record
             from dsf_compile.placement.scheduler import format_time
 
             replayed, at = replay
@@ -217,6 +219,8 @@ def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) ->
         return
     call.out.write(format_changes(changes, style))
     if replay is not None:
+        from dsf_compile.placement.decision_changes import format_decision_changes
+
         replayed, at = replay
         call.out.write(format_decision_changes(replayed, style, at))
 
