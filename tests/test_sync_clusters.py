@@ -426,3 +426,17 @@ def _name_lines(text: str, *names: str) -> list[tuple[int, str]]:
         (next(i for i, line in enumerate(lines, 1) if line == f"  name: {name}"), name)
         for name in names
     ]
+
+
+def test_dsf_mcp_reads_the_hub_of_a_context(
+    tmp_path: Path, fleet: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsf_compile.commands import mcp_server
+    from dsf_compile.commands.mcp_fleet import Fleet
+    from dsf_compile.edges.hub import HubAccess
+
+    root, kubeconfig = fleet
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    state = Fleet(root, None, HubAccess(None, "fake")).state()
+    assert state.scores == ()  # read from the hub (none there yet), not "no scores given"
+    assert mcp_server.main(["--root", str(root), "--scores", "snapshots", "--context", "x"]) == 2
