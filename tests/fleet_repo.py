@@ -9,17 +9,22 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: A frozen copy of the example fleet (the README's tour): the tests read it, never the
+#: fleet at the repository's top level, which a fork edits, grows or replaces.
+EXAMPLE_FLEET = Path(__file__).resolve().parent / "fixtures" / "example-fleet"
 SHARED = REPO_ROOT.parent / "shared"
 #: The upstream OCM CRDs (.ci/ocm-crds.txt): the shared folder next to the repository, or
 #: where DSF_OCM_CRDS points (the GitHub workflow downloads them with .ci/fetch-ocm-crds.sh).
 OCM_CRDS = Path(os.environ.get("DSF_OCM_CRDS") or SHARED / "ocm-crds")
 FLEET_FILES = ("scorers", "clusters", "placements", "snapshots", "dsf.yaml", "dsf.lock.json")
+#: What the repository's top level holds of its fleet, which no test reads (conftest.py).
+TOP_LEVEL_FLEET = (*FLEET_FILES, "rendered", ".dsf-cache")
 
 
 def copy_fleet(target: Path, *, with_rendered: bool = True) -> Path:
-    """A copy of the repository's example fleet (inputs, lockfile, and rendered/)."""
+    """A copy of the frozen example fleet (inputs, lockfile, and rendered/)."""
     for name in (*FLEET_FILES, "rendered") if with_rendered else FLEET_FILES:
-        source = REPO_ROOT / name
+        source = EXAMPLE_FLEET / name
         if source.is_dir():
             shutil.copytree(source, target / name)
         elif source.exists():

@@ -18,7 +18,7 @@ from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.template_variables import TEMPLATE_VARIABLES, check_template_variables
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 OVERRIDES = """\
 agent:
@@ -63,7 +63,7 @@ def override_root(tmp_path: Path) -> Path:
 
 
 def test_addon_objects_of_the_example_fleet(snapshot: SnapshotAssertion) -> None:
-    assert addon_files(render_manifests(plan_fleet(REPO_ROOT))) == snapshot
+    assert addon_files(render_manifests(plan_fleet(EXAMPLE_FLEET))) == snapshot
 
 
 def test_addon_objects_with_overrides(snapshot: SnapshotAssertion, override_root: Path) -> None:
@@ -139,7 +139,7 @@ def test_an_override_that_selects_no_cluster_is_an_error(override_root: Path) ->
 
 
 def test_the_service_monitor_is_off_by_default() -> None:
-    text = render_manifests(plan_fleet(REPO_ROOT))["hub/addon/addontemplate.yaml"]
+    text = render_manifests(plan_fleet(EXAMPLE_FLEET))["hub/addon/addontemplate.yaml"]
     assert "ServiceMonitor" not in text
     assert "monitoring.coreos.com" not in text
 
@@ -148,7 +148,7 @@ def test_the_service_monitor_is_off_by_default() -> None:
 
 
 def test_the_template_uses_only_ocm_variables() -> None:
-    text = render_manifests(plan_fleet(REPO_ROOT))["hub/addon/addontemplate.yaml"]
+    text = render_manifests(plan_fleet(EXAMPLE_FLEET))["hub/addon/addontemplate.yaml"]
     used = set(re.findall(r"\{\{(.*?)\}\}", text))
     assert used == {"CLUSTER_NAME", "HUB_KUBECONFIG"}
     assert used <= set(TEMPLATE_VARIABLES)
@@ -206,7 +206,7 @@ def test_a_template_variable_in_the_settings_is_refused(
 
 def test_the_render_stage_refuses_what_bypassed_validation() -> None:
     # Settings built in code (model_copy skips validation) still cannot smuggle a variable.
-    plan = plan_fleet(REPO_ROOT)
+    plan = plan_fleet(EXAMPLE_FLEET)
     agent = plan.inputs.settings.agent.model_copy(update={"image": "quay.io/dsf/agent:{{TAG}}"})
     settings = plan.inputs.settings.model_copy(update={"agent": agent})
     inputs = type(plan.inputs)(

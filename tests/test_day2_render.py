@@ -21,7 +21,7 @@ from dsf_compile.commands.cli import run
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from tests.day2_fleet import DAY2_SETTINGS, TEST_CA, day2_fleet
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET
 
 CLUSTERS = ("edge01", "worker01", "worker02")
 
@@ -85,7 +85,7 @@ def test_aggregations_reach_the_agent_fleet_wide_and_per_cluster(files: dict[str
 
 
 def test_without_aggregations_the_agent_gets_no_variable(tmp_path: Path) -> None:
-    files = render_manifests(plan_fleet(REPO_ROOT))
+    files = render_manifests(plan_fleet(EXAMPLE_FLEET))
     assert "DSF_AGGREGATE" not in files["hub/addon/addontemplate.yaml"]
     only_override = DAY2_SETTINGS.replace(
         "  aggregate:\n    sample_my_score: max\n    example_powerconsumption_score: avg\n", ""
@@ -105,7 +105,7 @@ def test_image_pull_secrets_are_in_the_pod(files: dict[str, str]) -> None:
     assert pod["imagePullSecrets"] == [{"name": "dsf-pull"}]
     assert (
         "imagePullSecrets"
-        not in render_manifests(plan_fleet(REPO_ROOT))["hub/addon/addontemplate.yaml"]
+        not in render_manifests(plan_fleet(EXAMPLE_FLEET))["hub/addon/addontemplate.yaml"]
     )
 
 
@@ -142,7 +142,7 @@ def test_a_ca_bundle_of_some_clusters_only(tmp_path: Path) -> None:
 
 
 def test_defaults_render_no_ca_bundle() -> None:
-    files = render_manifests(plan_fleet(REPO_ROOT))
+    files = render_manifests(plan_fleet(EXAMPLE_FLEET))
     assert "SSL_CERT_FILE" not in files["hub/addon/addontemplate.yaml"]
     assert all(_ca_of(files, c) is None for c in CLUSTERS)
 
@@ -178,7 +178,7 @@ def test_an_external_secret_per_secret_of_the_cluster(files: dict[str, str]) -> 
 
 
 def test_no_external_secret_without_the_setting() -> None:
-    files = render_manifests(plan_fleet(REPO_ROOT))
+    files = render_manifests(plan_fleet(EXAMPLE_FLEET))
     assert "ExternalSecret" not in "".join(files.values())
 
 
@@ -311,7 +311,7 @@ def test_the_addon_installed_by_placement_reaches_a_new_cluster(tmp_path: Path) 
 
 
 def test_manual_install_is_the_default() -> None:
-    files = render_manifests(plan_fleet(REPO_ROOT))
+    files = render_manifests(plan_fleet(EXAMPLE_FLEET))
     cma = yaml.safe_load(files["hub/addon/clustermanagementaddon.yaml"])["spec"]
     assert cma["installStrategy"] == {"type": "Manual"}
     assert "hub/addon/placement.yaml" not in files

@@ -13,19 +13,19 @@ from dsf_compile.commands.cli import run
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from samples.fleet import running_fleet
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 
 def test_committed_rendered_tree_is_current() -> None:
     """What CI's 'render --check' does: rendered/ in Git equals a fresh render."""
     out, err = io.StringIO(), io.StringIO()
-    code = run(["--root", str(REPO_ROOT), "render", "--check"], out, err)
+    code = run(["--root", str(EXAMPLE_FLEET), "render", "--check"], out, err)
     assert code == 0, out.getvalue()[:4000]
 
 
 def test_rendered_files_snapshot(snapshot: SnapshotAssertion) -> None:
     """Review a change of this snapshot like code: it is what lands on the hub."""
-    files = render_manifests(plan_fleet(REPO_ROOT))
+    files = render_manifests(plan_fleet(EXAMPLE_FLEET))
     assert files == snapshot
 
 
@@ -38,7 +38,7 @@ def test_a_real_sync_against_the_samples_reproduces_the_committed_lockfile(tmp_p
         code = run(["--root", str(repo), "sync", "--strict", *resolve], out, err)
     assert code == 0, err.getvalue()
     assert "5 Active, 0 Inactive; dsf.lock.json updated" in err.getvalue()
-    assert (repo / "dsf.lock.json").read_text() == (REPO_ROOT / "dsf.lock.json").read_text()
+    assert (repo / "dsf.lock.json").read_text() == (EXAMPLE_FLEET / "dsf.lock.json").read_text()
 
 
 def test_sync_of_one_scorer_keeps_the_others(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_scorers_that_are_down_become_inactive_and_strict_fails(tmp_path: Path) 
     assert "0 Active, 5 Inactive" in text
     assert "scorers/sample-scorer.yaml:10:3: warning: spec.configURL: Inactive: " in text
     # render leaves Inactive scorers out, with a warning, and still succeeds
-    shutil.copytree(REPO_ROOT / "rendered", repo / "rendered")
+    shutil.copytree(EXAMPLE_FLEET / "rendered", repo / "rendered")
     out, err = io.StringIO(), io.StringIO()
     assert run(["--root", str(repo), "render"], out, err) == 0
     assert "warning: metadata.name: scorer is Inactive" in err.getvalue()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.edges import hub_state
+from dsf_compile.edges.hub import HubAccess
 from dsf_compile.edges.hub_state import read_decisions, read_hub, read_scores
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import load
@@ -177,7 +178,7 @@ def test_a_hub_is_listed_in_pages(hub: FakeKube, tmp_path: Path) -> None:
     kubeconfig.write_text(hub.kubeconfig())
     before = len(hub.server.taken())
 
-    state = read_hub(str(kubeconfig), HubSettings(pageSize=2))
+    state = read_hub(HubAccess(str(kubeconfig)), HubSettings(pageSize=2))
 
     assert state.scores is not None
     assert [s.status.scores[0].value for s in state.scores] == [0, 1, 2, 3, 4]

@@ -13,14 +13,14 @@ import yaml
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.agent_manifests import secret_names
 from dsf_compile.render.manifests import render_manifests
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 RULE_FIELDS = ("verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs")
 
 
 @cache
 def example_files() -> dict[str, str]:
-    return render_manifests(plan_fleet(REPO_ROOT))
+    return render_manifests(plan_fleet(EXAMPLE_FLEET))
 
 
 def all_objects(files: dict[str, str]) -> list[dict[str, Any]]:
@@ -106,7 +106,7 @@ def test_the_addon_manager_is_granted_that_role_and_nothing_else() -> None:
 
 
 def test_the_agent_role_names_its_configmap_and_secrets() -> None:
-    plan = plan_fleet(REPO_ROOT)
+    plan = plan_fleet(EXAMPLE_FLEET)
     (role,) = [r for r in roles(render_manifests(plan)) if r["kind"] == "Role"]
     by_resource = {tuple(rule["resources"]): rule for rule in role["rules"]}
     assert set(by_resource) == {("configmaps",), ("secrets",)}
@@ -183,7 +183,7 @@ def test_no_credential_anywhere_in_rendered(where: str) -> None:
     if where == "generated":
         texts = example_files()
     else:
-        folder = REPO_ROOT / "rendered"
+        folder = EXAMPLE_FLEET / "rendered"
         if not folder.is_dir():
             pytest.skip("no rendered/ in this checkout")
         texts = {

@@ -56,7 +56,7 @@ from tests.agent.conftest import (
     wait_until_healthy,
 )
 from tests.fleet_proxy import FleetProxy
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT, copy_fleet
 
 pytestmark = pytest.mark.integration
 
@@ -570,7 +570,7 @@ def test_the_loop_with_upstreams_sample_scorer(
         (repo / "dsf.lock.json").unlink()
         compile_cli("--root", str(repo), "sync", "--strict", *resolve_flags(mapping))
         # Upstream's /config and the reference sample's say the same: the same lockfile.
-        assert (repo / "dsf.lock.json").read_text() == (REPO_ROOT / "dsf.lock.json").read_text()
+        assert (repo / "dsf.lock.json").read_text() == (EXAMPLE_FLEET / "dsf.lock.json").read_text()
         compile_cli("--root", str(repo), "render")
         managed.put("configmaps", AGENT_NAMESPACE, rendered_configmap(repo, CLUSTER))
 

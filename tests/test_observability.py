@@ -20,7 +20,7 @@ from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.dashboard import DASHBOARD_KEY
 from dsf_compile.render.manifests import render_manifests
 from tests.day2_fleet import day2_fleet
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
 JOB = "dynamic-scoring-agent-metrics"
 NAMESPACE = "scoring-agent"
@@ -250,7 +250,7 @@ def test_every_dashboard_expression_parses_and_reads_agent_metrics(
 
 
 def test_the_pack_is_off_by_default() -> None:
-    text = render_manifests(plan_fleet(REPO_ROOT))["hub/addon/addontemplate.yaml"]
+    text = render_manifests(plan_fleet(EXAMPLE_FLEET))["hub/addon/addontemplate.yaml"]
     assert "PrometheusRule" not in text and "grafana_dashboard" not in text
 
 

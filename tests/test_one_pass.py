@@ -88,7 +88,7 @@ def cli_commands(root: Path) -> dict[str, list[str]]:
     return {
         "validate": ["validate"],
         "render": ["render"],
-        "render --check": ["render", "--check", "--scores", SCORES, "--at", AT],
+        "render --check": ["render", "--check", "--scores", str(root / SCORES), "--at", AT],
         "diff": ["diff"],
         "diff --scores": ["diff", "--scores", str(root / SCORES), "--at", AT],
         "explain": ["explain", "--scores", str(root / SCORES), "--at", AT],

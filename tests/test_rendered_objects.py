@@ -31,7 +31,7 @@ from dsf_compile.render.manifests import render_manifests
 from dsf_compile.render.write import write_tree
 from tests.crd_models import MODELS, model_errors
 from tests.day2_fleet import DAY2_SETTINGS, day2_fleet
-from tests.fleet_repo import OCM_CRDS, REPO_ROOT, copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, OCM_CRDS, copy_fleet
 
 OVERRIDES = """\
 agent:
@@ -62,7 +62,7 @@ def render_fleet(root: Path) -> dict[str, str]:
 
 @cache
 def example_files() -> dict[str, str]:
-    return render_fleet(REPO_ROOT)
+    return render_fleet(EXAMPLE_FLEET)
 
 
 @pytest.fixture(scope="module")

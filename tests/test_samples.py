@@ -18,6 +18,7 @@ from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from samples import fleet, prediction_scorer, sample_scorer, static_scorer
 from samples.process import sample_process
 from samples.service import RunningServer, ScoringApp
+from tests.fleet_repo import EXAMPLE_FLEET
 
 pytestmark = pytest.mark.integration
 
@@ -455,7 +456,7 @@ def _environ() -> dict[str, str]:
 def test_fleet_sync_reproduces_the_committed_lockfile(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    repository = Path(__file__).resolve().parent.parent
+    repository = EXAMPLE_FLEET
     for name in ("scorers", "clusters"):
         shutil.copytree(repository / name, tmp_path / name)
     shutil.copy(repository / "dsf.yaml", tmp_path / "dsf.yaml")

@@ -26,7 +26,7 @@ import yaml
 from dsf_compile.commands.cli import run
 from tests.agent.conftest import free_port
 from tests.agent.test_agent_image import debian_base, podman, podman_env  # noqa: F401
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +64,7 @@ def fleet_hosts() -> set[str]:
     """``<service>`` of every ``configURL`` in ``<service>.dynamic-scoring.svc`` that the
     example fleet's scorers and the samples' own scorer file name."""
     files = [
-        *(REPO_ROOT / "scorers").glob("*.yaml"),
+        *(EXAMPLE_FLEET / "scorers").glob("*.yaml"),
         REPO_ROOT / "samples/ai-workload-scorers.yaml",
     ]
     hosts = set()

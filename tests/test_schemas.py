@@ -12,7 +12,7 @@ import yaml
 
 from dsf_compile.commands.cli import run
 from dsf_compile.edges.schemas import SCHEMAS, encode_schema
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
 
 def test_schemas_folder_is_current() -> None:
@@ -51,18 +51,22 @@ KIND_SCHEMAS = {
 
 @pytest.mark.parametrize(
     "path",
-    sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "scorers").glob("*.yaml"))
-    + sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "clusters").glob("*.yaml")),
+    sorted(str(p.relative_to(EXAMPLE_FLEET)) for p in (EXAMPLE_FLEET / "scorers").glob("*.yaml"))
+    + sorted(
+        str(p.relative_to(EXAMPLE_FLEET)) for p in (EXAMPLE_FLEET / "clusters").glob("*.yaml")
+    ),
 )
 def test_example_inputs_are_valid_against_their_schema(path: str) -> None:
-    for document in yaml.safe_load_all((REPO_ROOT / path).read_text()):
+    for document in yaml.safe_load_all((EXAMPLE_FLEET / path).read_text()):
         schema(KIND_SCHEMAS[document["kind"]]).validate(document)
 
 
 def test_lockfile_settings_and_summaries_are_valid_against_their_schema() -> None:
-    schema("dsf-lock").validate(json.loads((REPO_ROOT / "dsf.lock.json").read_text()))
-    schema("dsf-settings").validate(yaml.safe_load((REPO_ROOT / "dsf.yaml").read_text()))
-    work = yaml.safe_load((REPO_ROOT / "rendered/clusters/worker01/manifestwork.yaml").read_text())
+    schema("dsf-lock").validate(json.loads((EXAMPLE_FLEET / "dsf.lock.json").read_text()))
+    schema("dsf-settings").validate(yaml.safe_load((EXAMPLE_FLEET / "dsf.yaml").read_text()))
+    work = yaml.safe_load(
+        (EXAMPLE_FLEET / "rendered/clusters/worker01/manifestwork.yaml").read_text()
+    )
     schema("summaries").validate(
         json.loads(work["spec"]["workload"]["manifests"][0]["data"]["summaries"])
     )
@@ -78,7 +82,7 @@ def test_lockfile_settings_and_summaries_are_valid_against_their_schema() -> Non
     ],
 )
 def test_the_schema_refuses_what_the_models_refuse(change: dict[str, object], message: str) -> None:
-    document = yaml.safe_load((REPO_ROOT / "scorers/sample-scorer.yaml").read_text())
+    document = yaml.safe_load((EXAMPLE_FLEET / "scorers/sample-scorer.yaml").read_text())
     document["spec"].update(change)
     errors = list(schema("dynamicscorer").iter_errors(document))
     assert errors and message in errors[0].message

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.fleet_repo import FLEET_FILES, copy_fleet
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 GUIDE = REPOSITORY / "docs" / "scorer-guide.md"
@@ -69,6 +72,14 @@ def clone(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         check=True,
         capture_output=True,
     )
+    # The guide runs on the frozen example fleet, whatever fleet the clone's top level holds.
+    for name in (*FLEET_FILES, "rendered"):
+        path = target / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    copy_fleet(target)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)

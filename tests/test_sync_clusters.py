@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -234,8 +236,88 @@ def test_an_unreachable_hub_is_a_clean_error(tmp_path: Path, fleet: tuple[Path, 
     assert code == 2 and "error: hub: --hub-kubeconfig" in err and "Traceback" not in err
     assert not (root / "clusters" / "discovered.yaml").exists()
     out, err_stream = io.StringIO(), io.StringIO()
-    assert run(["--root", str(root), "sync", "--clusters"], out, err_stream) == 2
-    assert "needs --hub-kubeconfig" in err_stream.getvalue()
+    argv = ["--root", str(root), "sync", "--clusters", "--strict"]
+    assert run(argv, out, err_stream) == 2
+    assert "sync --clusters takes no scorer names, --strict" in err_stream.getvalue()
+
+
+# ------------------------------------------- the hub's credentials, as kubectl finds them
+
+
+def elsewhere(hub: HubKube, name: str, server: str) -> dict[str, Any]:
+    """A kubeconfig document whose cluster, user and context are all called ``name``."""
+    document = json.loads(hub.kubeconfig("HUB-TOKEN"))
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": name, "user": document["users"][0]["user"]}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+    }
+
+
+def sync_with(root: Path, *options: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--root", str(root), "sync", "--clusters", *options], out, err)
+    return code, err.getvalue()
+
+
+def test_kubeconfig_files_merge_as_kubectl_merges_them(
+    tmp_path: Path, fleet: tuple[Path, Path], hub: HubKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, kubeconfig = fleet
+    # the second file sets another current context and redefines the hub's cluster as a
+    # server nobody listens on: the first file to set each wins, as with kubectl
+    second = elsewhere(hub, "closed", "http://127.0.0.1:9")
+    second["clusters"].append({"name": "fake", "cluster": {"server": "http://127.0.0.1:9"}})
+    (tmp_path / "second.kubeconfig").write_text(json.dumps(second), encoding="utf-8")
+    files = [str(tmp_path / "missing"), str(kubeconfig), str(tmp_path / "second.kubeconfig")]
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(files))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    code, err = sync_with(root)
+    assert code == 0, err
+    assert "3 cluster(s) on the hub" in err
+    # --context chooses: the second file's context reaches its closed port
+    code, err = sync_with(root, "--context", "closed")
+    assert code == 2
+    assert err.startswith("dsf-compile: error: hub: cannot list managedclusters: ")
+    code, err = sync_with(root, "--context", "nowhere")
+    assert code == 2
+    assert f"hub: $KUBECONFIG ({os.pathsep.join(files)}), context nowhere is not usable" in err
+    # --hub-kubeconfig wins over $KUBECONFIG
+    assert sync_with(root, "--hub-kubeconfig", str(kubeconfig))[0] == 0
+
+
+def test_without_kubeconfig_the_default_file_is_read(
+    tmp_path: Path, fleet: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, kubeconfig = fleet
+    home = tmp_path / "home"
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    code, err = sync_with(root)
+    assert code == 2
+    assert "dsf-compile: error: hub: ~/.kube/config is not usable: " in err
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text(kubeconfig.read_text(), encoding="utf-8")
+    code, err = sync_with(root)
+    assert code == 0, err
+
+
+def test_explain_reads_the_hub_of_a_context(
+    tmp_path: Path, fleet: tuple[Path, Path], hub: HubKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, kubeconfig = fleet
+    assert sync_clusters(root, kubeconfig)[0] == 0
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    before = len(hub.server.taken())
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--root", str(root), "explain", "--context", "fake"], out, err)
+    assert code == 0, err.getvalue()
+    assert "no scores given" not in err.getvalue()  # the hub's scores were read
+    paths = {r.path for r in hub.server.taken()[before:]}
+    assert any(path.endswith("/addonplacementscores") for path in paths), paths
 
 
 ROW7_PLACEMENT = """\
@@ -344,3 +426,17 @@ def _name_lines(text: str, *names: str) -> list[tuple[int, str]]:
         (next(i for i, line in enumerate(lines, 1) if line == f"  name: {name}"), name)
         for name in names
     ]
+
+
+def test_dsf_mcp_reads_the_hub_of_a_context(
+    tmp_path: Path, fleet: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsf_compile.commands import mcp_server
+    from dsf_compile.commands.mcp_fleet import Fleet
+    from dsf_compile.edges.hub import HubAccess
+
+    root, kubeconfig = fleet
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    state = Fleet(root, None, HubAccess(None, "fake")).state()
+    assert state.scores == ()  # read from the hub (none there yet), not "no scores given"
+    assert mcp_server.main(["--root", str(root), "--scores", "snapshots", "--context", "x"]) == 2

@@ -22,6 +22,7 @@ from dsf_compile.errors import (
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
+    from dsf_compile.edges.hub import HubAccess
     from dsf_compile.edges.hub_state import HubState
 
 
@@ -59,19 +60,32 @@ def refuse_unused_state_options(command: str, args: argparse.Namespace) -> None:
         )
 
 
+def hub_access(args: argparse.Namespace) -> HubAccess:
+    """Where the hub's credentials come from: ``--hub-kubeconfig``, else ``$KUBECONFIG``,
+    else ``~/.kube/config``, in ``--context`` (as kubectl finds them)."""
+    from dsf_compile.edges.hub import HubAccess
+
+    return HubAccess(getattr(args, "hub_kubeconfig", None), getattr(args, "context", None))
+
+
 def hub_state_of(args: argparse.Namespace, root: Path) -> HubState | None:
-    """The state named by the options, or None when neither scores nor a hub were given."""
-    kubeconfig = getattr(args, "hub_kubeconfig", None)
-    if kubeconfig and (args.scores or args.decisions):
-        raise UsageError("--hub-kubeconfig reads scores and decisions: drop --scores/--decisions")
-    if not kubeconfig and args.scores is None and args.decisions is None:
+    """The state named by the options, or None when neither scores nor a hub were given.
+
+    The hub is read when ``--hub-kubeconfig`` or ``--context`` names it."""
+    from_hub = bool(getattr(args, "hub_kubeconfig", None) or getattr(args, "context", None))
+    if from_hub and (args.scores or args.decisions):
+        raise UsageError(
+            "--hub-kubeconfig and --context read scores and decisions from the hub: "
+            "drop --scores/--decisions"
+        )
+    if not from_hub and args.scores is None and args.decisions is None:
         return None  # before the import: a no-op --check must not load the models
     from dsf_compile.edges.hub_state import HubState, read_decisions, read_hub, read_scores
 
-    if kubeconfig:
+    if from_hub:
         from dsf_compile.pipeline.inputs import load_settings
 
-        return read_hub(kubeconfig, load_settings(root).hub)
+        return read_hub(hub_access(args), load_settings(root).hub)
     scores = read_scores(args.scores) if args.scores else None
     decisions = read_decisions(args.decisions) if args.decisions else ()
     return HubState(scores, decisions)
@@ -122,6 +136,15 @@ class Call:
     def writes(self) -> bool:
         """Whether this run may write (so that a failure says nothing was written)."""
         return self.command.writes and not getattr(self.args, "check", False)
+
+    @property
+    def compares(self) -> bool:
+        """Whether this run compares (``render --check``, ``diff``, ``explain --verify``):
+        1 then means "differs", and anything that stops the comparison is 2."""
+        name, args = self.command.name, self.args
+        if name == "render":
+            return bool(args.check)
+        return name == "diff" or (name == "explain" and bool(args.verify))
 
     @property
     def structured(self) -> bool:

@@ -1,14 +1,16 @@
 """``dsf-compile``: arguments, exit codes and printing. The only place that exits.
 
-Exit codes: 0 success; 1 invalid inputs, or ``rendered/`` differs (``render --check``,
-``diff``), or a conformance check failed (``scorer-check``), or an Inactive scorer with
-``sync --strict``; 2 usage error or internal failure.
+Exit codes: 0 success; 1 invalid inputs, or what is compared differs (``render --check``,
+``diff``, ``explain --verify``), or a conformance check failed (``scorer-check``), or an
+Inactive scorer with ``sync --strict``; 2 usage error, internal failure, or a comparing
+command that could not compare (its inputs invalid or unreadable, its source unreachable).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import sys
 from collections.abc import Sequence
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from dsf_compile.commands import parser as cli_parser
 from dsf_compile.commands.call import EXIT_FAILURE, EXIT_INVALID, Call, print_error
-from dsf_compile.commands.reporters import Reporter, reporter_for
+from dsf_compile.commands.reporters import Reporter, error_problem, json_failure, reporter_for
 from dsf_compile.commands.repository import find_repository
 from dsf_compile.commands.table import BY_NAME, COMMANDS
 from dsf_compile.errors import (
@@ -57,13 +59,29 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
             command, args, _root(command, args), out, err, _reporter(command, args, out, err)
         )
     except UsageError as error:
-        print_error(error, err)
+        named = _command_named(argv)
+        if _wants_json(argv, named):  # a script asked for JSON: one document, usage errors too
+            out.write(json_failure(named, [error_problem(str(error))]))
+        else:
+            print_error(error, err)
         return EXIT_FAILURE
     except SystemExit as exit_:  # --help, --version
         return int(exit_.code or 0)
     code = _run_command(call)
-    call.report.close()
+    call.report.close(code)
     return code
+
+
+def _wants_json(argv: Sequence[str], named: str | None) -> bool:
+    """Whether ``--format json`` is among the arguments (before parsing could say so), for
+    a command that offers it (or before any command is named)."""
+    given = "--format=json" in argv or ("--format", "json") in itertools.pairwise(argv)
+    return given and (named is None or "json" in BY_NAME[named].formats)
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The first argument that names a command, if any."""
+    return next((a for a in argv if a in BY_NAME), None)
 
 
 def _root(command: cli_parser.Command, args: argparse.Namespace) -> Path:
@@ -90,23 +108,27 @@ def _reporter(
 
 
 def _run_command(call: Call) -> int:
-    """The handler's exit code; a user's mistake or a refusing file system is reported, not raised."""
+    """The handler's exit code; a user's mistake or a refusing file system is reported, not raised.
+
+    A comparing command (``render --check``, ``diff``, ``explain --verify``) exits 1 only
+    for "differs": invalid inputs, like any failure, mean it could not compare (2).
+    """
     try:
         return call.command.handler(call)
     except InputError as error:
         count = sum(1 for p in error.problems if p.severity == "error")
         written = "; nothing was written" if call.writes else ""
         call.report.failed(error.problems, f"{count} error(s){written}")
-        return EXIT_INVALID
+        return EXIT_FAILURE if call.compares else EXIT_INVALID
     except DsfError as error:
-        print_error(error, call.err)
+        call.report.error(getattr(error, "lines", None) or (str(error),))
     except OSError as error:
         # The last line of defence: a file system refusing something is one line, not a traceback.
         where = f" ({error.filename})" if error.filename else ""
-        print_error(f"{error.strerror or error}{where}", call.err)
+        path = str(error.filename) if error.filename else ""
+        call.report.error((f"{error.strerror or error}{where}",), path)
     except KeyboardInterrupt:
-        print("dsf-compile: interrupted", file=call.err)
-    call.report.failed((), "")
+        call.report.error(("interrupted",))
     return EXIT_FAILURE
 
 

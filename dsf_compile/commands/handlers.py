@@ -9,21 +9,22 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from dsf_compile.commands.call import (
-    EXIT_FAILURE,
     EXIT_INVALID,
     EXIT_OK,
     NO_SCORES_WARNING,
     SCORER_TOKEN_VARIABLE,
     Call,
     format_unchanged,
+    hub_access,
     hub_state_of,
     no_scores,
     now,
-    print_error,
     refuse_unused_state_options,
 )
 from dsf_compile.edges.untrusted import safe_message
@@ -35,9 +36,13 @@ from dsf_compile.errors import (
 )
 
 if TYPE_CHECKING:
-    from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.edges.hub_state import HubState
+    from dsf_compile.placement.decision_changes import DecisionChange
     from dsf_compile.render.changes import Changes
     from dsf_compile.sync.lock import LockEntry
+
+    #: ``diff``'s replay: each reported Placement, and the moment judged.
+    Replay = tuple[list[DecisionChange], datetime]
 
 
 def handle_validate(call: Call) -> int:
@@ -85,7 +90,7 @@ def handle_sync(call: Call) -> int:
         )
     except UnreachableFleetError as error:
         call.report.failed(error.problems, "")
-        print_error(error, err)
+        call.report.error((str(error),))
         return EXIT_INVALID
     call.problems(synced.warnings)
     if synced.recovered:
@@ -98,30 +103,21 @@ def handle_sync(call: Call) -> int:
 
 def _discover(call: Call) -> int:
     """``sync --clusters``: the hub's ManagedClusters into ``clusters/discovered.yaml``."""
-    args, err = call.args, call.err
+    args = call.args
     from dsf_compile.pipeline.sync import discover_clusters
     from dsf_compile.sync.clusters import DISCOVERED_FILE
 
-    if (
-        args.hub_kubeconfig is None
-        or args.names
-        or args.strict
-        or args.resolve
-        or args.allow_mass_failure
-    ):
-        print(
-            "dsf-compile: error: sync --clusters needs --hub-kubeconfig PATH and takes no "
-            "scorer names, --strict, --resolve or --allow-mass-failure",
-            file=err,
+    if args.names or args.strict or args.resolve or args.allow_mass_failure:
+        raise UsageError(
+            "sync --clusters takes no scorer names, --strict, --resolve or --allow-mass-failure"
         )
-        return EXIT_FAILURE
     try:  # HubReadError: exit 2, one line each
         found = discover_clusters(
-            call.root, args.hub_kubeconfig, allow_mass_removal=args.allow_mass_removal
+            call.root, hub_access(args), allow_mass_removal=args.allow_mass_removal
         )
     except MassRemovalError as error:
         call.report.failed(error.problems, "")
-        print_error(error, err)
+        call.report.error((str(error),))
         return EXIT_INVALID
     if found.recovered:
         call.say(found.recovered)
@@ -164,13 +160,13 @@ def handle_check(call: Call) -> int:
     checked = check(call.root, use_cache=hub_state is None)
     call.problems(checked.warnings)
     changes = checked.changes
-    moved: list[DecisionChange] | None = None
+    replay: Replay | None = None
     if changes is not None and hub_state is not None:
-        from dsf_compile.pipeline.placements import decision_changes
+        from dsf_compile.pipeline.placements import decision_changes, score_windows
 
-        at = args.at or now()
-        moved = decision_changes(call.root, hub_state, at, inputs=checked.inputs)
-    _show_changes(call, changes, moved)
+        at = args.at or judged_at(call, hub_state, lambda: score_windows(checked.scorers))
+        replay = decision_changes(call.root, hub_state, at, inputs=checked.inputs), at
+    _show_changes(call, changes, replay)
     if changes is None or changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
@@ -180,43 +176,71 @@ def handle_check(call: Call) -> int:
     return EXIT_INVALID
 
 
-def _show_changes(call: Call, changes: Changes | None, moved: list[DecisionChange] | None) -> None:
-    """The changes (and moved decisions) as records, or as text or Markdown on stdout."""
+def judged_at(call: Call, state: HubState, windows: Callable[[], Mapping[str, int]]) -> datetime:
+    """The moment judged without ``--at``: a scores snapshot's own (its newest write), so
+    that a workstation and a workflow agree on it; a live hub's, or decisions alone: now."""
+    if call.args.scores is None:
+        return now()
+    from dsf_compile.pipeline.placements import snapshot_time
+    from dsf_compile.placement.scheduler import format_time
+
+    moment = snapshot_time(state, windows())
+    if moment is None:
+        call.report.warn(
+            "--scores does not say when it was taken (no validUntil of a score the fleet "
+            "publishes): judged now; give --at to choose"
+        )
+        return now()
+    call.say(f"judged at {format_time(moment)}, the newest write in --scores (--at chooses)")
+    return moment
+
+
+def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) -> None:
+    """The changes (and the replayed decisions) as records, or as text or Markdown on stdout.
+
+    The replay's modules are imported only with a replay: a no-op check stays light."""
     from dsf_compile.render.changes_text import change_records, format_changes
 
     if call.structured:
         stale = changes is not None and not changes.empty
         records = change_records(changes) if changes is not None else []
         call.report.result(stale=stale, changes=records)
-        if moved is not None:
-            call.report.result(decisions=[_decision_record(m) for m in moved])
+        if replay is not None:
+            from dsf_compile.placement.decision_changes import decision_record
+            from dsf_compile.placement.scheduler import format_time
+
+            replayed, at = replay
+            decisions = [decision_record(change) for change in replayed]
+            call.report.result(at=format_time(at), decisions=decisions)
         return
     style = "markdown" if call.args.format == "markdown" else "text"
     if changes is None:
         call.out.write(format_unchanged(style))
         return
     call.out.write(format_changes(changes, style))
-    if moved is not None:
-        from dsf_compile.placement.explain import format_decision_changes
+    if replay is not None:
+        from dsf_compile.placement.decision_changes import format_decision_changes
 
-        call.out.write(format_decision_changes(moved, style))
-
-
-def _decision_record(change: DecisionChange) -> dict[str, object]:
-    return {
-        "placement": change.placement,
-        "before": list(change.before),
-        "after": list(change.after),
-    }
+        replayed, at = replay
+        call.out.write(format_decision_changes(replayed, style, at))
 
 
 def handle_optimize(call: Call) -> int:
     """``optimize``: every PlacementOptimization solved and its plan written."""
-    from dsf_compile.pipeline.placements import optimize_fleet
+    from dsf_compile.pipeline.placements import fleet_score_windows, optimize_fleet
 
     args = call.args
     state = hub_state_of(args, call.root) or no_scores()
-    plans = optimize_fleet(call.root, state, args.at or now(), args.time_limit, call.say)
+    inputs, at = None, args.at or now()
+    if args.at is None and args.scores is not None:  # a snapshot: judged at its own moment
+        from dsf_compile.pipeline.inputs import validated_fleet
+
+        valid = validated_fleet(call.root)  # once: optimize_fleet takes the inputs
+        inputs = valid.inputs
+        at = judged_at(
+            call, state, lambda: fleet_score_windows(call.root, inputs, valid.resolutions)
+        )
+    plans = optimize_fleet(call.root, state, at, args.time_limit, call.say, inputs=inputs)
     for plan in plans:
         call.problems(plan.warnings)
         state_word = "written" if plan.changed else "unchanged"
@@ -236,9 +260,18 @@ def handle_explain(call: Call) -> int:
     from dsf_compile.pipeline.placements import explain_fleet
     from dsf_compile.placement import explain
 
-    at = args.at or now()
     hub_state = hub_state_of(args, call.root)
-    results = explain_fleet(call.root, args.placements, hub_state or no_scores(), at)
+    inputs = None
+    if args.at is None and args.scores is not None and hub_state is not None:
+        from dsf_compile.pipeline.inputs import load_inputs
+        from dsf_compile.pipeline.placements import fleet_score_windows
+
+        loaded = inputs = load_inputs(call.root)  # once: explain_fleet takes them
+        at = judged_at(call, hub_state, lambda: fleet_score_windows(call.root, loaded))
+    else:
+        at = args.at or now()
+    state = hub_state or no_scores()
+    results = explain_fleet(call.root, args.placements, state, at, inputs=inputs)
     if hub_state is None:  # said before the table, which would look like real decisions
         call.report.warn(NO_SCORES_WARNING)
     if call.structured:
@@ -265,14 +298,18 @@ def handle_backtest(call: Call) -> int:
 def _verify(call: Call) -> int:
     """``explain --verify``: each drifted Placement on stdout; exit 1 on any, 2 if none compared."""
     args = call.args
-    if not args.hub_kubeconfig or args.scores or args.decisions:
+    if args.scores or args.decisions:
         raise UsageError(
-            "explain --verify reads everything from the hub: give --hub-kubeconfig only"
+            "explain --verify reads everything from the hub (--hub-kubeconfig, else "
+            "$KUBECONFIG, else ~/.kube/config): drop --scores/--decisions"
         )
     from dsf_compile.pipeline.placements import verify_hub
     from dsf_compile.placement import verify
 
-    found = verify_hub(call.root, args.hub_kubeconfig, args.placements, args.at or now())
+    found = verify_hub(call.root, hub_access(args), args.placements, args.at or now())
+    if call.structured:  # every verdict a record, the drifts among them
+        call.report.result(**verify.verification_document(found))
+        return verify.exit_code(found)
     for line in verify.not_compared_lines(found):
         call.say(line)
     call.out.write(verify.format_drifts(found))

@@ -29,6 +29,7 @@ from dsf_contract.fields import parse_time
 from dsf_contract.scores import CONDITION_TYPE
 
 if TYPE_CHECKING:
+    from dsf_compile.edges.hub import HubAccess
     from dsf_compile.inputs.placements import AddOnPlacementScore
     from dsf_compile.pipeline.inputs import Validated
 
@@ -42,13 +43,14 @@ class Fleet:
     """The repository and where its scores come from; every tool reads through here.
 
     ``scores``, when relative, is relative to ``root`` (the snapshot is repository
-    content); ``hub_kubeconfig`` is relative to the working directory, like kubectl's.
+    content); ``hub`` says where the hub's credentials are (a kubeconfig relative to the
+    working directory, like kubectl's), None when the scores come from elsewhere.
     """
 
-    def __init__(self, root: Path, scores: str | None, hub_kubeconfig: str | None) -> None:
+    def __init__(self, root: Path, scores: str | None, hub: HubAccess | None) -> None:
         self.root = root
         self.scores = str(root / scores) if scores and not Path(scores).is_absolute() else scores
-        self.hub_kubeconfig = hub_kubeconfig
+        self.hub = hub
 
     def validated(self) -> Validated:
         """The repository as ``validate`` reads and checks it; InputError when it does not pass."""
@@ -58,10 +60,10 @@ class Fleet:
 
     def state(self) -> HubState:
         """The scores (and decisions) to replay against; read after :meth:`validated`."""
-        if self.hub_kubeconfig:
+        if self.hub is not None:
             from dsf_compile.pipeline.inputs import load_settings
 
-            return read_hub(self.hub_kubeconfig, load_settings(self.root).hub)
+            return read_hub(self.hub, load_settings(self.root).hub)
         if self.scores:
             return HubState(read_scores(self.scores), ())
         return HubState(None, ())

@@ -38,8 +38,9 @@ from dsf_compile.commands.mcp_models import (
     ScorerInfo,
     ValidationReport,
 )
-from dsf_compile.commands.parser import ROOT_HELP, Option, add_options
+from dsf_compile.commands.parser import CONTEXT, ROOT_HELP, Option, add_options
 from dsf_compile.commands.repository import find_repository
+from dsf_compile.edges.hub import HubAccess
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import DsfError, InputError, UsageError
 from dsf_contract import __version__
@@ -238,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dsf-mcp {__version__}")
     parser.add_argument("--root", help=ROOT_HELP)
     add_options(parser.add_mutually_exclusive_group(), _SOURCE_OPTIONS)
-    add_options(parser, _HTTP_OPTIONS)
+    add_options(parser, (CONTEXT, *_HTTP_OPTIONS))
     return parser
 
 
@@ -253,8 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not root.is_dir():
         print(f"dsf-mcp: error: --root {args.root}: not a directory", file=sys.stderr)
         return 2
+    if args.scores and args.context:
+        print("dsf-mcp: error: --context reads the hub: drop --scores", file=sys.stderr)
+        return 2
+    hub = HubAccess(args.hub_kubeconfig, args.context)
     try:
-        server = build_server(Fleet(root, args.scores, args.hub_kubeconfig))
+        server = build_server(Fleet(root, args.scores, hub if hub.named_by_options else None))
         if args.http:
             serve_http(server, args)
         else:

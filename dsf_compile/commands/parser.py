@@ -160,6 +160,17 @@ def moment(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+#: The hub's context, for every command that reads a hub (``--hub-kubeconfig``, else
+#: ``$KUBECONFIG``, else ``~/.kube/config``, as kubectl finds it).
+CONTEXT = Option(
+    "--context",
+    "NAME",
+    "the kubeconfig context of the hub (default: its current context); the kubeconfig is "
+    "--hub-kubeconfig, else $KUBECONFIG (files merged as kubectl merges them), else "
+    "~/.kube/config",
+)
+
+
 def state_options(*, hub: bool) -> tuple[Option, ...]:
     """``--scores``/``--decisions``/``--at`` (and ``--hub-kubeconfig``): the hub state to replay."""
     files = (
@@ -176,4 +187,4 @@ def state_options(*, hub: bool) -> tuple[Option, ...]:
         type=moment,
         default=None,
     )
-    return (*files, *((from_hub,) if hub else ()), at)
+    return (*files, *((from_hub, CONTEXT) if hub else ()), at)

@@ -21,6 +21,7 @@ from dsf_compile.render import fastpath
 if TYPE_CHECKING:
     from dsf_compile.inputs.validate import Inputs
     from dsf_compile.render.changes import Changes
+    from dsf_compile.resolve.scorer import ResolvedScorer
     from dsf_contract.problem import Problem
 
 #: What a render that the cache vouched for changed.
@@ -46,6 +47,7 @@ class Checked:
     warnings: tuple[Problem, ...]
     changes: Changes | None
     inputs: Inputs | None = None  # what was compared (None: the cache vouched)
+    scorers: tuple[ResolvedScorer, ...] = ()  # each scorer as resolved for the comparison
 
 
 def render(root: Path) -> Rendered:
@@ -86,4 +88,4 @@ def check(root: Path, *, use_cache: bool = True) -> Checked:
     if result.changes.empty and digest is not None:
         said = fastpath.Remembered(result.files, result.clusters, result.warnings)
         fastpath.remember(root, digest, said)
-    return Checked(result.warnings, result.changes, result.inputs)
+    return Checked(result.warnings, result.changes, result.inputs, result.scorers)

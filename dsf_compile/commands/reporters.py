@@ -39,6 +39,21 @@ def problem_record(problem: Problem) -> dict[str, Any]:
     return {key: record[key] for key in ("path", "line", "column", "severity", "field", "message")}
 
 
+def error_problem(message: str, path: str = "") -> Problem:
+    """A reason a command could not run, as a problem (no line: it is not in a file)."""
+    return Problem(path, 0, 0, "", message)
+
+
+def json_failure(command: str | None, problems: Sequence[Problem]) -> str:
+    """The one JSON document of a command that failed before its reporter existed."""
+    document = {
+        "command": command,
+        "ok": False,
+        "problems": [problem_record(p) for p in sorted_problems(problems)],
+    }
+    return json_text(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
+
+
 def wants_colour(stream: TextIO, environ: os._Environ[str] | dict[str, str]) -> bool:
     """Colour only on a terminal, and never with ``NO_COLOR`` set (no-color.org) or a
     dumb terminal."""
@@ -89,8 +104,13 @@ class Reporter:
         if summary:
             self.say(summary)
 
-    def close(self) -> None:
-        """The command is done: structured formats print their document now."""
+    def error(self, lines: Sequence[str], path: str = "") -> None:
+        """The command could not run (``dsf-compile: error: …``, one line each)."""
+        for line in lines:
+            print(f"dsf-compile: error: {safe_message(line)}", file=self.err)
+
+    def close(self, code: int) -> None:
+        """The command is done with exit ``code``: structured formats print their document now."""
 
 
 class GithubReporter(Reporter):
@@ -110,7 +130,6 @@ class JsonReporter(Reporter):
         self._problems: list[Problem] = []
         self._warnings: list[str] = []
         self._fields: dict[str, Any] = {}
-        self._ok = True
 
     def problems(self, problems: Sequence[Problem]) -> None:
         self._problems.extend(problems)
@@ -126,10 +145,13 @@ class JsonReporter(Reporter):
 
     def failed(self, problems: Sequence[Problem], summary: str) -> None:
         self._problems.extend(problems)
-        self._ok = False
 
-    def close(self) -> None:
-        document: dict[str, Any] = {"command": self.command, "ok": self._ok}
+    def error(self, lines: Sequence[str], path: str = "") -> None:
+        self._problems.extend(error_problem(line, path) for line in lines)
+
+    def close(self, code: int) -> None:
+        # ok only with exit 0: a stale tree (exit 1) is not ok, whatever else held
+        document: dict[str, Any] = {"command": self.command, "ok": code == 0}
         if self._warnings:
             document["warnings"] = self._warnings
         document["problems"] = [problem_record(p) for p in sorted_problems(self._problems)]

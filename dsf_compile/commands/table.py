@@ -7,12 +7,10 @@ the completion scripts and the docs' checks all read this table.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dsf_compile.backtest.options import BACKTEST_OPTIONS
 from dsf_compile.commands import handlers
 from dsf_compile.commands.call import SCORER_TOKEN_VARIABLE
-from dsf_compile.commands.parser import Command, Option, seconds, state_options
+from dsf_compile.commands.parser import CONTEXT, Command, Option, seconds, state_options
 
 # ------------------------------------------------------------ each command's options
 
@@ -62,10 +60,11 @@ _SYNC_OPTIONS = (
     Option(
         "--hub-kubeconfig",
         "PATH",
-        "kubeconfig of the hub, for --clusters (read-only: one list call)",
-        type=Path,
+        "kubeconfig of the hub, for --clusters (read-only: one list call; default: "
+        "$KUBECONFIG, else ~/.kube/config)",
         default=None,
     ),
+    CONTEXT,
 )
 _OPTIMIZE_OPTIONS = (
     *state_options(hub=True),

@@ -1,4 +1,5 @@
-"""Reading a hub (``--hub-kubeconfig``): list calls only, bounded in pages, items, bytes and time.
+"""Reading a hub (as kubectl finds it, :class:`HubAccess`): list calls only, bounded in
+pages, items, bytes and time.
 
 ``explain`` (``--verify`` too), ``optimize``, ``dsf-mcp`` and ``sync --clusters`` read a
 hub through the official ``kubernetes`` client. Its answers are untrusted (a broken or hostile API server,
@@ -19,7 +20,9 @@ Every failure is a :class:`HubReadError`: one line per problem (``hub: ...``), e
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from dsf_compile.errors import DsfError
@@ -29,7 +32,10 @@ from dsf_transport.http import causes, connect_failure
 from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in
 
 __all__ = [
+    "DEFAULT_KUBECONFIG",
+    "KUBECONFIG_VARIABLE",
     "MAX_CONTINUE_CHARS",
+    "HubAccess",
     "HubReadError",
     "HubSession",
     "format_object_problems",
@@ -42,6 +48,9 @@ __all__ = [
 MAX_CONTINUE_CHARS = 4096
 #: Problems listed one per line before the rest are counted.
 MAX_LISTED_PROBLEMS = 20
+#: Where kubectl looks for its kubeconfig, after ``--kubeconfig`` and the variable.
+DEFAULT_KUBECONFIG = "~/.kube/config"
+KUBECONFIG_VARIABLE = "KUBECONFIG"
 #: Longest wait for a connection to open (less when less of the deadline is left).
 _CONNECT_SECONDS = 10.0
 
@@ -172,18 +181,71 @@ def _page_contents(answer: Any, plural: str) -> tuple[list[Any], str]:
     return items, token
 
 
+@dataclass(frozen=True)
+class HubAccess:
+    """Where a hub's credentials come from, found as kubectl finds them.
+
+    ``--hub-kubeconfig PATH`` if given, else ``$KUBECONFIG`` (files separated by
+    ``os.pathsep``, merged: the first file to set a cluster, user, context or the current
+    context wins, as kubectl merges them), else ``~/.kube/config``; ``--context NAME``
+    chooses the context (default: the current one).
+    """
+
+    kubeconfig: str | None = None
+    context: str | None = None
+
+    @property
+    def named_by_options(self) -> bool:
+        """Whether an option asked for the hub (commands for which it is optional)."""
+        return bool(self.kubeconfig or self.context)
+
+    def files(self) -> str:
+        """The kubeconfig file, or the files to merge (``os.pathsep`` between them)."""
+        return self.kubeconfig or os.environ.get(KUBECONFIG_VARIABLE) or DEFAULT_KUBECONFIG
+
+    def named(self) -> str:
+        """How an error names it: ``--hub-kubeconfig PATH``, ``$KUBECONFIG`` or the default."""
+        if self.kubeconfig:
+            where = f"--hub-kubeconfig {self.kubeconfig}"
+        elif os.environ.get(KUBECONFIG_VARIABLE):
+            where = f"${KUBECONFIG_VARIABLE} ({os.environ[KUBECONFIG_VARIABLE]})"
+        else:
+            where = DEFAULT_KUBECONFIG
+        return f"{where}, context {self.context}" if self.context else where
+
+
+def _api_client(access: HubAccess) -> Any:
+    """The client of the hub ``access`` names, through the ``kubernetes`` client's own
+    kubeconfig loader and merger; the current context is the first file's that sets one."""
+    from kubernetes import client  # only the commands that read a hub need it
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    merger = KubeConfigMerger(access.files())  # type: ignore[no-untyped-call]
+    if merger.config is None:
+        raise ValueError("no kubeconfig file found")
+    # the client's merger lets the last file's current-context win; kubectl the first's
+    current = [merger.config_files[path].get("current-context") for path in merger.paths]
+    first = next((name for name in current if name), None)
+    if first:
+        merger.config.value["current-context"] = first
+    loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
+        config_dict=merger.config, config_base_path=None, active_context=access.context
+    )
+    configuration = type.__call__(client.Configuration)  # not the process-wide default
+    loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    return client.ApiClient(configuration=configuration)
+
+
 @contextlib.contextmanager
-def open_hub(kubeconfig: str, settings: HubSettings) -> Iterator[HubSession]:
-    """A session on the hub ``kubeconfig`` names; its deadline starts now."""
-    from kubernetes import client, config  # only the commands that read a hub need it
+def open_hub(access: HubAccess, settings: HubSettings) -> Iterator[HubSession]:
+    """A session on the hub ``access`` names; its deadline starts now."""
+    from kubernetes import client  # only the commands that read a hub need it
 
     try:
-        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, persist_config=False
-        )
+        api_client = _api_client(access)
     except Exception as err:  # the client raises several unrelated types here
         text = str(err).split("\n", 1)[0][:300]
-        raise HubReadError(f"--hub-kubeconfig {kubeconfig} is not usable: {text}") from None
+        raise HubReadError(f"{access.named()} is not usable: {text}") from None
     budget = _budget(settings)
     bound_pools(api_client.rest_client.pool_manager, lambda: budget)
     with api_client:

@@ -8,7 +8,9 @@ session): the I/O edge of ``explain`` (``--verify`` too), ``optimize``, ``render
 ``--scores PATH`` / ``--decisions PATH`` name a file or a folder of YAML/JSON holding
 AddOnPlacementScores (PlacementDecisions) or ``List``s of them, as ``kubectl get … -A -o
 yaml`` prints them, read through the project's safe loader with located errors.
-``--hub-kubeconfig`` reads the same, and the hub's ManagedClusterSetBindings, with list
+A hub (``--hub-kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``, with
+``--context``: :class:`~dsf_compile.edges.hub.HubAccess`) gives the same, and the hub's
+ManagedClusterSetBindings, with list
 calls only (:mod:`dsf_compile.edges.hub`, bounded): dsf never writes to a cluster.
 """
 
@@ -22,6 +24,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from dsf_compile.edges.hub import (
+    HubAccess,
     HubReadError,
     HubSession,
     format_object_problems,
@@ -166,13 +169,13 @@ def _twice(
 # ------------------------------------------------------------------------- hub
 
 
-def read_hub(kubeconfig: str, settings: HubSettings | None = None) -> HubState:
+def read_hub(access: HubAccess, settings: HubSettings | None = None) -> HubState:
     """Scores, decisions and bindings from a live hub, with list calls only.
 
     Within ``settings`` (``dsf.yaml`` ``hub``: pages, items, bytes, a deadline for the
     whole read): see :func:`hub_state`.
     """
-    with open_hub(kubeconfig, settings or HubSettings()) as hub:
+    with open_hub(access, settings or HubSettings()) as hub:
         return hub_state(hub)
 
 
@@ -221,19 +224,19 @@ def hub_objects(hub: HubSession) -> HubObjects:
     )
 
 
-def read_hub_replay(kubeconfig: str, settings: HubSettings) -> tuple[HubState, HubObjects]:
+def read_hub_replay(access: HubAccess, settings: HubSettings) -> tuple[HubState, HubObjects]:
     """``explain --verify``'s read: :func:`hub_state` and :func:`hub_objects` in one session
     (one deadline for all six lists)."""
-    with open_hub(kubeconfig, settings) as hub:
+    with open_hub(access, settings) as hub:
         return hub_state(hub), hub_objects(hub)
 
 
-def list_managed_clusters(kubeconfig: str, settings: HubSettings) -> list[Any]:
+def list_managed_clusters(access: HubAccess, settings: HubSettings) -> list[Any]:
     """``sync --clusters``' read: the hub's ManagedClusters as listed (any JSON value).
 
     The caller validates and cleans each one (:mod:`dsf_compile.sync.clusters`).
     """
-    with open_hub(kubeconfig, settings) as hub:
+    with open_hub(access, settings) as hub:
         return hub.list_objects(OCM_CLUSTER_GROUP, *_HUB_RESOURCES["ManagedCluster"])
 
 

@@ -7,7 +7,7 @@ OCM's scheduler (:mod:`dsf_compile.placement`) replayed over the inputs and a hu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,13 +27,16 @@ from dsf_contract.problem import Problem
 T = TypeVar("T")
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.edges.hub import HubAccess
     from dsf_compile.edges.hub_state import HubState
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.inputs.validate import Inputs
+    from dsf_compile.placement.decision_changes import DecisionChange
     from dsf_compile.placement.decision_index import DecisionIndex
-    from dsf_compile.placement.explain import DecisionChange
     from dsf_compile.placement.scheduler import PlacementResult, ScoreIndex
     from dsf_compile.placement.verify import Verification
+    from dsf_compile.resolve.scorer import ResolvedScorer
+    from dsf_compile.resolve.summaries import Resolutions
 
 
 def explain_fleet(
@@ -59,6 +62,43 @@ def explain_fleet(
     scores = _indexed(state)
     decided = _decided(state)
     return [schedule(p.model, clusters, bindings, scores, decided, at) for p in placements]
+
+
+def score_windows(scorers: Iterable[ResolvedScorer]) -> dict[str, int]:
+    """AddOnPlacementScore name → how long its scores stay valid after a write (seconds)."""
+    from dsf_contract.placement_scores import validity_seconds
+    from dsf_contract.summary import sanitize_score_name
+
+    return {
+        sanitize_score_name(s.score_name): validity_seconds(s.summary.scoringInterval)
+        for s in scorers
+    }
+
+
+def fleet_score_windows(
+    root: Path, inputs: Inputs, resolutions: Resolutions | None = None
+) -> dict[str, int]:
+    """:func:`score_windows` of the fleet's scorers, each resolved once against the
+    lockfile (``resolutions``: those a caller already made); a scorer that does not
+    resolve (or no readable lockfile) has no window."""
+    from dsf_compile.resolve.summaries import Resolutions
+    from dsf_compile.sync.lock import LOCKFILE, read_lockfile
+
+    if resolutions is None:
+        lock = None
+        if (root / LOCKFILE).is_file():
+            lock, problems = read_lockfile(root)
+            lock = None if problems else lock
+        resolutions = Resolutions(lock)
+    resolved = (resolutions.of(located)[0] for located in inputs.scorers)
+    return score_windows(r for r in resolved if r is not None)
+
+
+def snapshot_time(state: HubState, windows: Mapping[str, int]) -> datetime | None:
+    """The moment a scores snapshot speaks of: its newest write (None: it cannot say)."""
+    from dsf_compile.placement.state import snapshot_moment
+
+    return snapshot_moment(state.scores or (), windows)
 
 
 def placement_names(asked: Sequence[str], known: Sequence[str]) -> list[str]:
@@ -110,11 +150,12 @@ def decision_changes(
 ) -> list[DecisionChange]:
     """Replay the scheduler on the Placements of ``rendered/`` and of ``placements/``, same state.
 
-    Placements added or removed by the change count too (no decisions on the missing side).
+    Placements added or removed by the change count too (no decisions on the missing side);
+    a Placement whose decisions stay is kept when its replay warned of something.
     ``inputs``: the repository already loaded (``diff`` renders first), else loaded here.
     """
     from dsf_compile.placement.cluster_groups import inventory_clusters
-    from dsf_compile.placement.explain import DecisionChange
+    from dsf_compile.placement.decision_changes import DecisionChange
     from dsf_compile.placement.scheduler import schedule
 
     inputs = inputs or load_inputs(root)
@@ -142,7 +183,7 @@ def decision_changes(
         DecisionChange.between(name, old.get(name), new.get(name))
         for name in sorted(set(old) | set(new))
     )
-    return [change for change in changes if change.changed]
+    return [change for change in changes if change.reported]
 
 
 def read_rendered_placements(
@@ -248,7 +289,7 @@ def optimize_fleet(
     ]
 
 
-def verify_hub(root: Path, kubeconfig: str, names: Sequence[str], at: datetime) -> Verification:
+def verify_hub(root: Path, access: HubAccess, names: Sequence[str], at: datetime) -> Verification:
     """``explain --verify``: replay the hub's Placements on its own state, compare decisions.
 
     Every chosen Placement gets a typed verdict (compared and agreeing or differing, not
@@ -267,7 +308,7 @@ def verify_hub(root: Path, kubeconfig: str, names: Sequence[str], at: datetime) 
         verdict,
     )
 
-    state, objects = read_hub_replay(kubeconfig, load_settings(root).hub)
+    state, objects = read_hub_replay(access, load_settings(root).hub)
     placements, broken = _readable(objects.placements, hub_placement, namespaced=True)
     clusters, broken_clusters = _readable(objects.clusters, hub_cluster, namespaced=False)
     wanted = set(names)

@@ -15,6 +15,7 @@ from dsf_contract.problem import Problem
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.validate import Inputs
     from dsf_compile.render.changes import Changes
+    from dsf_compile.resolve.scorer import ResolvedScorer
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class RenderResult:
     changes: Changes
     warnings: tuple[Problem, ...]
     inputs: Inputs | None = None  # what was rendered, for a replay of the same inputs
+    scorers: tuple[ResolvedScorer, ...] = ()  # each scorer as resolved for the render
 
 
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
@@ -47,4 +49,5 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
         raise InputError([*errors, *plan.warnings])
     changes = compare_tree(folder, files) if check else write_tree(folder, files)
     warnings = (*plan.warnings, *notices)
-    return RenderResult(len(files), len(plan.clusters), changes, warnings, plan.inputs)
+    resolved = tuple(plan.resolved.values())
+    return RenderResult(len(files), len(plan.clusters), changes, warnings, plan.inputs, resolved)

@@ -30,6 +30,7 @@ from dsf_compile.sync.lock import (
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
+    from dsf_compile.edges.hub import HubAccess
     from dsf_compile.inputs.validate import Inputs
     from dsf_compile.sync.clusters import Discovery
     from dsf_compile.sync.fetch import Fetched
@@ -137,7 +138,7 @@ def _scorer_problem(
 
 
 def discover_clusters(
-    root: Path, kubeconfig: Path, *, allow_mass_removal: bool = False
+    root: Path, access: HubAccess, *, allow_mass_removal: bool = False
 ) -> Discovery:
     """``sync --clusters``: list the hub's ManagedClusters into ``clusters/discovered.yaml``.
 
@@ -162,7 +163,7 @@ def discover_clusters(
     if blocked:
         raise InputError(blocked)
     settings = load_settings(root)
-    text = encode_discovered(read_managed_clusters(kubeconfig, settings.hub))
+    text = encode_discovered(read_managed_clusters(access, settings.hub))
     path = root / DISCOVERED_FILE
     try:  # from Git: a link or a FIFO in its place is refused, not followed or waited on
         before = read_regular_file(path, max_bytes=MAX_FILE_BYTES).decode("utf-8", "replace")

@@ -4,15 +4,15 @@ Pure formatting: the results come from :func:`dsf_compile.placement.scheduler.sc
 :class:`Explanation` sorts them by namespace then name and builds each Placement's
 :class:`PlacementRows` once; :data:`REPORTERS` prints it as ``text``, ``markdown`` or
 ``json`` (the document :func:`explain_document`). A new format is one function and one
-entry there. Also here: :class:`DecisionChange`, what ``diff`` says of a Placement whose
-outcome moved.
+entry there. What ``diff`` says of a Placement whose outcome moves is in
+:mod:`dsf_compile.placement.decision_changes`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -261,91 +261,3 @@ def _table(result: PlacementResult) -> tuple[tuple[str, ...], tuple[tuple[str, .
 
 def _names(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none"
-
-
-@dataclass(frozen=True)
-class DecisionChange:
-    """A Placement whose outcome differs between the committed ``rendered/`` and the inputs.
-
-    Besides the decisions: each cluster's decision group (``index name``) and its margin
-    over the best cluster left out, before and after.
-    """
-
-    placement: str
-    before: tuple[str, ...]
-    after: tuple[str, ...]
-    groups_before: Mapping[str, str] = field(default_factory=dict)
-    groups_after: Mapping[str, str] = field(default_factory=dict)
-    margins_before: Mapping[str, int] = field(default_factory=dict)
-    margins_after: Mapping[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def between(
-        cls, placement: str, old: PlacementResult | None, new: PlacementResult | None
-    ) -> DecisionChange:
-        """The change from ``old`` to ``new`` (None: the Placement is missing on that side)."""
-        return cls(
-            placement,
-            old.decisions if old else (),
-            new.decisions if new else (),
-            _groups_of(old),
-            _groups_of(new),
-            dict(old.margins or {}) if old else {},
-            dict(new.margins or {}) if new else {},
-        )
-
-    @property
-    def changed(self) -> bool:
-        """Whether anything a reviewer should see moved."""
-        return bool(self.before != self.after or self.moves() or self.margin_changes())
-
-    def moves(self) -> list[str]:
-        """``worker02 moves from group 0 (unnamed) to group 1 canary``, for clusters kept."""
-        return [
-            f"{name} moves from group {self.groups_before[name]} to group {self.groups_after[name]}"
-            for name in sorted(set(self.groups_before) & set(self.groups_after))
-            if self.groups_before[name] != self.groups_after[name]
-        ]
-
-    def margin_changes(self) -> list[str]:
-        """``worker02 now wins by 3 instead of 40``, for clusters decided on both sides."""
-        return [
-            f"{name} now wins by {self.margins_after[name]} instead of {self.margins_before[name]}"
-            for name in self.after
-            if name in self.margins_before
-            and name in self.margins_after
-            and self.margins_before[name] != self.margins_after[name]
-        ]
-
-
-def _groups_of(result: PlacementResult | None) -> dict[str, str]:
-    if result is None:
-        return {}
-    return {
-        cluster: f"{group.index} {group.name or '(unnamed)'}"
-        for group in result.decision_groups
-        for cluster in group.clusters
-    }
-
-
-def format_decision_changes(changes: Sequence[DecisionChange], style: str) -> str:
-    """``placement NS/NAME: a, b -> b, c`` lines (group moves and margins indented below),
-    or a Markdown table for a pull request."""
-    if style == "markdown":
-        if not changes:
-            return "\n### Placement decisions\n\nNo Placement changes its decisions.\n"
-        rows = "".join(
-            f"| {markdown(c.placement)} | {markdown(_names(c.before))} | {markdown(_names(c.after))} "
-            f"| {markdown('; '.join(c.moves() + c.margin_changes()))} |\n"
-            for c in changes
-        )
-        return (
-            "\n### Placement decisions\n\n| placement | before | after | groups and margins |\n"
-            "| --- | --- | --- | --- |\n" + rows
-        )
-    return "".join(
-        terminal(f"placement {c.placement}: {_names(c.before)} -> {_names(c.after)}")
-        + "\n"
-        + "".join(f"  {terminal(line)}\n" for line in c.moves() + c.margin_changes())
-        for c in changes
-    )

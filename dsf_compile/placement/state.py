@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
@@ -254,3 +254,28 @@ def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, the way Kubernetes prints times."""
     text = in_utc(moment).isoformat()  # clamped: a time past Python's range prints its end
     return text.removesuffix("+00:00") + "Z"
+
+
+def snapshot_moment(
+    scores: Iterable[AddOnPlacementScore], windows: Mapping[str, int]
+) -> datetime | None:
+    """When a snapshot of scores was taken: its newest write, each object's ``validUntil``
+    less the validity window (seconds) of the score it holds (``windows``, by
+    AddOnPlacementScore name, :func:`dsf_contract.placement_scores.validity_seconds`).
+
+    None when no object both has a ``validUntil`` and is a score the fleet publishes.
+    """
+    written = [
+        _written(found.status.validUntil, windows[found.metadata.name])
+        for found in scores
+        if found.status.validUntil is not None and found.metadata.name in windows
+    ]
+    return max((moment for moment in written if moment is not None), default=None)
+
+
+def _written(valid_until: datetime, window: int) -> datetime | None:
+    """``valid_until`` less ``window`` seconds; None before the first representable moment."""
+    try:
+        return in_utc(valid_until) - timedelta(seconds=window)
+    except OverflowError:
+        return None

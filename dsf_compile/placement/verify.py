@@ -207,6 +207,21 @@ def format_drifts(verification: Verification) -> str:
     return "".join(f"{line}\n" for line in out)
 
 
+def verification_document(verification: Verification) -> dict[str, Any]:
+    """``explain --verify --format json``'s result: a record per Placement and per
+    unreadable ManagedCluster, and the summary line."""
+    return {
+        "placements": [
+            {"placement": v.placement, "outcome": v.outcome.value, "lines": list(v.lines)}
+            for v in verification.verdicts
+        ],
+        "unreadableClusters": [
+            {"name": name, "reason": why} for name, why in verification.unreadable_clusters
+        ],
+        "summary": summary(verification),
+    }
+
+
 def not_compared_lines(verification: Verification) -> list[str]:
     """One line per object that was not compared, and why (stderr, before the summary)."""
     lines = [

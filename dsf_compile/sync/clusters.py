@@ -17,12 +17,15 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
+
+if TYPE_CHECKING:
+    from dsf_compile.edges.hub import HubAccess
 
 VERSION = "v1"
 DISCOVERED_FILE = "clusters/discovered.yaml"
@@ -133,7 +136,7 @@ def check_discovered_target(root: Path) -> list[Problem]:
     return problems
 
 
-def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[str, Any]]:
+def read_managed_clusters(access: HubAccess, settings: HubSettings) -> list[dict[str, Any]]:
     """Every ManagedCluster on the hub, cleaned (list calls only, within ``settings``).
 
     Each cluster is validated as ``validate`` validates ``clusters/*.yaml`` before and after
@@ -145,7 +148,7 @@ def read_managed_clusters(kubeconfig: Path, settings: HubSettings) -> list[dict[
     from dsf_compile.edges.hub import HubReadError, format_object_problems, item_label
     from dsf_compile.edges.hub_state import list_managed_clusters
 
-    items = list_managed_clusters(str(kubeconfig), settings)
+    items = list_managed_clusters(access, settings)
     problems: list[str] = []
     cleaned = []
     seen: set[str] = set()

@@ -9,7 +9,7 @@ from agent.settings import FLAGS, build_parser, parse_settings
 from dsf_contract import agent_cli
 from tests.agent.kube_rbac import addon_template
 from tests.agent.kubelet import processed_manifests
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
 CLUSTER = "worker01"
 
@@ -55,7 +55,7 @@ def test_every_variable_sets_its_option() -> None:
 
 
 def test_the_rendered_deployment_speaks_the_contract() -> None:
-    template = addon_template(REPO_ROOT / "rendered")
+    template = addon_template(EXAMPLE_FLEET / "rendered")
     (deployment,) = [m for m in processed_manifests(template, CLUSTER) if m["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     known = {option.flag for option in agent_cli.OPTIONS}

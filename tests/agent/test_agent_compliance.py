@@ -33,7 +33,7 @@ from tests.agent.fleet_apis import (
 from tests.agent.kube_rbac import addon_template, rendered_cluster_roles
 from tests.agent.kubelet import processed_manifests
 from tests.agent.test_agent_rbac import value
-from tests.fleet_repo import OCM_CRDS, REPO_ROOT, copy_fleet, run_command
+from tests.fleet_repo import EXAMPLE_FLEET, OCM_CRDS, copy_fleet, run_command
 
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
 CLAIM = "policy-watcher-claim"
@@ -107,11 +107,11 @@ def agent_args(template: dict[str, Any]) -> list[str]:
 def test_without_require_compliance_the_fleet_renders_as_committed(tmp_path: Path) -> None:
     root = fleet(tmp_path, require=False)
     run_command(root, "render")
-    for path in sorted((REPO_ROOT / "rendered").rglob("*")):
+    for path in sorted((EXAMPLE_FLEET / "rendered").rglob("*")):
         if path.is_file():
-            assert (root / "rendered" / path.relative_to(REPO_ROOT / "rendered")).read_bytes() == (
-                path.read_bytes()
-            ), path
+            assert (
+                root / "rendered" / path.relative_to(EXAMPLE_FLEET / "rendered")
+            ).read_bytes() == (path.read_bytes()), path
 
 
 def test_require_compliance_adds_exactly_the_claims_rbac_and_args(tmp_path: Path) -> None:

@@ -35,7 +35,6 @@ from tests.agent.agent_fakes import (
 )
 from tests.agent.conftest import (
     CLUSTER,
-    REPO_ROOT,
     AgentProcess,
     RunningAgent,
     free_port,
@@ -44,6 +43,7 @@ from tests.agent.conftest import (
     wait_for,
     write_config,
 )
+from tests.fleet_repo import EXAMPLE_FLEET
 
 GOOD_PROMETHEUS = json.dumps(prometheus_matrix(sample_series(2))).encode()
 
@@ -287,7 +287,7 @@ def termination_grace_seconds() -> float:
                 collect(value)
 
     for document in yaml.safe_load_all(
-        (REPO_ROOT / "rendered" / "hub" / "addon" / "addontemplate.yaml").read_text()
+        (EXAMPLE_FLEET / "rendered" / "hub" / "addon" / "addontemplate.yaml").read_text()
     ):
         collect(document)
     assert len(deployments) == 1

@@ -51,7 +51,7 @@ from tests.agent.fleet_apis import (
 )
 from tests.agent.kube_rbac import addon_template, rendered_cluster_roles
 from tests.agent.kubelet import PodFiles, podman_run_args, probe_path, processed_manifests
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -340,7 +340,7 @@ def pod_args(
 
 def rendered_deployment() -> tuple[dict[str, Any], dict[str, Any]]:
     """The AddOnTemplate of ``rendered/`` and its Deployment as OCM processes it."""
-    template = addon_template(REPO_ROOT / "rendered")
+    template = addon_template(EXAMPLE_FLEET / "rendered")
     (deployment,) = [m for m in processed_manifests(template, CLUSTER) if m["kind"] == "Deployment"]
     return template, deployment
 
@@ -356,7 +356,7 @@ def test_the_rendered_tmp_volume_is_needed(
     assert [m["mountPath"] for m in mounts].count("/tmp") == 1
     container["volumeMounts"] = [m for m in mounts if m["mountPath"] != "/tmp"]
     name = f"dsf-agent-test-notmp-{os.getpid()}"
-    rendered = REPO_ROOT / "rendered"
+    rendered = EXAMPLE_FLEET / "rendered"
     with fleet_apis(template, rendered_cluster_roles(rendered), tmp_path) as apis:
         args = pod_args(deployment, apis, tmp_path / "pod", image, name, free_port())
         try:
@@ -379,7 +379,7 @@ def test_the_rendered_deployment_runs_as_a_kubelet_runs_it(
     big_prometheus: FakeServer,
     tmp_path: Path,
 ) -> None:
-    rendered = REPO_ROOT / "rendered"
+    rendered = EXAMPLE_FLEET / "rendered"
     template = addon_template(rendered)
     (deployment,) = [m for m in processed_manifests(template, CLUSTER) if m["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]

@@ -32,11 +32,11 @@ from tests.agent.fleet_apis import (
     serve_configuration,
 )
 from tests.agent.kube_rbac import addon_template, rendered_cluster_roles
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import EXAMPLE_FLEET
 
 pytestmark = pytest.mark.integration
 
-RENDERED = REPO_ROOT / "rendered"
+RENDERED = EXAMPLE_FLEET / "rendered"
 OBJECT = SCORE_NAME.replace("_", "-")  # the AddOnPlacementScore's name
 
 

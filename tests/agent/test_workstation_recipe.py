@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.agent.conftest import REPO_ROOT, agent_env, free_port
+from tests.fleet_repo import EXAMPLE_FLEET
 
 README = REPO_ROOT / "agent" / "README.md"
 SECTION = "**A rendered ConfigMap on a workstation.**"
@@ -36,7 +37,7 @@ def recipe() -> str:
 def test_the_recipe_names_what_render_wrote() -> None:
     """The services, ports and file the recipe maps are those of worker01's ManifestWork."""
     script = recipe()
-    work = (REPO_ROOT / "rendered/clusters/worker01/manifestwork.yaml").read_text()
+    work = (EXAMPLE_FLEET / "rendered/clusters/worker01/manifestwork.yaml").read_text()
     assert "rendered/clusters/worker01/manifestwork.yaml" in script
     for host_port in re.findall(r"--resolve ([a-z0-9.-]+:\d+):", script):
         assert f"http://{host_port}/" in work, host_port
@@ -63,7 +64,7 @@ def test_the_workstation_recipe_scores(prometheus: str, tmp_path: Path) -> None:
             "-euc",
             f"python -m samples.sample_scorer --port {ports['8000']} &\n{body}\nwait",
         ],
-        cwd=REPO_ROOT,
+        cwd=EXAMPLE_FLEET,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -26,10 +26,10 @@ from tests.agent.conftest import (
     started_victoria_metrics,
 )
 from tests.backtest import history_data
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 
-def backtest(*args: str, root: Path = REPO_ROOT) -> tuple[int, str, str]:
+def backtest(*args: str, root: Path = EXAMPLE_FLEET) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = run(["--root", str(root), "backtest", *args], out, err)
     return code, out.getvalue(), err.getvalue()

@@ -144,7 +144,8 @@ def test_a_derived_name_over_its_limit_is_a_located_error_of_validate(
     before = digest(fleet)
     for argv in (("validate",), ("render",), ("render", "--check")):
         code, err = command(fleet, *argv)
-        assert code == 1, err
+        # render --check could not compare invalid inputs: 2
+        assert code == (2 if "--check" in argv else 1), err
         assert "File name too long" not in err
         _problem_line(err, where, message)
     assert digest(fleet) == before

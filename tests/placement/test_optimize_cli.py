@@ -12,7 +12,7 @@ import yaml
 
 from dsf_compile.commands.cli import run
 from dsf_compile.inputs.placements import Placement, PlacementBinding
-from tests.fleet_repo import copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 pytest.importorskip("scipy.optimize")
 
@@ -48,9 +48,7 @@ def test_the_plan_is_written_and_the_same_twice(fleet: Path) -> None:
     assert code == 0 and f"{PLAN} unchanged" in err
     assert (fleet / PLAN).read_bytes() == first
     # the committed plan of the example fleet is this one
-    from tests.fleet_repo import REPO_ROOT
-
-    assert (REPO_ROOT / PLAN).read_bytes() == first
+    assert (EXAMPLE_FLEET / PLAN).read_bytes() == first
     assert hashlib.sha256(first).hexdigest()
 
 
@@ -545,3 +543,14 @@ def test_many_left_out_are_summed_up_after_twenty(fleet: Path) -> None:
     )
     assert lines[-1].endswith(", mwrs-huge19 and 5 more)")
     assert "mwrs-huge24" in (fleet / PLAN).read_text()
+
+
+def test_a_snapshot_without_at_is_judged_at_its_own_moment(fleet: Path) -> None:
+    """Without --at, the snapshot's newest write is the moment: the committed plan, not
+    one solved on scores that expired since (issue: decisions never without evidence)."""
+    committed = (EXAMPLE_FLEET / PLAN).read_bytes()
+    code, _, err = cli(fleet, "optimize", "--scores", str(fleet / "snapshots"))
+    assert code == 0, err
+    assert "judged at 2026-11-23T23:58:30Z, the newest write in --scores" in err
+    assert f"{PLAN} written (objective 145)" in err
+    assert (fleet / PLAN).read_bytes() == committed

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.commands.cli import run
-from tests.fleet_repo import copy_fleet
+from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
 
 AT = "2026-11-22T10:00:00Z"
 GPU_INFERENCE = "placements/gpu-inference.yaml"
@@ -502,7 +502,7 @@ def test_the_readme_shows_what_explain_prints() -> None:
     command = f"$ dsf-compile explain {' '.join(names)} --scores snapshots/ --at {AT}\n"
     shown = readme.split(command, 1)[1].split("```", 1)[0]
     code, out, err = cli(
-        REPO_ROOT, "explain", *names, "--scores", str(REPO_ROOT / "snapshots"), "--at", AT
+        EXAMPLE_FLEET, "explain", *names, "--scores", str(EXAMPLE_FLEET / "snapshots"), "--at", AT
     )
     assert code == 0, err
     assert shown == out

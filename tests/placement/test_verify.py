@@ -7,6 +7,8 @@ decisions are then made to drift, and ``--verify`` must name exactly that one.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -226,16 +228,19 @@ def test_cluster_sets_are_the_hubs(hub: tuple[FakeKube, Path], tmp_path: Path) -
 def test_verify_needs_a_hub(tmp_path: Path) -> None:
     root = tmp_path / "empty"
     root.mkdir()
+    # no --hub-kubeconfig, no $KUBECONFIG, no ~/.kube/config: kubectl's places, all empty
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     done = subprocess.run(
         [sys.executable, "-m", "dsf_compile", "--root", str(root), "explain", "--verify"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={**env, "HOME": str(tmp_path / "home")},
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert "--hub-kubeconfig" in done.stderr
+    assert "hub: ~/.kube/config is not usable" in done.stderr
 
 
 def frozen_placement() -> dict[str, Any]:
@@ -395,3 +400,49 @@ def test_balance_reads_the_same_counts_from_the_index() -> None:
     assert [p.scores for p in indexed.prioritizers if p.name == "Balance"] == [
         {"a": -100, "b": 32, "c": 100}
     ]
+
+
+def test_verify_json_is_one_document_ok_only_when_the_hub_agrees(
+    hub: tuple[FakeKube, Path], tmp_path: Path
+) -> None:
+    fake, kubeconfig = hub
+    done = verify(kubeconfig, tmp_path, "--format", "json")
+    assert (done.returncode, done.stderr) == (0, "")
+    document = json.loads(done.stdout)
+    assert document["ok"] is True
+    assert [(p["placement"], p["outcome"]) for p in document["placements"]] == [
+        ("default/best", "agrees"),
+        ("default/gold", "agrees"),
+    ]
+    fake.put("addonplacementscores", "b", score("b", 20))
+    done = verify(kubeconfig, tmp_path, "--format", "json")
+    assert (done.returncode, done.stderr) == (1, "")
+    document = json.loads(done.stdout)
+    assert document["ok"] is False
+    (drift,) = [p for p in document["placements"] if p["outcome"] == "differs"]
+    assert drift["placement"] == "default/best"
+    assert "the replay decides c; the hub's decisions hold b" in drift["lines"]
+    assert document["summary"] == "1 of 2 Placements differ from the hub's decisions"
+
+
+def test_verify_finds_the_hub_as_kubectl_does(hub: tuple[FakeKube, Path], tmp_path: Path) -> None:
+    _, kubeconfig = hub
+    root = tmp_path / "empty"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    argv = [sys.executable, "-m", "dsf_compile", "--root", str(root), "explain", "--verify"]
+    for extra, variables in (
+        ((), {"KUBECONFIG": str(kubeconfig)}),
+        (("--context", "fake"), {"KUBECONFIG": str(kubeconfig)}),
+        (("--hub-kubeconfig", str(kubeconfig)), {"KUBECONFIG": str(tmp_path / "missing")}),
+    ):
+        done = subprocess.run(
+            [*argv, *extra, "--at", AT],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**env, **variables},
+        )
+        assert done.returncode == 0, (extra, done.stderr)
+        assert done.stderr == "dsf-compile: 2 Placements agree with the hub's decisions\n"
