@@ -26,7 +26,7 @@ from dsf_compile.commands.cli import run
 from dsf_compile.scaffold.files import default_action
 from tests.fleet.github_fake import TOKEN, FakeGitHub, fake_github
 from tests.fleet.pr_repo import NUMBER, commit, edit, git
-from tests.fleet_repo import FLEET_FILES, REPO_ROOT, copy_fleet
+from tests.fleet_repo import REPO_ROOT, TOP_LEVEL_FLEET, copy_fleet
 
 ACT = shutil.which("act", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 STAND_INS = Path(__file__).with_name("act")
@@ -155,15 +155,13 @@ def forked(tmp_path: Path) -> Path:
     listed = subprocess.run(
         ["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True
     ).stdout.decode()
+    # its fleet the frozen example's, whatever fleet this repository holds at its top
     for name in filter(None, listed.split("\0")):
+        if name.split("/", 1)[0] in TOP_LEVEL_FLEET:
+            continue
         if (REPO_ROOT / name).is_file():
             (fork / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO_ROOT / name, fork / name)
-    # its fleet the frozen example's, whatever fleet this repository holds at its top
-    for name in (*FLEET_FILES, "rendered"):
-        if (fork / name).is_dir():
-            shutil.rmtree(fork / name)
-        (fork / name).unlink(missing_ok=True)
     copy_fleet(fork)
     git(tmp_path, "init", "-q", "-b", "main", str(fork))
     git(fork, "remote", "add", "origin", "https://github.com/acme/dsf-fork.git")
