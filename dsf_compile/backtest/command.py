@@ -7,21 +7,26 @@ I/O at the edges: the inputs and the history are read here, :mod:`.scores` and
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
 
 import numpy as np
 
-from dsf_compile.backtest.history import HistoryReader, Series, read_export_file
+from dsf_compile.backtest.coverage import coverage_warning, first_covered, missing_scores
+from dsf_compile.backtest.files import read_baseline, saving_target
+from dsf_compile.backtest.history import (
+    HistoryReader,
+    HistoryReadError,
+    Series,
+    read_export_file,
+)
+from dsf_compile.backtest.options import ChangesLimit
 from dsf_compile.backtest.replay import Track, replay
 from dsf_compile.backtest.report import (
-    REPORTERS,
     PlacementReport,
     Report,
     Totals,
@@ -42,8 +47,10 @@ from dsf_contract.scores import SCORE_KIND
 _DURATION = re.compile(r"^(?:[0-9]{1,9}(?:ms|s|m|h|d|w))+$")
 _PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
-_SCORES_CALL = re.compile(r"""scores\(\s*(?:"([^"\\]{1,253})"|'([^'\\]{1,253})')\s*\)""")
+_SCORES_CALL = re.compile(r"""\bscores\s*\(\s*(?:"([^"\\]{1,253})"|'([^'\\]{1,253})')\s*\)""")
 DEFAULT_DAYS = 7
+#: 9999-12-31T23:59:59Z: the last second RFC 3339 (and the report) can write.
+_LAST_SECOND = 253_402_300_799
 NOTES = (
     "samples are what the scraper saw (scrape times, not the agents' cycle times)",
     "a failing scorer whose gauge stays published is seen as valid, while the hub expires it",
@@ -59,15 +66,20 @@ def duration_seconds(text: str) -> float:
 
 
 def moment(text: str, now: datetime) -> int:
-    """A ``--from``/``--to``: RFC 3339, or a duration back from ``now``; seconds since the epoch."""
+    """A ``--from``/``--to``: RFC 3339, or a duration back from ``now``; seconds since the
+    epoch, from 1970 to 9999 (a usage error otherwise)."""
     from dsf_contract.fields import parse_time
 
     if _DURATION.match(text):
-        return int(now.timestamp() - duration_seconds(text))
-    try:
-        return int(parse_time(text).timestamp())
-    except ValueError as err:
-        raise UsageError(f"{text!r}: {err}") from None
+        found = int(now.timestamp() - duration_seconds(text))
+    else:
+        try:
+            found = int(parse_time(text).timestamp())
+        except (ValueError, OverflowError) as err:
+            raise UsageError(f"{text!r}: {err}") from None
+    if not 0 <= found <= _LAST_SECOND:
+        raise UsageError(f"{text!r}: a time between 1970 and 9999 is expected")
+    return found
 
 
 @dataclass(frozen=True)
@@ -80,38 +92,81 @@ class Fleet:
     rules: dict[str, ScorerRule]
 
 
-def run_backtest(args: argparse.Namespace, root: Path, out: TextIO, now: datetime) -> int:
-    """Run the command; return its exit code (problems raise)."""
+@dataclass(frozen=True)
+class Outcome:
+    """A run's report, and the gate's verdict beside it: the reported Placements above
+    ``--max-changes-per-day`` (exit 1), one problem each."""
+
+    report: Report
+    over: tuple[Problem, ...] = ()
+
+
+def run_backtest(args: argparse.Namespace, root: Path, now: datetime) -> Outcome:
+    """Run the command: its report and the gate's verdict. A history, baseline or decisions
+    that cannot be read raise :class:`InputError` (located; exit 2: nothing compared)."""
     fleet = _fleet(root, args.placements)
     window = _window(args, fleet, now)
+    save = saving_target(args.save_history) if args.save_history else None
+    baseline = read_baseline(args.baseline) if args.baseline else None
     series, source = _read_history(args.history, fleet, window, root)
-    if args.save_history:
+    if save is not None:
         from dsf_compile.backtest.history import write_export_file
 
-        write_export_file(Path(args.save_history), series)
+        write_export_file(saving_target(args.save_history), series)
     initial = _initial_decisions(args.decisions)
+    window = replace(window, first=first_covered(series, window))
     replayer = _Replayer(fleet, window, series, initial)
-    reports = [summarize(t, window) for t in replayer.run(fleet.placements) if _reported(t, fleet)]
+    reports = [
+        _with_warnings(summarize(t, window), t, replayer)
+        for t in replayer.run(fleet.placements)
+        if _reported(t, fleet)
+    ]
     weights = _weights(args.steady)
     if weights:
         reports = _with_sweep(reports, replayer, weights)
-    if args.baseline:
-        reports = _with_baseline(reports, _read_baseline(args.baseline))
-    report = Report(window, source, NOTES, tuple(reports), weights, bool(args.baseline))
-    out.write(REPORTERS[args.format](report))
-    return _gate(reports, args.max_changes_per_day)
+    if baseline is not None:
+        reports = [replace(r, baseline=baseline.get(r.key)) for r in reports]
+    report = Report(window, source, NOTES, tuple(reports), weights, baseline is not None)
+    return Outcome(report, _gate(reports, window, args.max_changes_per_day))
 
 
-def _gate(reports: Sequence[PlacementReport], limit: float | None) -> int:
-    if limit is None:
-        return 0
-    above = [r for r in reports if r.changes_per_day > limit]
-    if not above:
-        return 0
-    names = ", ".join(f"{r.key} ({r.changes_per_day}/day)" for r in above)
-    raise InputError(
-        [Problem("placements", 0, 0, "", f"more than {limit:g} changes per day: {names}")]
+def _gate(
+    reports: Sequence[PlacementReport], window: Window, limit: ChangesLimit | None
+) -> tuple[Problem, ...]:
+    """The reported Placements changing more often than ``limit`` a day (the exact rate,
+    not the rounded one the report shows); the limit named as it was given."""
+    if limit is None or window.days <= 0:
+        return ()
+    return tuple(
+        Problem(
+            "placements",
+            0,
+            0,
+            r.key,
+            f"{r.totals.changes / window.days:.4f} changes per day, more than "
+            f"--max-changes-per-day {limit.text}",
+        )
+        for r in reports
+        if r.totals.changes / window.days > limit.value
     )
+
+
+def _with_warnings(found: PlacementReport, track: Track, replayer: _Replayer) -> PlacementReport:
+    """The scheduler's warnings, and what the history does not cover for this Placement."""
+    placement = track.placement
+    warnings = set(found.warnings)
+    warnings.update(
+        missing_scores(
+            sorted(used_resources([placement])),
+            addon_coordinates(placement),
+            replayer.history,
+            replayer.fleet.rules,
+        )
+    )
+    covered = coverage_warning(replayer.window)
+    if covered is not None:
+        warnings.add(covered)
+    return replace(found, warnings=tuple(sorted(warnings)))
 
 
 def _fleet(root: Path, names: Sequence[str]) -> Fleet:
@@ -163,6 +218,17 @@ def used_resources(placements: Sequence[Placement]) -> set[str]:
     return used
 
 
+def addon_coordinates(placement: Placement) -> list[tuple[str, str]]:
+    """The (AddOnPlacementScore, item) pairs the Placement ranks by (weight not 0)."""
+    return sorted(
+        {
+            (config.scoreCoordinate.addOn.resourceName, config.scoreCoordinate.addOn.scoreName)
+            for config in placement.spec.prioritizerPolicy.configurations
+            if config.scoreCoordinate.addOn is not None and config.weight != 0
+        }
+    )
+
+
 def _used_rules(fleet: Fleet) -> dict[str, ScorerRule]:
     used = used_resources(fleet.placements)
     return {name: rule for name, rule in fleet.rules.items() if rule.resource in used}
@@ -205,11 +271,15 @@ def _read_history(
         end_ms=window.end * 1000,
         limits=settings,
     )
-    if location.startswith(("http://", "https://")):
-        from dsf_compile.backtest.source import read_api
+    try:
+        if location.startswith(("http://", "https://")):
+            from dsf_compile.backtest.source import read_api
 
-        return read_api(location, reader, settings.timeoutSeconds), location
-    return read_export_file(Path(location), reader), location
+            return read_api(location, reader, settings.timeoutSeconds), location
+        return read_export_file(Path(location), reader), location
+    except HistoryReadError as err:
+        where = err.where or location
+        raise InputError([Problem(where, err.line, 0, "", err.message)]) from None
 
 
 def _initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
@@ -312,42 +382,3 @@ def _with_sweep(
             if key in sweeps:
                 sweeps[key].append((weight, totals_of(track, replayer.window)))
     return [replace(r, sweep=tuple(sweeps[r.key])) for r in reports]
-
-
-def _read_baseline(path: str) -> dict[str, Totals]:
-    """An earlier run's JSON: each Placement's changes, churn and meanLoss."""
-    try:
-        document: Any = json.loads(Path(path).read_bytes())
-    except OSError as err:
-        raise UsageError(f"--baseline {path}: cannot read: {err.strerror or err}") from None
-    except ValueError as err:
-        raise InputError([Problem(path, 1, 1, "", f"not the JSON of a backtest: {err}")]) from None
-    found = {}
-    placements = document.get("placements") if isinstance(document, dict) else None
-    if not isinstance(placements, list):
-        raise InputError([Problem(path, 1, 1, "placements", "expected a list")])
-    for position, entry in enumerate(placements):
-        try:
-            key = f"{entry['namespace']}/{entry['name']}"
-            found[key] = Totals(
-                int(entry["changes"]), int(entry["churn"]), float(entry["meanLoss"])
-            )
-        except (KeyError, TypeError, ValueError):
-            raise InputError(
-                [
-                    Problem(
-                        path,
-                        1,
-                        1,
-                        f"placements[{position}]",
-                        "expected namespace, name, changes, churn and meanLoss",
-                    )
-                ]
-            ) from None
-    return found
-
-
-def _with_baseline(
-    reports: Sequence[PlacementReport], baseline: dict[str, Totals]
-) -> list[PlacementReport]:
-    return [replace(r, baseline=baseline.get(r.key), has_baseline=True) for r in reports]

@@ -38,7 +38,14 @@ _MAX_NUMBER_TEXT = 64
 
 
 class HistoryReadError(DsfError):
-    """The history source could not be read (unreachable, refused, too big, too slow): exit 2."""
+    """The history source could not be read (unreachable, refused, too big, too slow): exit 2.
+
+    ``where`` is the file or URL (empty: the history as a whole), ``line`` its line (0: none).
+    """
+
+    def __init__(self, message: str, where: str = "", line: int = 0) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.message, self.where, self.line = message, where, line
 
 
 @dataclass(frozen=True)
@@ -203,7 +210,7 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
     try:
         handle = path.open("rb")
     except OSError as err:
-        raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise HistoryReadError(f"cannot read: {err.strerror or err}", str(path)) from None
     with handle:
         stream: IO[bytes] = handle
         if handle.peek(2)[:2] == _GZIP_MAGIC:
@@ -215,39 +222,75 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
             # compressed, but not (or no longer) gzip: not a history file
             raise InputError([Problem(str(path), 0, 0, "", f"not a gzip file: {err}")]) from None
         except OSError as err:
-            raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
+            raise HistoryReadError(f"cannot read: {err.strerror or err}", str(path)) from None
     return reader.series()
 
 
 #: Bytes read from a history file at a time.
 _CHUNK = 8 * 1024 * 1024
+#: The longest line a history may hold: one series over the window (7 days of a sample
+#: every second are about 15 MB of export text). A longer line is not history.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class LineSplitter:
+    """Lines out of chunks as they arrive, each at most :data:`MAX_LINE_BYTES`: the part of
+    a line not ended yet is all that is held, so an endless line costs the line cap."""
+
+    def __init__(self, name: str, max_line: int = MAX_LINE_BYTES) -> None:
+        self.name, self.max_line = name, max_line
+        self.number = 0
+        self._pieces: list[bytes] = []
+        self._held = 0
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[int, bytes]]:
+        """The non-blank lines ``chunk`` ends, with their numbers (1-based)."""
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            yield from self._ended(chunk[start:end])
+            start = end + 1
+        if start < len(chunk):
+            self._hold(chunk[start:])
+
+    def finish(self) -> Iterator[tuple[int, bytes]]:
+        """The last line, when the stream does not end with a line break."""
+        if self._pieces:
+            yield from self._ended(b"")
+
+    def _hold(self, piece: bytes) -> None:
+        self._held += len(piece)
+        if self._held > self.max_line:
+            raise self.too_long()
+        self._pieces.append(piece)
+
+    def _ended(self, piece: bytes) -> Iterator[tuple[int, bytes]]:
+        if self._pieces:
+            self._hold(piece)
+            piece = b"".join(self._pieces)
+            self._pieces, self._held = [], 0
+        elif len(piece) > self.max_line:
+            raise self.too_long()
+        self.number += 1
+        if piece.strip():
+            yield self.number, piece
+
+    def too_long(self) -> InputError:
+        """Line ``number + 1`` is over the cap: located, as every line that is not history."""
+        message = f"a line longer than {self.max_line} bytes is not one series of history"
+        return InputError([Problem(self.name, self.number + 1, 1, "", message)])
 
 
 def _lines(stream: IO[bytes], max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
     """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all
-    (read a chunk at a time, so one endless line costs the cap, no more)."""
-    total, number, rest = 0, 0, b""
-    pieces: list[bytes] = []  # of a line longer than a chunk: joined once, when it ends
-    while True:
-        chunk = stream.read(_CHUNK)
+    (read a chunk at a time, so one endless line costs the line cap, no more)."""
+    total = 0
+    lines = LineSplitter(name)
+    while chunk := stream.read(_CHUNK):
         total += len(chunk)
         if total > max_bytes:
-            raise HistoryReadError(f"{name}: larger than {max_bytes} bytes (history.maxBytes)")
-        if not chunk:
-            break
-        if b"\n" not in chunk:
-            pieces.append(chunk)
-            continue
-        lines = b"".join([rest, *pieces, chunk]).split(b"\n")
-        pieces = []
-        rest = lines.pop()
-        for line in lines:
-            number += 1
-            if line.strip():
-                yield number, line
-    rest = b"".join([rest, *pieces])
-    if rest.strip():
-        yield number + 1, rest
+            raise HistoryReadError(f"larger than {max_bytes} bytes (history.maxBytes)", name)
+        yield from lines.feed(chunk)
+    yield from lines.finish()
 
 
 def _add_line(reader: HistoryReader, line: bytes, name: str, number: int) -> None:

@@ -3,7 +3,31 @@ that the other commands do not need."""
 
 from __future__ import annotations
 
+import argparse
+import math
+from dataclasses import dataclass
+
 from dsf_compile.commands.parser import Option
+
+
+@dataclass(frozen=True)
+class ChangesLimit:
+    """``--max-changes-per-day``: the number, and the text it was given as (what is printed)."""
+
+    text: str
+    value: float
+
+
+def changes_limit(text: str) -> ChangesLimit:
+    """A finite number ≥ 0; anything else is a usage error (argparse: exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a finite number, 0 or more, is expected")
+    return ChangesLimit(text.strip(), value)
+
 
 #: ``backtest``'s own arguments (``--format`` is every command's), in ``--help``'s order.
 BACKTEST_OPTIONS = (
@@ -28,7 +52,7 @@ BACKTEST_OPTIONS = (
         "--max-changes-per-day",
         "N",
         "exit 1 when a reported Placement changes its decisions more often",
-        type=float,
+        type=changes_limit,
     ),
     Option("--save-history", "PATH", "write what was read as an export file"),
 )

@@ -6,8 +6,6 @@ needs), hands the reporter what it found and returns the exit code.
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -28,6 +26,7 @@ from dsf_compile.commands.call import (
 )
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import (
+    DsfError,
     InputError,
     MassRemovalError,
     UnreachableFleetError,
@@ -250,16 +249,29 @@ def handle_explain(call: Call) -> int:
 
 
 def handle_backtest(call: Call) -> int:
-    """``backtest``: the Placements replayed over the score history."""
+    """``backtest``: the Placements replayed over the score history; exit 1 over
+    ``--max-changes-per-day`` (the report printed all the same), 2 when nothing compared."""
     from dsf_compile.backtest.command import run_backtest
+    from dsf_compile.backtest.report import REPORTERS, report_document
 
-    if not call.structured:
-        return run_backtest(call.args, call.root, call.out, now())
-    # the report joins the one JSON document every command prints
-    text = io.StringIO()
-    code = run_backtest(call.args, call.root, text, now())
-    call.report.result(**json.loads(text.getvalue()))
-    return code
+    try:
+        outcome = run_backtest(call.args, call.root, now())
+    except InputError as error:  # inputs, history, baseline or decisions: nothing compared
+        call.report.failed(error.problems, f"{len(error.problems)} error(s); nothing compared")
+        return EXIT_FAILURE
+    except MemoryError:
+        raise DsfError(
+            "out of memory replaying the history: lower history.maxPoints in dsf.yaml, "
+            "or replay a shorter window"
+        ) from None
+    if call.structured:
+        call.report.result(**report_document(outcome.report))
+    else:
+        call.out.write(REPORTERS[call.args.format](outcome.report))
+    if outcome.over:
+        call.report.failed(outcome.over, "over --max-changes-per-day")
+        return EXIT_INVALID
+    return EXIT_OK
 
 
 def _verify(call: Call) -> int:

@@ -168,7 +168,7 @@ def test_a_broken_line_is_located(tmp_path: Path, export_file: Path, day: Any) -
     lines[3] = lines[3][:40]
     broken.write_text("\n".join(lines) + "\n")
     code, _, err = backtest("--history", str(broken), *window_args(day))
-    assert code == 1
+    assert code == 2  # not history: nothing compared (exit 1 is only the gate's)
     assert f"{broken}:4:" in err and "Traceback" not in err
 
 
@@ -180,7 +180,7 @@ def test_a_line_that_is_not_a_series(tmp_path: Path, day: Any) -> None:
         '"timestamps": [1]}\n'
     )
     code, _, err = backtest("--history", str(bad), *window_args(day))
-    assert code == 1 and f"{bad}:1:1: error: timestamps:" in err
+    assert code == 2 and f"{bad}:1:1: error: timestamps:" in err
 
 
 class _Html(BaseHTTPRequestHandler):
@@ -285,7 +285,7 @@ def test_a_broken_gzip_and_a_file_over_the_cap(tmp_path: Path, export_file: Path
     broken = tmp_path / "broken.jsonl.gz"
     broken.write_bytes(gzip.compress(export_file.read_bytes())[:2000])
     code, _, err = backtest("--history", str(broken), *window_args(day))
-    assert code == 1 and "not a gzip file" in err and "Traceback" not in err
+    assert code == 2 and "not a gzip file" in err and "Traceback" not in err
     fleet = copy_fleet(tmp_path / "fleet", with_rendered=False)
     settings = fleet / "dsf.yaml"
     settings.write_text(settings.read_text() + "history:\n  maxBytes: 4096\n")
