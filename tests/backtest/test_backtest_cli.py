@@ -6,54 +6,24 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import json
 import shutil
 import socket
 import subprocess
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsf_compile.commands.cli import run
 from tests.agent.conftest import (
     backfilled_prometheus,
     import_into_victoria_metrics,
     started_victoria_metrics,
 )
 from tests.backtest import history_data
-from tests.fleet_repo import REPO_ROOT, copy_fleet
-
-
-def backtest(*args: str, root: Path = REPO_ROOT) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(["--root", str(root), "backtest", *args], out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture(scope="module")
-def day() -> tuple[int, int, list[dict[str, Any]]]:
-    start, end = history_data.window()
-    return start, end, history_data.series(start, end)
-
-
-@pytest.fixture(scope="module")
-def export_file(tmp_path_factory: pytest.TempPathFactory, day: Any) -> Path:
-    path = tmp_path_factory.mktemp("history") / "history.jsonl"
-    path.write_text(history_data.export_text(day[2]))
-    return path
-
-
-def window_args(day: Any) -> list[str]:
-    from datetime import UTC, datetime
-
-    start, end, _ = day
-    iso = [datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") for t in (start, end)]
-    return ["--from", iso[0], "--to", iso[1], "--step", "5m"]
+from tests.backtest.helpers import backtest, serving, window_args
+from tests.fleet_repo import copy_fleet
 
 
 def replay_json(history: str, day: Any, *extra: str) -> dict[str, Any]:
@@ -204,19 +174,6 @@ class _Endless(_Html):
         with contextlib.suppress(OSError):
             while True:
                 self.wfile.write(b'{"metric": {' + b" " * 65536)
-
-
-@contextlib.contextmanager
-def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_an_html_answer_an_unreachable_and_an_endless_source(tmp_path: Path, day: Any) -> None:

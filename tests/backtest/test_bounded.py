@@ -19,8 +19,7 @@ import numpy as np
 import orjson
 import pytest
 
-from tests.backtest.child import dsf_backtest
-from tests.backtest.test_backtest_cli import serving
+from tests.backtest.helpers import dsf_backtest, serving
 
 #: Every run here stays far below this (the unbounded replay needed gigabytes).
 PEAK_MIB = 700
