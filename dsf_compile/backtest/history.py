@@ -89,6 +89,9 @@ class HistoryReader:
     limits: HistorySettings
     _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
     _points: int = 0
+    #: The last line's timestamps, as given and as an array: the series of one scrape
+    #: target share their scrape times, and then their array (converted once, held once).
+    _times: tuple[list[Any], np.ndarray[Any, np.dtype[np.int64]]] | None = None
 
     def add(self, metric: Any, timestamps: Any, values: Any) -> str | None:
         """Add one series' samples; the problem (``field: message``) when they are not history."""
@@ -101,12 +104,17 @@ class HistoryReader:
             return None
         if metric.get(SCORE_NAME_LABEL) not in self.score_names:
             return None
-        samples = _samples(timestamps, values)
+        shared = self._times is not None and timestamps == self._times[0]
+        samples = _samples(self._times[1] if shared else timestamps, values)  # type: ignore[index]
         if isinstance(samples, str):
             return samples
         times, numbers = samples
+        if not shared:
+            times.flags.writeable = False  # shared by the series with the same times
+            self._times = (timestamps, times)
         keep = (times >= self.start_ms) & (times <= self.end_ms) & ~np.isnan(numbers)
-        times, numbers = times[keep], numbers[keep]
+        if not keep.all():
+            times, numbers = times[keep], numbers[keep]
         key = tuple(str(metric.get(k, "")) for k in IDENTITY_LABELS)
         parts = self._parts.get(key)
         if parts is None:
@@ -147,12 +155,16 @@ def _samples(
     timestamps: Any, values: Any
 ) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.float64]]] | str:
     """The samples as arrays, or what is wrong with them."""
-    if not isinstance(timestamps, list) or not isinstance(values, list):
+    if not isinstance(timestamps, list | np.ndarray) or not isinstance(values, list):
         return "values, timestamps: expected two lists"
     if len(timestamps) != len(values):
         return f"timestamps: {len(timestamps)} timestamps for {len(values)} values"
     try:
-        times = np.array(timestamps, dtype=np.int64)
+        times = (
+            timestamps
+            if isinstance(timestamps, np.ndarray)
+            else np.array(timestamps, dtype=np.int64)
+        )
         numbers = _numbers(values)
     except (TypeError, ValueError, OverflowError):
         return "values, timestamps: expected numbers (timestamps in milliseconds)"
@@ -164,9 +176,13 @@ def _samples(
 def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """The values as floats: at C speed when they are all numbers (a boolean among numbers
     reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
-    found = np.array(values)
-    if found.dtype.kind in "fiu":
-        return found.astype(np.float64)
+    try:  # the usual export: numbers only, converted at C speed
+        found = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        pass  # what is not a number among them: one by one, below, for the error
+    else:
+        if found.ndim == 1:
+            return found
     return np.array([_number(v) for v in values], dtype=np.float64)
 
 
@@ -189,6 +205,8 @@ def _fold(
         times, values = parts.timestamps[0], parts.values[0]
     else:
         times, values = np.concatenate(parts.timestamps), np.concatenate(parts.values)
+    if len(parts.timestamps) == 1 and (len(times) < 2 or bool((times[1:] > times[:-1]).all())):
+        return times, values  # one line, in time order: as it came
     order = np.argsort(times, kind="stable")
     times, values = times[order], values[order]
     if len(times) > 1:

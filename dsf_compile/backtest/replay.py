@@ -28,6 +28,7 @@ from dsf_compile.backtest.fast import (
     StepRecord,
     eligible,
     fast_step,
+    fast_steps,
     plan_for,
     volatile,
 )
@@ -133,13 +134,23 @@ def replay(
     versions = [_score_versions(i, history) for i in inputs]
     last_keys: list[object] = [None] * len(ordered)
     plans: list[FastPlan | bool | None] = [fast and eligible(p) for p in ordered]
+    #: Placements whose every later step was scheduled at once (their totals read no
+    #: decision): the records, from the step after their first call.
+    batches: list[tuple[int, list[StepRecord]] | None] = [None] * len(ordered)
     static = ScoreIndex({}, {})
     for step in range(len(history.steps)):
         index = StepIndex({}, {}, history=history, step=step, static=static)
         at = history.moment(int(history.steps[step]))
         for position, placement in enumerate(ordered):
-            key = _key(inputs[position], versions[position], step, decisions, position)
             track = tracks[position]
+            batch = batches[position]
+            if batch is not None:
+                found = batch[1][step - batch[0]]
+                if found.decisions is not track.records[-1].decisions:
+                    decisions.set_clusters(position, found.decisions)
+                track.records.append(found)
+                continue
+            key = _key(inputs[position], versions[position], step, decisions, position)
             if key is not None and key == last_keys[position]:
                 track.records.append(track.records[-1])
                 continue
@@ -154,9 +165,11 @@ def replay(
                 track.records.append(record)
                 track.warnings.update(_lasting(result.warnings))
                 if plan is True:  # the first call: the candidates are known now
-                    plans[position] = _checked_plan(
+                    plans[position] = found_plan = _checked_plan(
                         placement, result, record, history, decisions, position, step
                     )
+                    later = found_plan and fast_steps(found_plan, step + 1, len(history.steps))
+                    batches[position] = (step + 1, later) if later else None
                 decisions.update(position, result)
             # after its own update: the key it will be compared with at the next step
             last_keys[position] = _key(

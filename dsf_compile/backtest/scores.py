@@ -130,7 +130,7 @@ def rebuild_object(
     valid when that sample is at most V old (some series counts), expired when it is
     older, absent before it; ``validUntil`` is that sample + V either way.
     """
-    times = np.unique(np.concatenate([np.zeros(0, np.int64), *(s.timestamps for s in series)]))
+    times = _merged_times(series)
     latest = np.searchsorted(times, steps, side="right").astype(np.int64) - 1
     seen = latest >= 0
     newest = times[np.maximum(latest, 0)] if len(times) else np.zeros(len(steps), np.int64)
@@ -146,6 +146,16 @@ def rebuild_object(
             groups.setdefault(name, []).append(one)
     members = {name: tuple(found) for name, found in sorted(groups.items())}
     return ObjectHistory(state, until, members, how, rule.window_ms, steps)
+
+
+def _merged_times(series: Sequence[Series]) -> IntArray:
+    """Every sample time of the series, sorted (a time several hold may repeat: the
+    latest at or before a step is the same time either way)."""
+    if len(series) == 1:
+        return series[0].timestamps  # sorted, one sample per time
+    if not series:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(np.concatenate([one.timestamps for one in series]))
 
 
 def _picked(
