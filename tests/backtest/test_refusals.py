@@ -233,3 +233,56 @@ def test_steps_before_the_history_are_left_out_of_the_rates(export_file: Path, d
         start - 86_400 + first * 300, UTC
     ).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert abs(sum(inference["selected"].values()) - 1.0) < 0.001
+
+
+CEL_PLACEMENT = """\
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata:
+  name: fast-app01
+  namespace: default
+spec:
+  clusterSets:
+    - global
+  predicates:
+    - requiredClusterSelector:
+        celSelector:
+          celExpressions:
+            - 'managedCluster.scores ("example-performance-score").exists(s, s.value > 0)'
+"""
+
+
+def test_a_score_read_by_cel_with_a_space_before_the_call_is_replayed(
+    export_file: Path, day: Any, tmp_path: Path
+) -> None:
+    """``managedCluster.scores ("…")`` is valid CEL: its score's history is read, and the
+    Placement selects by it (it was missed: no history, every cluster filtered out)."""
+    from tests.fleet_repo import copy_fleet
+
+    fleet = copy_fleet(tmp_path / "fleet", with_rendered=False)
+    for placement in (fleet / "placements").rglob("*.yaml"):
+        if placement.name != "bindings.yaml":
+            placement.unlink()
+    (fleet / "placements" / "fast-app01.yaml").write_text(CEL_PLACEMENT)
+    code, out, err = backtest(
+        "--history", str(export_file), *window_args(day), "--format", "json", root=fleet
+    )
+    assert code == 0, err
+    (placement,) = _strict_json(out)["placements"]
+    assert placement["selected"] and placement["changes"] > 0
+    assert not any("no sample" in w or "publishes" in w for w in placement["warnings"])
+
+
+def test_running_out_of_memory_is_one_line(
+    export_file: Path, day: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsf_compile.backtest import command
+
+    def exhausted(*args: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(command, "run_backtest", exhausted)
+    code, out, err = backtest("--history", str(export_file), *window_args(day))
+    assert code == 2 and err.count("\n") == 1 and "out of memory" in err
+    code, out, err = backtest("--history", str(export_file), "--format", "json")
+    assert code == 2 and _strict_json(out)["ok"] is False
