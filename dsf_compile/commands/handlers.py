@@ -251,11 +251,24 @@ def handle_explain(call: Call) -> int:
 def handle_backtest(call: Call) -> int:
     """``backtest``: the Placements replayed over the score history; exit 1 over
     ``--max-changes-per-day`` (the report printed all the same), 2 when nothing compared."""
-    from dsf_compile.backtest.command import run_backtest
     from dsf_compile.backtest.report import REPORTERS, report_document
+    from dsf_compile.pipeline.backtest import BacktestRequest, run_backtest
 
+    args = call.args
+    request = BacktestRequest(
+        tuple(args.placements),
+        args.history,
+        start=args.start,
+        end=args.end,
+        step=args.step,
+        decisions=args.decisions,
+        steady=args.steady,
+        baseline=args.baseline,
+        max_changes_per_day=args.max_changes_per_day,
+        save_history=args.save_history,
+    )
     try:
-        outcome = run_backtest(call.args, call.root, now())
+        outcome = run_backtest(call.root, request, now())
     except InputError as error:  # inputs, history, baseline or decisions: nothing compared
         call.report.failed(error.problems, f"{len(error.problems)} error(s); nothing compared")
         return EXIT_FAILURE

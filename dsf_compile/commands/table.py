@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsf_compile.backtest.options import BACKTEST_OPTIONS
 from dsf_compile.commands import handlers
+from dsf_compile.commands.backtest_options import BACKTEST_OPTIONS
 from dsf_compile.commands.call import SCORER_TOKEN_VARIABLE
 from dsf_compile.commands.parser import Command, Option, seconds, state_options
 

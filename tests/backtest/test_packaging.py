@@ -35,7 +35,7 @@ def test_backtest_imports_only_what_the_base_install_brings() -> None:
     """Every distribution the command's modules load is a base dependency or one of theirs
     (numpy came only with the optimize extra's scipy: ModuleNotFoundError on the base)."""
     imports = (
-        "import dsf_compile.backtest.command, dsf_compile.backtest.source\n"
+        "import dsf_compile.pipeline.backtest, dsf_compile.backtest.run, dsf_compile.backtest.source\n"
         "import dsf_compile.backtest.report, dsf_compile.backtest.fast\n"
     )
     at_start = _top_modules("")  # what the interpreter loads anyway (site, .pth hooks)

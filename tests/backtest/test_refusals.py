@@ -276,12 +276,12 @@ def test_a_score_read_by_cel_with_a_space_before_the_call_is_replayed(
 def test_running_out_of_memory_is_one_line(
     export_file: Path, day: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsf_compile.backtest import command
+    from dsf_compile.pipeline import backtest as pipeline
 
     def exhausted(*args: Any) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(command, "run_backtest", exhausted)
+    monkeypatch.setattr(pipeline, "run_backtest", exhausted)
     code, out, err = backtest("--history", str(export_file), *window_args(day))
     assert code == 2 and err.count("\n") == 1 and "out of memory" in err
     code, out, err = backtest("--history", str(export_file), "--format", "json")

@@ -4,29 +4,17 @@ that the other commands do not need."""
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import dataclass
 
+from dsf_compile.backtest.gate import ChangesLimit, parse_limit
 from dsf_compile.commands.parser import Option
 
 
-@dataclass(frozen=True)
-class ChangesLimit:
-    """``--max-changes-per-day``: the number, and the text it was given as (what is printed)."""
-
-    text: str
-    value: float
-
-
 def changes_limit(text: str) -> ChangesLimit:
-    """A finite number ≥ 0; anything else is a usage error (argparse: exit 2)."""
+    """``--max-changes-per-day``: a finite number ≥ 0, else a usage error (exit 2)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a finite number, 0 or more, is expected")
-    return ChangesLimit(text.strip(), value)
+        return parse_limit(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 #: ``backtest``'s own arguments (``--format`` is every command's), in ``--help``'s order.

@@ -1,4 +1,6 @@
-"""``dsf-compile backtest``: read the history, rebuild the scores, replay, report.
+"""The pieces of a backtest run (:mod:`dsf_compile.pipeline.backtest` puts them in order):
+the working tree as the replay reads it, the window, the history read, the scores
+rebuilt and replayed, the ``--steady`` sweep and the warnings of each Placement.
 
 I/O at the edges: the inputs and the history are read here, :mod:`.scores` and
 :mod:`.replay` are pure, :mod:`.report` prints.
@@ -6,7 +8,6 @@ I/O at the edges: the inputs and the history are read here, :mod:`.scores` and
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -16,24 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from dsf_compile.backtest.coverage import coverage_warning, first_covered, missing_scores
-from dsf_compile.backtest.files import read_baseline, saving_target
+from dsf_compile.backtest.coverage import coverage_warning, missing_scores
 from dsf_compile.backtest.history import (
     HistoryReader,
     HistoryReadError,
     Series,
     read_export_file,
 )
-from dsf_compile.backtest.options import ChangesLimit
 from dsf_compile.backtest.replay import Track, replay
-from dsf_compile.backtest.report import (
-    PlacementReport,
-    Report,
-    Totals,
-    Window,
-    summarize,
-    totals_of,
-)
+from dsf_compile.backtest.report import PlacementReport, Totals, Window, totals_of
 from dsf_compile.backtest.scores import ScorerRule, rebuild_all
 from dsf_compile.errors import InputError, UsageError
 from dsf_compile.inputs.placements import Placement, PlacementDecision
@@ -92,66 +84,7 @@ class Fleet:
     rules: dict[str, ScorerRule]
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """A run's report, and the gate's verdict beside it: the reported Placements above
-    ``--max-changes-per-day`` (exit 1), one problem each."""
-
-    report: Report
-    over: tuple[Problem, ...] = ()
-
-
-def run_backtest(args: argparse.Namespace, root: Path, now: datetime) -> Outcome:
-    """Run the command: its report and the gate's verdict. A history, baseline or decisions
-    that cannot be read raise :class:`InputError` (located; exit 2: nothing compared)."""
-    fleet = _fleet(root, args.placements)
-    window = _window(args, fleet, now)
-    save = saving_target(args.save_history) if args.save_history else None
-    baseline = read_baseline(args.baseline) if args.baseline else None
-    series, source = _read_history(args.history, fleet, window, root)
-    if save is not None:
-        from dsf_compile.backtest.history import write_export_file
-
-        write_export_file(saving_target(args.save_history), series)
-    initial = _initial_decisions(args.decisions)
-    window = replace(window, first=first_covered(series, window))
-    replayer = _Replayer(fleet, window, series, initial)
-    reports = [
-        _with_warnings(summarize(t, window), t, replayer)
-        for t in replayer.run(fleet.placements)
-        if _reported(t, fleet)
-    ]
-    weights = _weights(args.steady)
-    if weights:
-        reports = _with_sweep(reports, replayer, weights)
-    if baseline is not None:
-        reports = [replace(r, baseline=baseline.get(r.key)) for r in reports]
-    report = Report(window, source, NOTES, tuple(reports), weights, baseline is not None)
-    return Outcome(report, _gate(reports, window, args.max_changes_per_day))
-
-
-def _gate(
-    reports: Sequence[PlacementReport], window: Window, limit: ChangesLimit | None
-) -> tuple[Problem, ...]:
-    """The reported Placements changing more often than ``limit`` a day (the exact rate,
-    not the rounded one the report shows); the limit named as it was given."""
-    if limit is None or window.days <= 0:
-        return ()
-    return tuple(
-        Problem(
-            "placements",
-            0,
-            0,
-            r.key,
-            f"{r.totals.changes / window.days:.4f} changes per day, more than "
-            f"--max-changes-per-day {limit.text}",
-        )
-        for r in reports
-        if r.totals.changes / window.days > limit.value
-    )
-
-
-def _with_warnings(found: PlacementReport, track: Track, replayer: _Replayer) -> PlacementReport:
+def with_warnings(found: PlacementReport, track: Track, replayer: Replayer) -> PlacementReport:
     """The scheduler's warnings, and what the history does not cover for this Placement."""
     placement = track.placement
     warnings = set(found.warnings)
@@ -169,7 +102,7 @@ def _with_warnings(found: PlacementReport, track: Track, replayer: _Replayer) ->
     return replace(found, warnings=tuple(sorted(warnings)))
 
 
-def _fleet(root: Path, names: Sequence[str]) -> Fleet:
+def load_fleet(root: Path, names: Sequence[str]) -> Fleet:
     from dsf_compile.pipeline.inputs import load_inputs
 
     inputs = load_inputs(root)
@@ -234,15 +167,19 @@ def _used_rules(fleet: Fleet) -> dict[str, ScorerRule]:
     return {name: rule for name, rule in fleet.rules.items() if rule.resource in used}
 
 
-def _window(args: argparse.Namespace, fleet: Fleet, now: datetime) -> Window:
-    end = moment(args.end, now) if args.end else int(now.timestamp())
-    start = moment(args.start, now) if args.start else end - DEFAULT_DAYS * 86_400
+def replay_window(
+    span: tuple[str | None, str | None, str | None], fleet: Fleet, now: datetime
+) -> Window:
+    """The steps of ``(--from, --to, --step)`` as given (None: the default)."""
+    start_text, end_text, step_text = span
+    end = moment(end_text, now) if end_text else int(now.timestamp())
+    start = moment(start_text, now) if start_text else end - DEFAULT_DAYS * 86_400
     if start > end:
         raise UsageError("--from is after --to")
-    if args.step:
-        seconds = duration_seconds(args.step)
+    if step_text:
+        seconds = duration_seconds(step_text)
         if seconds < 1 or seconds != int(seconds):
-            raise UsageError(f"--step {args.step}: a whole number of seconds, at least 1s")
+            raise UsageError(f"--step {step_text}: a whole number of seconds, at least 1s")
         step = int(seconds)
     else:
         intervals = [r.interval for r in _used_rules(fleet).values()]
@@ -258,9 +195,8 @@ def _window(args: argparse.Namespace, fleet: Fleet, now: datetime) -> Window:
     return Window(start, end, step, count)
 
 
-def _read_history(
-    location: str, fleet: Fleet, window: Window, root: Path
-) -> tuple[list[Series], str]:
+def read_history(location: str, fleet: Fleet, window: Window) -> tuple[list[Series], str]:
+    """The series the replay needs, from an API or a file, and where they came from."""
     rules = _used_rules(fleet)
     longest = max((r.window_ms for r in rules.values()), default=0)
     settings = fleet.inputs.settings.history
@@ -282,7 +218,7 @@ def _read_history(
         raise InputError([Problem(where, err.line, 0, "", err.message)]) from None
 
 
-def _initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
+def initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     if path is None:
         return ()
     from dsf_compile.edges.hub_state import read_decisions
@@ -290,7 +226,7 @@ def _initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     return read_decisions(path)
 
 
-class _Replayer:
+class Replayer:
     """Replays the fleet (once, and once per ``--steady`` weight) on one rebuilt history."""
 
     def __init__(
@@ -313,7 +249,7 @@ class _Replayer:
         return replay(placements, self.clusters, self.bindings, self.history, self.initial)
 
 
-def _reported(track: Track, fleet: Fleet) -> bool:
+def is_reported(track: Track, fleet: Fleet) -> bool:
     meta = track.placement.metadata
     return f"{meta.namespace}/{meta.name}" in fleet.reported
 
@@ -338,7 +274,7 @@ def _aggregation(inputs: Inputs) -> Callable[[str, str], Aggregation]:
     return how
 
 
-def _weights(text: str | None) -> tuple[int, ...]:
+def steady_weights(text: str | None) -> tuple[int, ...]:
     if not text:
         return ()
     weights = []
@@ -370,8 +306,8 @@ def with_steady(placement: Placement, weight: int) -> Placement:
     return Placement.model_validate(data)
 
 
-def _with_sweep(
-    reports: Sequence[PlacementReport], replayer: _Replayer, weights: Sequence[int]
+def with_sweep(
+    reports: Sequence[PlacementReport], replayer: Replayer, weights: Sequence[int]
 ) -> list[PlacementReport]:
     sweeps: dict[str, list[tuple[int, Totals]]] = {r.key: [] for r in reports}
     for weight in weights:
