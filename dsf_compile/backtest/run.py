@@ -32,6 +32,7 @@ from dsf_compile.inputs.placements import Placement, PlacementDecision
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.prioritizers import STEADY
+from dsf_compile.resolve.summaries import Resolutions
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.problem import Problem
 from dsf_contract.scores import SCORE_KIND
@@ -102,28 +103,19 @@ def with_warnings(found: PlacementReport, track: Track, replayer: Replayer) -> P
     return replace(found, warnings=tuple(sorted(warnings)))
 
 
-def load_fleet(root: Path, names: Sequence[str]) -> Fleet:
-    from dsf_compile.pipeline.inputs import load_inputs
-
-    inputs = load_inputs(root)
+def fleet_of(inputs: Inputs, resolutions: Resolutions, names: Sequence[str]) -> Fleet:
+    """The working tree as the replay reads it; ``names`` the reported Placements (all
+    when empty). ``resolutions`` resolve the scorers (against the lockfile, if readable)."""
     placements = tuple(p.model for p in inputs.placements)
     known = {f"{p.metadata.namespace}/{p.metadata.name}" for p in placements}
     missing = sorted(set(names) - known)
     if missing:
         raise UsageError(f"no Placement {', '.join(missing)} in placements/ (NAMESPACE/NAME)")
-    return Fleet(inputs, placements, frozenset(names or known), _rules(root, inputs))
+    return Fleet(inputs, placements, frozenset(names or known), _rules(inputs, resolutions))
 
 
-def _rules(root: Path, inputs: Inputs) -> dict[str, ScorerRule]:
+def _rules(inputs: Inputs, resolutions: Resolutions) -> dict[str, ScorerRule]:
     """Score name → its rule, for every scorer publishing AddOnPlacementScores."""
-    from dsf_compile.resolve.summaries import Resolutions
-    from dsf_compile.sync.lock import LOCKFILE, read_lockfile
-
-    lock = None
-    if (root / LOCKFILE).exists():
-        lock, problems = read_lockfile(root)
-        lock = None if problems else lock
-    resolutions = Resolutions(lock)
     rules = {}
     for located in inputs.scorers:
         resolved, _ = resolutions.of(located)

@@ -9,17 +9,20 @@ nothing was compared (exit 2).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsf_compile.pipeline.inputs import load_inputs
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
     from dsf_compile.backtest.gate import ChangesLimit
     from dsf_compile.backtest.report import Report
+    from dsf_compile.resolve.summaries import Resolutions
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ def run_backtest(root: Path, request: BacktestRequest, now: datetime) -> Outcome
     from dsf_compile.backtest.gate import over_limit
     from dsf_compile.backtest.report import Report, summarize
 
-    fleet = run.load_fleet(root, request.placements)
+    fleet = run.fleet_of(load_inputs(root), _resolutions(root), request.placements)
     span = (request.start, request.end, request.step)
     window = run.replay_window(span, fleet, now)
     weights = run.steady_weights(request.steady)
@@ -85,3 +88,16 @@ def run_backtest(root: Path, request: BacktestRequest, now: datetime) -> Outcome
         reports = [replace(r, baseline=baseline.get(r.key)) for r in reports]
     report = Report(window, source, run.NOTES, tuple(reports), weights, baseline is not None)
     return Outcome(report, over_limit(reports, window, request.max_changes_per_day))
+
+
+def _resolutions(root: Path) -> Resolutions:
+    """The scorers resolved against the committed lockfile when it is readable (a broken
+    one is render's and sync's to report), else from their specs alone."""
+    from dsf_compile.resolve.summaries import Resolutions
+    from dsf_compile.sync.lock import LOCKFILE, read_lockfile
+
+    lock = None
+    if os.path.lexists(root / LOCKFILE):
+        lock, problems = read_lockfile(root)
+        lock = None if problems else lock
+    return Resolutions(lock)
