@@ -324,8 +324,8 @@ def test_steady_weights_either_way(steady: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_fast_path_without_precomputed_tables(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the replay's budget a Placement reads its AddOn scores step by step: the same."""
+    from dsf_compile.backtest import decisions as module
     from dsf_compile.backtest import fast as fast_module
-    from dsf_compile.backtest import replay as module
 
     monkeypatch.setattr(module, "Budget", lambda: fast_module.Budget(0))
     test_fast_path_equals_the_scheduler(seed, monkeypatch)
