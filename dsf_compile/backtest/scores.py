@@ -15,6 +15,7 @@ coordinate row, never series × steps. Pure.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -93,29 +94,63 @@ class ObjectHistory:
         if self.state[step] == ABSENT:
             return []
         valid = bool(self.state[step] == VALID)
-        moment = int(self.steps[step])
+        values, used = self._samples.at(int(self.steps[step]), valid, self.window_ms)
         out: list[dict[str, object]] = []
-        for name, members in self.groups.items():
-            values = [
-                float(one.values[index])
-                for one in members
-                if (index := _used_at(one, moment, valid, self.window_ms)) is not None
-            ]
-            if values:
-                folded = fold_scores(values, self.how)
+        for name, members in self._samples.groups:
+            picked = [values[m] for m in members if used[m]]
+            if picked:
+                folded = fold_scores(picked, self.how)
                 if folded == folded:  # a NaN fold (inf − inf) has no value, as in the agent
                     out.append({"name": name, "value": placement_value(folded)})
         return out
 
+    @functools.cached_property
+    def _samples(self) -> _Samples:
+        return _Samples.of(self.groups, self.steps)
 
-def _used_at(one: Series, moment: int, valid: bool, window_ms: int) -> int | None:
-    """The index of the series' sample the object uses at ``moment`` (None: not used)."""
-    index = int(np.searchsorted(one.timestamps, moment, side="right")) - 1
-    if index < 0:
-        return None
-    if valid and moment - int(one.timestamps[index]) > window_ms:
-        return None  # a valid object holds only the counting series
-    return index
+
+@dataclass(frozen=True)
+class _Samples:
+    """Every series of an object in one sorted array, each in its own segment (series ``i``'s
+    times as ``i × span + (t − origin)``): one search finds every series' latest sample at
+    a moment, for CEL's ``scores()`` one step at a time."""
+
+    keys: IntArray
+    times: IntArray
+    values: np.ndarray[Any, np.dtype[np.float64]]
+    starts: IntArray
+    bases: IntArray
+    origin: int
+    #: (item name, the positions of its series), in name order, series in series order.
+    groups: tuple[tuple[str, range], ...]
+
+    @classmethod
+    def of(cls, groups: Mapping[str, tuple[Series, ...]], steps: IntArray) -> _Samples:
+        members = [one for found in groups.values() for one in found]
+        times = np.concatenate([np.zeros(0, np.int64), *(one.timestamps for one in members)])
+        values = np.concatenate([np.zeros(0), *(one.values for one in members)])
+        origin = int(min(times.min(initial=0), steps.min(initial=0)))
+        span = int(max(times.max(initial=0), steps.max(initial=0))) - origin + 1
+        sizes = np.array([len(one.timestamps) for one in members], dtype=np.int64)
+        starts = np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes)[:-1]])
+        bases = np.arange(len(members), dtype=np.int64) * span
+        keys = np.repeat(bases, sizes) + (times - origin)
+        placed, at = [], 0
+        for name, found in groups.items():
+            placed.append((name, range(at, at + len(found))))
+            at += len(found)
+        return cls(keys, times, values, starts[: len(members)], bases, origin, tuple(placed))
+
+    def at(self, moment: int, valid: bool, window_ms: int) -> tuple[list[float], list[bool]]:
+        """Each series' latest value at ``moment`` and whether the object uses it (a valid
+        object the counting series, an expired one every series with a sample)."""
+        found = np.searchsorted(self.keys, self.bases + (moment - self.origin), side="right") - 1
+        used = found >= self.starts
+        index = np.maximum(found, 0)
+        if valid:
+            used &= moment - self.times[index] <= window_ms
+        values = self.values[index] if len(self.values) else np.zeros(len(index))
+        return values.tolist(), used.tolist()
 
 
 def rebuild_object(
