@@ -250,6 +250,56 @@ def _select(
     return StepRecord(decided, margin, loss, expired)
 
 
+#: Steps scheduled together by :func:`fast_steps` (steps × candidates × 8 bytes at a time).
+BATCH_STEPS = 1024
+
+
+def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | None:
+    """Steps ``first`` to ``count − 1`` at once, for a plan whose totals read no decision
+    (no Steady, no Balance) and were precomputed: what :func:`fast_step` gives at each
+    (None for any other plan)."""
+    if plan.steady or plan.balance or plan.addon_steps is None or plan.expired_steps is None:
+        return None
+    size = len(plan.candidates)
+    wanted = size if plan.count is None else min(plan.count, size)
+    expired = plan.expired_steps.tolist()
+    if wanted in (0, size):
+        decided = plan.candidates if wanted else ()
+        return [StepRecord(decided, None, 0, expired[k]) for k in range(first, count)]
+    records: list[StepRecord] = []
+    last: tuple[str, ...] = ()
+    for start in range(first, count, BATCH_STEPS):
+        end = min(count, start + BATCH_STEPS)
+        chosen, margins = _best(plan, plan.addon_steps[start:end], wanted)
+        moved = np.ones(len(chosen), dtype=np.bool_)
+        moved[1:] = (chosen[1:] != chosen[:-1]).any(axis=1)
+        if records:
+            moved[0] = tuple(plan.candidates[i] for i in chosen[0].tolist()) != last
+        for row, change, margin, stale in zip(
+            chosen.tolist(), moved.tolist(), margins.tolist(), expired[start:end], strict=True
+        ):
+            if change:  # the same tuple otherwise: the replay sees its decisions did not move
+                last = tuple(plan.candidates[i] for i in row)
+            records.append(StepRecord(last, margin, 0, stale))
+    return records
+
+
+def _best(
+    plan: FastPlan, addon: np.ndarray[Any, np.dtype[np.int32]], wanted: int
+) -> tuple[IntArray, IntArray]:
+    """Per step (row): the decided candidates' positions, sorted, and the margin — step 6
+    as :func:`_select` takes it, over all the rows at once."""
+    size = len(plan.candidates)
+    totals = plan.constant + addon.astype(np.int64)
+    order = -totals * size + _positions(size)
+    part = np.argpartition(order, wanted, axis=1)[:, : wanted + 1]
+    part = np.take_along_axis(part, np.argsort(np.take_along_axis(order, part, 1), 1), 1)
+    chosen = np.sort(part[:, :wanted], axis=1)
+    margins = np.take_along_axis(totals, chosen, 1).min(axis=1)
+    margins -= np.take_along_axis(totals, part[:, wanted : wanted + 1], 1)[:, 0]
+    return chosen, margins
+
+
 _ARANGES: dict[int, IntArray] = {}
 
 

@@ -38,7 +38,14 @@ _MAX_NUMBER_TEXT = 64
 
 
 class HistoryReadError(DsfError):
-    """The history source could not be read (unreachable, refused, too big, too slow): exit 2."""
+    """The history source could not be read (unreachable, refused, too big, too slow): exit 2.
+
+    ``where`` is the file or URL (empty: the history as a whole), ``line`` its line (0: none).
+    """
+
+    def __init__(self, message: str, where: str = "", line: int = 0) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.message, self.where, self.line = message, where, line
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,9 @@ class HistoryReader:
     limits: HistorySettings
     _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
     _points: int = 0
+    #: The last line's timestamps, as given and as an array: the series of one scrape
+    #: target share their scrape times, and then their array (converted once, held once).
+    _times: tuple[list[Any], np.ndarray[Any, np.dtype[np.int64]]] | None = None
 
     def add(self, metric: Any, timestamps: Any, values: Any) -> str | None:
         """Add one series' samples; the problem (``field: message``) when they are not history."""
@@ -94,12 +104,17 @@ class HistoryReader:
             return None
         if metric.get(SCORE_NAME_LABEL) not in self.score_names:
             return None
-        samples = _samples(timestamps, values)
+        shared = self._times is not None and timestamps == self._times[0]
+        samples = _samples(self._times[1] if shared else timestamps, values)  # type: ignore[index]
         if isinstance(samples, str):
             return samples
         times, numbers = samples
+        if not shared:
+            times.flags.writeable = False  # shared by the series with the same times
+            self._times = (timestamps, times)
         keep = (times >= self.start_ms) & (times <= self.end_ms) & ~np.isnan(numbers)
-        times, numbers = times[keep], numbers[keep]
+        if not keep.all():
+            times, numbers = times[keep], numbers[keep]
         key = tuple(str(metric.get(k, "")) for k in IDENTITY_LABELS)
         parts = self._parts.get(key)
         if parts is None:
@@ -140,12 +155,16 @@ def _samples(
     timestamps: Any, values: Any
 ) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.float64]]] | str:
     """The samples as arrays, or what is wrong with them."""
-    if not isinstance(timestamps, list) or not isinstance(values, list):
+    if not isinstance(timestamps, list | np.ndarray) or not isinstance(values, list):
         return "values, timestamps: expected two lists"
     if len(timestamps) != len(values):
         return f"timestamps: {len(timestamps)} timestamps for {len(values)} values"
     try:
-        times = np.array(timestamps, dtype=np.int64)
+        times = (
+            timestamps
+            if isinstance(timestamps, np.ndarray)
+            else np.array(timestamps, dtype=np.int64)
+        )
         numbers = _numbers(values)
     except (TypeError, ValueError, OverflowError):
         return "values, timestamps: expected numbers (timestamps in milliseconds)"
@@ -157,9 +176,13 @@ def _samples(
 def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """The values as floats: at C speed when they are all numbers (a boolean among numbers
     reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
-    found = np.array(values)
-    if found.dtype.kind in "fiu":
-        return found.astype(np.float64)
+    try:  # the usual export: numbers only, converted at C speed
+        found = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        pass  # what is not a number among them: one by one, below, for the error
+    else:
+        if found.ndim == 1:
+            return found
     return np.array([_number(v) for v in values], dtype=np.float64)
 
 
@@ -182,6 +205,8 @@ def _fold(
         times, values = parts.timestamps[0], parts.values[0]
     else:
         times, values = np.concatenate(parts.timestamps), np.concatenate(parts.values)
+    if len(parts.timestamps) == 1 and (len(times) < 2 or bool((times[1:] > times[:-1]).all())):
+        return times, values  # one line, in time order: as it came
     order = np.argsort(times, kind="stable")
     times, values = times[order], values[order]
     if len(times) > 1:
@@ -203,7 +228,7 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
     try:
         handle = path.open("rb")
     except OSError as err:
-        raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise HistoryReadError(f"cannot read: {err.strerror or err}", str(path)) from None
     with handle:
         stream: IO[bytes] = handle
         if handle.peek(2)[:2] == _GZIP_MAGIC:
@@ -215,39 +240,75 @@ def read_export_file(path: Path, reader: HistoryReader) -> list[Series]:
             # compressed, but not (or no longer) gzip: not a history file
             raise InputError([Problem(str(path), 0, 0, "", f"not a gzip file: {err}")]) from None
         except OSError as err:
-            raise HistoryReadError(f"{path}: cannot read: {err.strerror or err}") from None
+            raise HistoryReadError(f"cannot read: {err.strerror or err}", str(path)) from None
     return reader.series()
 
 
 #: Bytes read from a history file at a time.
 _CHUNK = 8 * 1024 * 1024
+#: The longest line a history may hold: one series over the window (7 days of a sample
+#: every second are about 15 MB of export text). A longer line is not history.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class LineSplitter:
+    """Lines out of chunks as they arrive, each at most :data:`MAX_LINE_BYTES`: the part of
+    a line not ended yet is all that is held, so an endless line costs the line cap."""
+
+    def __init__(self, name: str, max_line: int = MAX_LINE_BYTES) -> None:
+        self.name, self.max_line = name, max_line
+        self.number = 0
+        self._pieces: list[bytes] = []
+        self._held = 0
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[int, bytes]]:
+        """The non-blank lines ``chunk`` ends, with their numbers (1-based)."""
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            yield from self._ended(chunk[start:end])
+            start = end + 1
+        if start < len(chunk):
+            self._hold(chunk[start:])
+
+    def finish(self) -> Iterator[tuple[int, bytes]]:
+        """The last line, when the stream does not end with a line break."""
+        if self._pieces:
+            yield from self._ended(b"")
+
+    def _hold(self, piece: bytes) -> None:
+        self._held += len(piece)
+        if self._held > self.max_line:
+            raise self.too_long()
+        self._pieces.append(piece)
+
+    def _ended(self, piece: bytes) -> Iterator[tuple[int, bytes]]:
+        if self._pieces:
+            self._hold(piece)
+            piece = b"".join(self._pieces)
+            self._pieces, self._held = [], 0
+        elif len(piece) > self.max_line:
+            raise self.too_long()
+        self.number += 1
+        if piece.strip():
+            yield self.number, piece
+
+    def too_long(self) -> InputError:
+        """Line ``number + 1`` is over the cap: located, as every line that is not history."""
+        message = f"a line longer than {self.max_line} bytes is not one series of history"
+        return InputError([Problem(self.name, self.number + 1, 1, "", message)])
 
 
 def _lines(stream: IO[bytes], max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
     """The non-blank lines with their numbers, refusing more than ``max_bytes`` in all
-    (read a chunk at a time, so one endless line costs the cap, no more)."""
-    total, number, rest = 0, 0, b""
-    pieces: list[bytes] = []  # of a line longer than a chunk: joined once, when it ends
-    while True:
-        chunk = stream.read(_CHUNK)
+    (read a chunk at a time, so one endless line costs the line cap, no more)."""
+    total = 0
+    lines = LineSplitter(name)
+    while chunk := stream.read(_CHUNK):
         total += len(chunk)
         if total > max_bytes:
-            raise HistoryReadError(f"{name}: larger than {max_bytes} bytes (history.maxBytes)")
-        if not chunk:
-            break
-        if b"\n" not in chunk:
-            pieces.append(chunk)
-            continue
-        lines = b"".join([rest, *pieces, chunk]).split(b"\n")
-        pieces = []
-        rest = lines.pop()
-        for line in lines:
-            number += 1
-            if line.strip():
-                yield number, line
-    rest = b"".join([rest, *pieces])
-    if rest.strip():
-        yield number + 1, rest
+            raise HistoryReadError(f"larger than {max_bytes} bytes (history.maxBytes)", name)
+        yield from lines.feed(chunk)
+    yield from lines.finish()
 
 
 def _add_line(reader: HistoryReader, line: bytes, name: str, number: int) -> None:

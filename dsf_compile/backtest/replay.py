@@ -21,26 +21,23 @@ from typing import Any
 
 import numpy as np
 
+from dsf_compile.backtest.decisions import Decisions
 from dsf_compile.backtest.fast import (
-    Budget,
     FastPlan,
-    IntArray,
     StepRecord,
     eligible,
     fast_step,
+    fast_steps,
     plan_for,
     volatile,
 )
 from dsf_compile.backtest.scores import ABSENT, ScoreHistory
 from dsf_compile.inputs.placements import (
-    PLACEMENT_API_VERSION,
-    PLACEMENT_LABEL,
     ManagedClusterSetBinding,
     Placement,
     PlacementDecision,
 )
 from dsf_compile.placement.cel import CelExpression
-from dsf_compile.placement.decisions import GROUP_INDEX_LABEL, GROUP_NAME_LABEL, DecisionObject
 from dsf_compile.placement.prioritizers import Reads, configured_prioritizers, reads_of
 from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
 
@@ -127,19 +124,26 @@ def replay(
     compare both).
     """
     ordered = sorted(placements, key=lambda p: (p.metadata.namespace, p.metadata.name))
-    decisions = _Decisions(ordered, initial, clusters)
+    decisions = Decisions(ordered, initial, clusters)
     tracks = [Track(p) for p in ordered]
     inputs = [_inputs_of(p) for p in ordered]
     versions = [_score_versions(i, history) for i in inputs]
     last_keys: list[object] = [None] * len(ordered)
     plans: list[FastPlan | bool | None] = [fast and eligible(p) for p in ordered]
+    #: Placements whose every later step was scheduled at once (their totals read no
+    #: decision): the records, from the step after their first call.
+    batches: list[tuple[int, list[StepRecord]] | None] = [None] * len(ordered)
     static = ScoreIndex({}, {})
     for step in range(len(history.steps)):
         index = StepIndex({}, {}, history=history, step=step, static=static)
         at = history.moment(int(history.steps[step]))
         for position, placement in enumerate(ordered):
-            key = _key(inputs[position], versions[position], step, decisions, position)
             track = tracks[position]
+            batch = batches[position]
+            if batch is not None:
+                _take_batched(batch, step, track, decisions, position)
+                continue
+            key = _key(inputs[position], versions[position], step, decisions, position)
             if key is not None and key == last_keys[position]:
                 track.records.append(track.records[-1])
                 continue
@@ -154,7 +158,7 @@ def replay(
                 track.records.append(record)
                 track.warnings.update(_lasting(result.warnings))
                 if plan is True:  # the first call: the candidates are known now
-                    plans[position] = _checked_plan(
+                    plans[position], batches[position] = _first_plan(
                         placement, result, record, history, decisions, position, step
                     )
                 decisions.update(position, result)
@@ -165,12 +169,42 @@ def replay(
     return tracks
 
 
+def _take_batched(
+    batch: tuple[int, list[StepRecord]],
+    step: int,
+    track: Track,
+    decisions: Decisions,
+    position: int,
+) -> None:
+    """A step scheduled with the others at once: its record, its decisions when they moved."""
+    found = batch[1][step - batch[0]]
+    if found.decisions is not track.records[-1].decisions:
+        decisions.set_clusters(position, found.decisions)
+    track.records.append(found)
+
+
+def _first_plan(
+    placement: Placement,
+    result: PlacementResult,
+    record: StepRecord,
+    history: ScoreHistory,
+    decisions: Decisions,
+    position: int,
+    step: int,
+) -> tuple[FastPlan | None, tuple[int, list[StepRecord]] | None]:
+    """After the first call: the fast plan (None: the scheduler at each change), and every
+    later step at once when the plan's totals read no decision (:func:`fast_steps`)."""
+    plan = _checked_plan(placement, result, record, history, decisions, position, step)
+    later = fast_steps(plan, step + 1, len(history.steps)) if plan is not None else None
+    return plan, ((step + 1, later) if later else None)
+
+
 def _checked_plan(
     placement: Placement,
     result: PlacementResult,
     record: StepRecord,
     history: ScoreHistory,
-    decisions: _Decisions,
+    decisions: Decisions,
     position: int,
     step: int,
 ) -> FastPlan | None:
@@ -208,7 +242,7 @@ def _score_versions(inputs: _Inputs, history: ScoreHistory) -> list[int]:
 
 
 def _key(
-    inputs: _Inputs, versions: list[int], step: int, decisions: _Decisions, position: int
+    inputs: _Inputs, versions: list[int], step: int, decisions: Decisions, position: int
 ) -> object:
     """The versions of everything the Placement reads at ``step``; None: always schedule."""
     if inputs.volatile:
@@ -216,118 +250,6 @@ def _key(
     own = decisions.own_version[position]
     others = decisions.version - own if inputs.balance else 0
     return (versions[step], own, others)
-
-
-class _Decisions:
-    """The PlacementDecisions of every Placement as the replay leaves them, with versions."""
-
-    def __init__(
-        self,
-        ordered: Sequence[Placement],
-        initial: Sequence[PlacementDecision],
-        clusters: Sequence[Cluster],
-    ) -> None:
-        names = {(p.metadata.namespace, p.metadata.name) for p in ordered}
-        self._keys = [(p.metadata.namespace, p.metadata.name) for p in ordered]
-        self._own: list[tuple[PlacementDecision, ...]] = [
-            tuple(d for d in initial if (d.metadata.namespace, d.placement_name) == key)
-            for key in self._keys
-        ]
-        # decisions of Placements not in placements/ stay as they are (Balance counts them)
-        self._foreign = tuple(
-            d for d in initial if (d.metadata.namespace, d.placement_name) not in names
-        )
-        self._clusters = [_clusters_of(own) for own in self._own]
-        #: Every cluster a decision may name → its position in the count vectors.
-        self.fleet = _fleet(clusters, initial)
-        self._vectors = [self._vector(c) for c in self._clusters]
-        self._total = self._vector(_clusters_of(self._foreign)) + sum(
-            self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
-        )
-        self.own_version = [0] * len(ordered)
-        #: What the fast plans may precompute together.
-        self.budget = Budget()
-        #: The clusters with a ``NoSelectIfNew`` taint.
-        self.new_only = _new_only(clusters)
-        self.version = 0
-        self.all: tuple[PlacementDecision, ...] = ()
-        self._join()
-
-    def _vector(self, clusters: Sequence[str]) -> IntArray:
-        vector = np.zeros(len(self.fleet), dtype=np.int64)
-        for name in clusters:
-            vector[self.fleet[name]] += 1
-        return vector
-
-    def counts(self, position: int) -> tuple[IntArray, IntArray]:
-        """Per fleet cluster: this Placement's decisions, and every other's."""
-        own = self._vectors[position]
-        return own, self._total - own
-
-    def update(self, position: int, result: PlacementResult) -> None:
-        """Take ``result``'s PlacementDecisions when its decided clusters changed (the
-        scheduler reads nothing else of them: Steady, NoSelectIfNew and Balance count clusters)."""
-        clusters = tuple(c for o in result.placement_decisions for c in o.clusters)
-        if clusters == self._clusters[position]:
-            return
-        namespace, _ = self._keys[position]
-        objects = tuple(_decision_object(namespace, o) for o in result.placement_decisions)
-        self._replace(position, objects, clusters)
-
-    def set_clusters(self, position: int, clusters: tuple[str, ...]) -> None:
-        """A fast step's decisions (sorted), as one PlacementDecision when they changed."""
-        if clusters == tuple(sorted(self._clusters[position])):
-            return
-        namespace, name = self._keys[position]
-        found = DecisionObject(
-            f"{name}-decision-1",
-            {PLACEMENT_LABEL: name, GROUP_NAME_LABEL: "", GROUP_INDEX_LABEL: "0"},
-            clusters,
-        )
-        self._replace(position, (_decision_object(namespace, found),), clusters)
-
-    def _replace(
-        self, position: int, objects: tuple[PlacementDecision, ...], clusters: tuple[str, ...]
-    ) -> None:
-        self._own[position] = objects
-        self._clusters[position] = clusters
-        vector = self._vector(clusters)
-        self._total += vector - self._vectors[position]
-        self._vectors[position] = vector
-        self.own_version[position] += 1
-        self.version += 1
-        self._join()
-
-    def _join(self) -> None:
-        self.all = (*self._foreign, *(d for own in self._own for d in own))
-
-
-def _fleet(clusters: Sequence[Cluster], initial: Sequence[PlacementDecision]) -> dict[str, int]:
-    """Every cluster of the inventory or of a decision, by name → its position."""
-    every = {c.name for c in clusters} | {
-        d.clusterName for o in initial for d in o.status.decisions
-    }
-    return {name: i for i, name in enumerate(sorted(every))}
-
-
-def _new_only(clusters: Sequence[Cluster]) -> frozenset[str]:
-    return frozenset(c.name for c in clusters if any(t.effect == "NoSelectIfNew" for t in c.taints))
-
-
-def _clusters_of(objects: Sequence[PlacementDecision]) -> tuple[str, ...]:
-    return tuple(d.clusterName for o in objects for d in o.status.decisions)
-
-
-def _decision_object(namespace: str, found: Any) -> PlacementDecision:
-    """A PlacementDecision as the hub would hold it after this step."""
-    return PlacementDecision.model_validate(
-        {
-            "apiVersion": PLACEMENT_API_VERSION,
-            "kind": "PlacementDecision",
-            "metadata": {"name": found.name, "namespace": namespace, "labels": dict(found.labels)},
-            "status": {"decisions": [{"clusterName": c, "reason": ""} for c in found.clusters]},
-        }
-    )
 
 
 def _record(

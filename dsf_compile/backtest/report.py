@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +33,9 @@ class Window:
     end: int
     step: int
     count: int
+    #: The first step at or after the history's first sample: the steps before it replay
+    #: no score at all, and are left out of every rate (a window wider than the history).
+    first: int = 0
 
     def at(self, step: int) -> str:
         """The RFC 3339 time of ``step``."""
@@ -40,8 +43,10 @@ class Window:
 
     @property
     def days(self) -> float:
-        """``--to`` − ``--from`` in days."""
-        return (self.end - self.start) / _DAY
+        """The days the rates are over: from the first covered step to ``--to``."""
+        if self.first >= self.count:
+            return 0.0
+        return (self.end - self.start - self.first * self.step) / _DAY
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,6 @@ class PlacementReport:
     warnings: tuple[str, ...]
     sweep: tuple[tuple[int, Totals], ...] = ()
     baseline: Totals | None = None
-    has_baseline: bool = False
 
     @property
     def key(self) -> str:
@@ -91,20 +95,19 @@ class Report:
     placements: tuple[PlacementReport, ...]
     steady: tuple[int, ...] = ()
     baseline: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def summarize(track: Track, window: Window) -> PlacementReport:
-    """A Placement's records summed up."""
-    records = track.records
+    """A Placement's records summed up, from the first step the history covers."""
+    records = track.records[window.first :]
     meta = track.placement.metadata
-    timeline, churn = _timeline(records)
+    timeline, churn = _timeline(records, window.first)
     counts: dict[str, int] = {}
     for record in records:
         for cluster in record.decisions:
             counts[cluster] = counts.get(cluster, 0) + 1
     steps = max(len(records), 1)
-    margins = [(r.margin, k) for k, r in enumerate(records) if r.margin is not None]
+    margins = [(r.margin, k) for k, r in enumerate(records, window.first) if r.margin is not None]
     changes = len(timeline) - 1 if timeline else 0
     return PlacementReport(
         namespace=meta.namespace,
@@ -125,12 +128,12 @@ def totals_of(track: Track, window: Window) -> Totals:
 
 
 def _timeline(
-    records: Sequence[StepRecord],
+    records: Sequence[StepRecord], first: int
 ) -> tuple[list[tuple[int, tuple[str, ...], tuple[str, ...], tuple[str, ...]]], int]:
     out: list[tuple[int, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = []
     churn = 0
     previous: tuple[str, ...] | None = None
-    for step, record in enumerate(records):
+    for step, record in enumerate(records, first):
         now = record.decisions
         if previous is None:
             out.append((step, now, now, ()))
@@ -202,7 +205,7 @@ def _placement_document(found: PlacementReport, report: Report) -> dict[str, Any
 
 def format_json(report: Report) -> str:
     """``--format json``: the document, indented, ending with a newline."""
-    text = json.dumps(report_document(report), indent=2, ensure_ascii=False)
+    text = json.dumps(report_document(report), indent=2, ensure_ascii=False, allow_nan=False)
     return json_text(text) + "\n"
 
 

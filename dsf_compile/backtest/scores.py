@@ -7,12 +7,15 @@ become the object's items through the agent's own mapping
 When none counts but some series has an older sample, the object is expired: its items
 come from every series' latest sample, its ``validUntil`` from the newest of those.
 
-Computed once for all steps, per series, with numpy: the replay then reads one step's
-column. Pure.
+Computed with numpy for all steps at once: per object its state and ``validUntil`` (from
+the newest sample of its series), per AddOn coordinate its items; the items CEL reads,
+one step at a time. Memory is the samples read plus a row of steps per object and per
+coordinate row, never series × steps. Pure.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,29 +63,94 @@ class ScorerRule:
 
 @dataclass(frozen=True)
 class ObjectHistory:
-    """One cluster's AddOnPlacementScore of one scorer, at every step."""
+    """One cluster's AddOnPlacementScore of one scorer, at every step.
+
+    Held per step: the state and ``validUntil`` only. Items are worked out from the series
+    when asked (:meth:`item_values` for every step at once, :meth:`item_list` for one), so
+    that memory grows with the samples read, not with series × steps.
+    """
 
     state: np.ndarray[Any, np.dtype[np.int8]]
     until_ms: IntArray
-    #: Item name → its value at every step (``_MISSING`` where the object lacks it).
-    items: Mapping[str, np.ndarray[Any, np.dtype[np.int16]]]
+    #: Item name → the series rendering it, in series order (the order the agent folds in).
+    groups: Mapping[str, tuple[Series, ...]]
+    how: Aggregation
+    window_ms: int
+    steps: IntArray
+
+    def item_values(self, name: str) -> np.ndarray[Any, np.dtype[np.int16]] | None:
+        """The item's value at every step (``_MISSING`` where the object lacks it); None
+        when no series renders that name."""
+        members = self.groups.get(name)
+        if members is None:
+            return None
+        valid = self.state == VALID
+        if len(members) == 1:
+            return _single(members[0], valid, self.steps, self.window_ms)
+        return _folded(members, valid, self.steps, self.window_ms, self.how)
 
     def item_list(self, step: int) -> list[dict[str, object]]:
         """The object's items at ``step``, sorted by name, as CEL's ``scores()`` lists them."""
-        return [
-            {"name": name, "value": int(values[step])}
-            for name, values in self.items.items()
-            if values[step] != _MISSING
-        ]
+        if self.state[step] == ABSENT:
+            return []
+        valid = bool(self.state[step] == VALID)
+        values, used = self._samples.at(int(self.steps[step]), valid, self.window_ms)
+        out: list[dict[str, object]] = []
+        for name, members in self._samples.groups:
+            picked = [values[m] for m in members if used[m]]
+            if picked:
+                folded = fold_scores(picked, self.how)
+                if folded == folded:  # a NaN fold (inf − inf) has no value, as in the agent
+                    out.append({"name": name, "value": placement_value(folded)})
+        return out
+
+    @functools.cached_property
+    def _samples(self) -> _Samples:
+        return _Samples.of(self.groups, self.steps)
 
 
 @dataclass(frozen=True)
-class _Seen:
-    """One series at every step: the index of its latest sample (−1: none) and whether it counts."""
+class _Samples:
+    """Every series of an object in one sorted array, each in its own segment (series ``i``'s
+    times as ``i × span + (t − origin)``): one search finds every series' latest sample at
+    a moment, for CEL's ``scores()`` one step at a time."""
 
-    series: Series
-    latest: IntArray
-    counting: BoolArray
+    keys: IntArray
+    times: IntArray
+    values: np.ndarray[Any, np.dtype[np.float64]]
+    starts: IntArray
+    bases: IntArray
+    origin: int
+    #: (item name, the positions of its series), in name order, series in series order.
+    groups: tuple[tuple[str, range], ...]
+
+    @classmethod
+    def of(cls, groups: Mapping[str, tuple[Series, ...]], steps: IntArray) -> _Samples:
+        members = [one for found in groups.values() for one in found]
+        times = np.concatenate([np.zeros(0, np.int64), *(one.timestamps for one in members)])
+        values = np.concatenate([np.zeros(0), *(one.values for one in members)])
+        origin = int(min(times.min(initial=0), steps.min(initial=0)))
+        span = int(max(times.max(initial=0), steps.max(initial=0))) - origin + 1
+        sizes = np.array([len(one.timestamps) for one in members], dtype=np.int64)
+        starts = np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes)[:-1]])
+        bases = np.arange(len(members), dtype=np.int64) * span
+        keys = np.repeat(bases, sizes) + (times - origin)
+        placed, at = [], 0
+        for name, found in groups.items():
+            placed.append((name, range(at, at + len(found))))
+            at += len(found)
+        return cls(keys, times, values, starts[: len(members)], bases, origin, tuple(placed))
+
+    def at(self, moment: int, valid: bool, window_ms: int) -> tuple[list[float], list[bool]]:
+        """Each series' latest value at ``moment`` and whether the object uses it (a valid
+        object the counting series, an expired one every series with a sample)."""
+        found = np.searchsorted(self.keys, self.bases + (moment - self.origin), side="right") - 1
+        used = found >= self.starts
+        index = np.maximum(found, 0)
+        if valid:
+            used &= moment - self.times[index] <= window_ms
+        values = self.values[index] if len(self.values) else np.zeros(len(index))
+        return values.tolist(), used.tolist()
 
 
 def rebuild_object(
@@ -91,83 +159,95 @@ def rebuild_object(
     how: Aggregation,
     steps: IntArray,
 ) -> ObjectHistory:
-    """The object of one cluster and scorer (``series`` all of that cluster and score name)."""
-    seen = [_seen(one, steps, rule.window_ms) for one in series]
-    valid = np.zeros(len(steps), dtype=np.bool_)
-    ever = np.zeros(len(steps), dtype=np.bool_)
-    for one in seen:
-        valid |= one.counting
-        ever |= one.latest >= 0
-    state = np.where(valid, VALID, np.where(ever, EXPIRED, ABSENT)).astype(np.int8)
-    newest = np.full(len(steps), -1, dtype=np.int64)
-    used: list[BoolArray] = []
-    for one in seen:
-        mask = np.where(valid, one.counting, one.latest >= 0)
-        used.append(mask)
-        times = one.series.timestamps[np.maximum(one.latest, 0)]
-        newest = np.where(mask, np.maximum(newest, times), newest)
-    until = np.where(state != ABSENT, newest + rule.window_ms, 0)
-    items = _items(seen, used, rule, how, len(steps))
-    return ObjectHistory(state, until, dict(sorted(items.items())))
+    """The object of one cluster and scorer (``series`` all of that cluster and score name).
 
-
-def _seen(one: Series, steps: IntArray, window_ms: int) -> _Seen:
-    latest = np.searchsorted(one.timestamps, steps, side="right").astype(np.int64) - 1
-    age = steps - one.timestamps[np.maximum(latest, 0)]
-    return _Seen(one, latest, (latest >= 0) & (age <= window_ms))
-
-
-def _items(
-    seen: Sequence[_Seen],
-    used: Sequence[BoolArray],
-    rule: ScorerRule,
-    how: Aggregation,
-    count: int,
-) -> dict[str, np.ndarray[Any, np.dtype[np.int16]]]:
-    """Each item's value at every step: the series rendering its name, folded."""
-    groups: dict[str, list[int]] = {}
-    for position, one in enumerate(seen):
+    The newest sample of all its series decides the state at each step: the object is
+    valid when that sample is at most V old (some series counts), expired when it is
+    older, absent before it; ``validUntil`` is that sample + V either way.
+    """
+    times = _merged_times(series)
+    latest = np.searchsorted(times, steps, side="right").astype(np.int64) - 1
+    seen = latest >= 0
+    newest = times[np.maximum(latest, 0)] if len(times) else np.zeros(len(steps), np.int64)
+    valid = seen & (steps - newest <= rule.window_ms)
+    state = np.where(valid, VALID, np.where(seen, EXPIRED, ABSENT)).astype(np.int8)
+    until = np.where(seen, newest + rule.window_ms, 0).astype(np.int64)
+    groups: dict[str, list[Series]] = {}
+    for one in series:
         name = render_dimension(
-            rule.dimension_format,
-            one.series.labels,
-            cluster=one.series.cluster,
-            score_name=rule.score_name,
+            rule.dimension_format, one.labels, cluster=one.cluster, score_name=rule.score_name
         )
         if name:  # the agent skips a result whose name renders empty
-            groups.setdefault(name, []).append(position)
-    out = {}
-    for name, members in groups.items():
-        if len(members) == 1:
-            out[name] = _single(seen[members[0]], used[members[0]])
-        else:
-            out[name] = _folded([seen[m] for m in members], [used[m] for m in members], how, count)
-    return out
+            groups.setdefault(name, []).append(one)
+    members = {name: tuple(found) for name, found in sorted(groups.items())}
+    return ObjectHistory(state, until, members, how, rule.window_ms, steps)
 
 
-def _single(one: _Seen, used: BoolArray) -> np.ndarray[Any, np.dtype[np.int16]]:
+def _merged_times(series: Sequence[Series]) -> IntArray:
+    """Every sample time of the series, sorted (a time several hold may repeat: the
+    latest at or before a step is the same time either way)."""
+    if len(series) == 1:
+        return series[0].timestamps  # sorted, one sample per time
+    if not series:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(np.concatenate([one.timestamps for one in series]))
+
+
+def _picked(
+    one: Series, valid: BoolArray, steps: IntArray, window_ms: int
+) -> tuple[IntArray, BoolArray]:
+    """At every step: the index of the series' latest sample, and whether the object uses it
+    (a valid object the counting series, an expired one every series with a sample)."""
+    latest = np.searchsorted(one.timestamps, steps, side="right").astype(np.int64) - 1
+    seen = latest >= 0
+    index = np.maximum(latest, 0)
+    counting = seen & (steps - one.timestamps[index] <= window_ms)
+    return index, np.where(valid, counting, seen)
+
+
+def _single(
+    one: Series, valid: BoolArray, steps: IntArray, window_ms: int
+) -> np.ndarray[Any, np.dtype[np.int16]]:
     """One series' item: each sample mapped once (the agent's rounding and clamping)."""
-    mapped = placement_values(one.series.values)
-    picked = mapped[np.maximum(one.latest, 0)]
-    return np.where(used, picked, _MISSING).astype(np.int16)
+    index, used = _picked(one, valid, steps, window_ms)
+    mapped = placement_values(one.values)
+    return np.where(used, mapped[index], _MISSING).astype(np.int16)
 
 
 def _folded(
-    members: Sequence[_Seen], used: Sequence[BoolArray], how: Aggregation, count: int
+    members: Sequence[Series],
+    valid: BoolArray,
+    steps: IntArray,
+    window_ms: int,
+    how: Aggregation,
 ) -> np.ndarray[Any, np.dtype[np.int16]]:
-    """Several series rendering one name: folded at each step in series order, as the agent
-    folds the results of one cycle."""
-    out = np.full(count, _MISSING, dtype=np.int16)
-    for step in range(count):
-        values = [
-            float(one.series.values[one.latest[step]])
-            for one, mask in zip(members, used, strict=True)
-            if mask[step]
-        ]
-        if values:
-            folded = fold_scores(values, how)
-            if folded == folded:  # a NaN fold (inf − inf) has no value, as in the agent
-                out[step] = placement_value(folded)
-    return out
+    """Several series rendering one name, folded at every step at once, one series after
+    the other in series order (as the agent folds the results of one cycle): a running
+    fold over the steps, so memory stays one row whatever the number of series."""
+    count = len(steps)
+    held = np.zeros(count, dtype=np.int64)  # how many series the fold holds at each step
+    folded = np.zeros(count, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for one in members:
+            index, used = _picked(one, valid, steps, window_ms)
+            value = one.values[index]
+            first = used & (held == 0)
+            if how == "max":
+                more = used & ~first & (value > folded)
+            elif how == "min":
+                more = used & ~first & (value < folded)
+            elif how == "last":
+                more = used
+            else:  # sum, avg: added in series order, as Python's sum adds
+                folded = np.where(used & ~first, folded + value, folded)
+                more = first
+            folded = np.where(first | more, value, folded)
+            held += used
+        if how == "avg":
+            folded = folded / np.maximum(held, 1)
+        has = (held > 0) & ~np.isnan(folded)
+        mapped = placement_values(np.where(has, folded, 0.0))
+    return np.where(has, mapped, _MISSING).astype(np.int16)
 
 
 # ------------------------------------------------------------------ per step
@@ -229,7 +309,7 @@ class _CoordinateHistory:
             found = history.objects[cluster, resource]
             state[row] = found.state
             until[row] = found.until_ms
-            item = found.items.get(score_name)
+            item = found.item_values(score_name)
             if item is not None:
                 values[row] = item
         changed = np.zeros(count, dtype=np.bool_)
@@ -264,6 +344,10 @@ class _CoordinateHistory:
             any_stale = np.asarray(stale.any(axis=1), dtype=np.bool_)
             found = self._gathered[key] = (values.astype(np.int32), any_stale)
         return found
+
+    def has_item(self) -> bool:
+        """Whether some cluster's object holds this coordinate's item at some step."""
+        return bool((self.values != _MISSING).any())
 
     def expired(self, step: int) -> frozenset[str]:
         """The clusters whose object of this coordinate is expired at ``step``."""

@@ -24,9 +24,10 @@ from dsf_compile.backtest.history import (
     SCORE_NAME_LABEL,
     HistoryReader,
     HistoryReadError,
+    LineSplitter,
     Series,
 )
-from dsf_compile.errors import UsageError
+from dsf_compile.errors import InputError, UsageError
 from dsf_transport.http import (
     BodyTooLargeError,
     UserAgent,
@@ -61,7 +62,7 @@ def read_api(base: str, reader: HistoryReader, timeout: float) -> list[Series]:
         return asyncio.run(asyncio.wait_for(_read(base.rstrip("/"), reader), timeout))
     except TimeoutError:
         raise HistoryReadError(
-            f"{base}: the history was not read within {timeout:g} s (history.timeoutSeconds)"
+            f"the history was not read within {timeout:g} s (history.timeoutSeconds)", base
         ) from None
 
 
@@ -89,6 +90,12 @@ class _Budget:
 
     def __init__(self, limit: int) -> None:
         self.left = limit
+
+    def spend(self, size: int, url: str) -> None:
+        """Count ``size`` more bytes read; HistoryReadError past the cap."""
+        self.left -= size
+        if self.left < 0:
+            raise HistoryReadError("the answers hold more than history.maxBytes", url)
 
 
 async def _read(base: str, reader: HistoryReader) -> list[Series]:
@@ -118,42 +125,58 @@ async def _get(
             budget.left -= len(body)
             return response.status_code, bytes(body)
     except BodyTooLargeError:
-        raise HistoryReadError(f"{url}: the answers hold more than history.maxBytes") from None
+        raise HistoryReadError("the answers hold more than history.maxBytes", url) from None
     except Exception as err:
         failure = describe_failure(err)
         if failure is None:
             raise
-        raise HistoryReadError(f"{url}: {failure.words}") from None
+        raise HistoryReadError(failure.words, url) from None
 
 
 async def _export(client: Any, base: str, reader: HistoryReader, budget: _Budget) -> bool:
-    """VictoriaMetrics' raw export; False when the server has none (Prometheus: 404)."""
+    """VictoriaMetrics' raw export, parsed line by line as it arrives (only the line being
+    read is held); False when the server has none (Prometheus: 404)."""
     url = f"{base}/api/v1/export"
     params = [
         ("match[]", _selector(reader)),
         ("start", str(reader.start_ms // 1000)),
         ("end", str(-(-reader.end_ms // 1000))),
     ]
-    status, body = await _get(client, url, params, budget)
-    if status in (404, 405, 501):
-        return False
-    if status != 200:
-        raise HistoryReadError(f"{url}: HTTP {status}")
-    for number, line in enumerate(body.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            document = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            raise HistoryReadError(f"{url}: line {number}: {_NOT_AN_ANSWER}") from None
-        if not isinstance(document, dict):
-            raise HistoryReadError(f"{url}: line {number}: {_NOT_AN_ANSWER}")
-        problem = reader.add(
-            document.get("metric"), document.get("timestamps"), document.get("values")
-        )
-        if problem is not None:
-            raise HistoryReadError(f"{url}: line {number}: {problem}")
+    try:
+        async with client.stream("GET", url, params=params) as response:
+            if response.status_code in (404, 405, 501):
+                return False
+            if response.status_code != 200:
+                raise HistoryReadError(f"HTTP {response.status_code}", url)
+            lines = LineSplitter(url)
+            async for chunk in response.aiter_bytes():
+                budget.spend(len(chunk), url)
+                for number, line in lines.feed(chunk):
+                    _export_line(url, reader, number, line)
+            for number, line in lines.finish():
+                _export_line(url, reader, number, line)
+    except InputError as err:  # a line over the line cap: not an export
+        raise HistoryReadError(err.problems[0].message, url) from None
+    except HistoryReadError:
+        raise
+    except Exception as err:
+        failure = describe_failure(err)
+        if failure is None:
+            raise
+        raise HistoryReadError(failure.words, url) from None
     return True
+
+
+def _export_line(url: str, reader: HistoryReader, number: int, line: bytes) -> None:
+    try:
+        document = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise HistoryReadError(_NOT_AN_ANSWER, url, number) from None
+    if not isinstance(document, dict):
+        raise HistoryReadError(_NOT_AN_ANSWER, url, number)
+    problem = reader.add(document.get("metric"), document.get("timestamps"), document.get("values"))
+    if problem is not None:
+        raise HistoryReadError(problem, url, number)
 
 
 async def _instant_queries(client: Any, base: str, reader: HistoryReader, budget: _Budget) -> None:
@@ -169,7 +192,7 @@ async def _instant_queries(client: Any, base: str, reader: HistoryReader, budget
         for series in _matrix(url, status, body):
             problem = reader.add(series.get("metric"), *_pairs(series.get("values")))
             if problem is not None:
-                raise HistoryReadError(f"{url}: {problem}")
+                raise HistoryReadError(problem, url)
         end -= length
 
 
@@ -178,11 +201,11 @@ def _matrix(url: str, status: int, body: bytes) -> list[dict[str, Any]]:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise HistoryReadError(
-            f"{url}: HTTP {status}, not a Prometheus API answer (is this the API's base URL?)"
+            f"HTTP {status}, not a Prometheus API answer (is this the API's base URL?)", url
         ) from None
     if not isinstance(document, dict) or document.get("status") != "success":
         error = document.get("error") if isinstance(document, dict) else None
-        raise HistoryReadError(f"{url}: HTTP {status}: {str(error or 'not a success')[:200]}")
+        raise HistoryReadError(f"HTTP {status}: {str(error or 'not a success')[:200]}", url)
     data = document.get("data")
     result = data.get("result") if isinstance(data, dict) else None
     if (
@@ -190,7 +213,7 @@ def _matrix(url: str, status: int, body: bytes) -> list[dict[str, Any]]:
         or data.get("resultType") != "matrix"
         or not isinstance(result, list)
     ):
-        raise HistoryReadError(f"{url}: expected a matrix of samples")
+        raise HistoryReadError("expected a matrix of samples", url)
     return [r for r in result if isinstance(r, dict)]
 
 
@@ -201,6 +224,6 @@ def _pairs(values: Any) -> tuple[Any, Any]:
     try:
         times = [round(float(p[0]) * 1000) for p in values]
         numbers = [p[1] for p in values]
-    except (TypeError, ValueError, IndexError, KeyError):
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
         return None, None
     return times, numbers

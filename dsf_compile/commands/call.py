@@ -139,12 +139,13 @@ class Call:
 
     @property
     def compares(self) -> bool:
-        """Whether this run compares (``render --check``, ``diff``, ``explain --verify``):
-        1 then means "differs", and anything that stops the comparison is 2."""
+        """Whether this run compares (``render --check``, ``diff``, ``explain --verify``,
+        ``backtest``): 1 then means "differs" (backtest: over ``--max-changes-per-day``),
+        and anything that stops the comparison is 2."""
         name, args = self.command.name, self.args
         if name == "render":
             return bool(args.check)
-        return name == "diff" or (name == "explain" and bool(args.verify))
+        return name in ("diff", "backtest") or (name == "explain" and bool(args.verify))
 
     @property
     def structured(self) -> bool:

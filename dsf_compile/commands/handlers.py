@@ -6,8 +6,6 @@ needs), hands the reporter what it found and returns the exit code.
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -15,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from dsf_compile.commands.call import (
+    EXIT_FAILURE,
     EXIT_INVALID,
     EXIT_OK,
     NO_SCORES_WARNING,
@@ -29,6 +28,7 @@ from dsf_compile.commands.call import (
 )
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import (
+    DsfError,
     InputError,
     MassRemovalError,
     UnreachableFleetError,
@@ -283,16 +283,42 @@ def handle_explain(call: Call) -> int:
 
 
 def handle_backtest(call: Call) -> int:
-    """``backtest``: the Placements replayed over the score history."""
-    from dsf_compile.backtest.command import run_backtest
+    """``backtest``: the Placements replayed over the score history; exit 1 over
+    ``--max-changes-per-day`` (the report printed all the same), 2 when nothing compared."""
+    from dsf_compile.backtest.report import REPORTERS, report_document
+    from dsf_compile.pipeline.backtest import BacktestRequest, run_backtest
 
-    if not call.structured:
-        return run_backtest(call.args, call.root, call.out, now())
-    # the report joins the one JSON document every command prints
-    text = io.StringIO()
-    code = run_backtest(call.args, call.root, text, now())
-    call.report.result(**json.loads(text.getvalue()))
-    return code
+    args = call.args
+    request = BacktestRequest(
+        tuple(args.placements),
+        args.history,
+        start=args.start,
+        end=args.end,
+        step=args.step,
+        decisions=args.decisions,
+        steady=args.steady,
+        baseline=args.baseline,
+        max_changes_per_day=args.max_changes_per_day,
+        save_history=args.save_history,
+    )
+    try:
+        outcome = run_backtest(call.root, request, now())
+    except InputError as error:  # inputs, history, baseline or decisions: nothing compared
+        call.report.failed(error.problems, f"{len(error.problems)} error(s); nothing compared")
+        return EXIT_FAILURE
+    except MemoryError:
+        raise DsfError(
+            "out of memory replaying the history: lower history.maxPoints in dsf.yaml, "
+            "or replay a shorter window"
+        ) from None
+    if call.structured:
+        call.report.result(**report_document(outcome.report))
+    else:
+        call.out.write(REPORTERS[call.args.format](outcome.report))
+    if outcome.over:
+        call.report.failed(outcome.over, "over --max-changes-per-day")
+        return EXIT_INVALID
+    return EXIT_OK
 
 
 def _verify(call: Call) -> int:

@@ -7,8 +7,8 @@ the completion scripts and the docs' checks all read this table.
 
 from __future__ import annotations
 
-from dsf_compile.backtest.options import BACKTEST_OPTIONS
 from dsf_compile.commands import handlers
+from dsf_compile.commands.backtest_options import BACKTEST_OPTIONS
 from dsf_compile.commands.call import SCORER_TOKEN_VARIABLE
 from dsf_compile.commands.parser import CONTEXT, Command, Option, seconds, state_options
 

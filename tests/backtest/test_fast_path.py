@@ -91,7 +91,7 @@ def _history(rng: random.Random, names: list[str], steps: np.ndarray) -> list:
     return reader.series()
 
 
-CALLS = {"fast": 0}
+CALLS = {"fast": 0, "batched": 0}
 NEW_ONLY = ClusterTaint(key="maintenance", effect="NoSelectIfNew")
 
 
@@ -115,7 +115,13 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
         CALLS["fast"] += 1
         return fast_module.fast_step(*args)
 
+    def batched(*args: Any) -> list[fast_module.StepRecord] | None:
+        found = fast_module.fast_steps(*args)
+        CALLS["batched"] += 0 if found is None else len(found)
+        return found
+
     monkeypatch.setattr(module, "fast_step", counted)
+    monkeypatch.setattr(module, "fast_steps", batched)
     rng = random.Random(seed)
     names = [f"c{i:02d}" for i in range(rng.randint(3, 14))]
     clusters = [
@@ -145,12 +151,14 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
 
 
 def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The comparisons above do go through the fast path, most of their steps."""
-    CALLS["fast"] = 0
+    """The comparisons above do go through the fast path, most of their steps, and through
+    the batched one (every later step at once, for totals that read no decision)."""
+    CALLS["fast"] = CALLS["batched"] = 0
     for seed in range(24):
         with monkeypatch.context() as patch:
             test_fast_path_equals_the_scheduler(seed, patch)
     assert CALLS["fast"] > 500
+    assert CALLS["batched"] > 200
 
 
 def _objects(history: object, step: int) -> list[AddOnPlacementScore]:
@@ -316,8 +324,8 @@ def test_steady_weights_either_way(steady: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_fast_path_without_precomputed_tables(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the replay's budget a Placement reads its AddOn scores step by step: the same."""
+    from dsf_compile.backtest import decisions as module
     from dsf_compile.backtest import fast as fast_module
-    from dsf_compile.backtest import replay as module
 
     monkeypatch.setattr(module, "Budget", lambda: fast_module.Budget(0))
     test_fast_path_equals_the_scheduler(seed, monkeypatch)

@@ -3,7 +3,19 @@ that the other commands do not need."""
 
 from __future__ import annotations
 
+import argparse
+
+from dsf_compile.backtest.gate import ChangesLimit, parse_limit
 from dsf_compile.commands.parser import Option
+
+
+def changes_limit(text: str) -> ChangesLimit:
+    """``--max-changes-per-day``: a finite number ≥ 0, else a usage error (exit 2)."""
+    try:
+        return parse_limit(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
 
 #: ``backtest``'s own arguments (``--format`` is every command's), in ``--help``'s order.
 BACKTEST_OPTIONS = (
@@ -28,7 +40,7 @@ BACKTEST_OPTIONS = (
         "--max-changes-per-day",
         "N",
         "exit 1 when a reported Placement changes its decisions more often",
-        type=float,
+        type=changes_limit,
     ),
     Option("--save-history", "PATH", "write what was read as an export file"),
 )

@@ -1,4 +1,6 @@
-"""``dsf-compile backtest``: read the history, rebuild the scores, replay, report.
+"""The pieces of a backtest run (:mod:`dsf_compile.pipeline.backtest` puts them in order):
+the working tree as the replay reads it, the window, the history read, the scores
+rebuilt and replayed, the ``--steady`` sweep and the warnings of each Placement.
 
 I/O at the edges: the inputs and the history are read here, :mod:`.scores` and
 :mod:`.replay` are pure, :mod:`.report` prints.
@@ -6,35 +8,31 @@ I/O at the edges: the inputs and the history are read here, :mod:`.scores` and
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
 
 import numpy as np
 
-from dsf_compile.backtest.history import HistoryReader, Series, read_export_file
-from dsf_compile.backtest.replay import Track, replay
-from dsf_compile.backtest.report import (
-    REPORTERS,
-    PlacementReport,
-    Report,
-    Totals,
-    Window,
-    summarize,
-    totals_of,
+from dsf_compile.backtest.coverage import coverage_warning, missing_scores
+from dsf_compile.backtest.history import (
+    HistoryReader,
+    HistoryReadError,
+    Series,
+    read_export_file,
 )
+from dsf_compile.backtest.replay import Track, replay
+from dsf_compile.backtest.report import PlacementReport, Totals, Window, totals_of
 from dsf_compile.backtest.scores import ScorerRule, rebuild_all
 from dsf_compile.errors import InputError, UsageError
 from dsf_compile.inputs.placements import Placement, PlacementDecision
 from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.prioritizers import STEADY
+from dsf_compile.resolve.summaries import Resolutions
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.problem import Problem
 from dsf_contract.scores import SCORE_KIND
@@ -42,8 +40,10 @@ from dsf_contract.scores import SCORE_KIND
 _DURATION = re.compile(r"^(?:[0-9]{1,9}(?:ms|s|m|h|d|w))+$")
 _PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
-_SCORES_CALL = re.compile(r"""scores\(\s*(?:"([^"\\]{1,253})"|'([^'\\]{1,253})')\s*\)""")
+_SCORES_CALL = re.compile(r"""\bscores\s*\(\s*(?:"([^"\\]{1,253})"|'([^'\\]{1,253})')\s*\)""")
 DEFAULT_DAYS = 7
+#: 9999-12-31T23:59:59Z: the last second RFC 3339 (and the report) can write.
+_LAST_SECOND = 253_402_300_799
 NOTES = (
     "samples are what the scraper saw (scrape times, not the agents' cycle times)",
     "a failing scorer whose gauge stays published is seen as valid, while the hub expires it",
@@ -59,15 +59,20 @@ def duration_seconds(text: str) -> float:
 
 
 def moment(text: str, now: datetime) -> int:
-    """A ``--from``/``--to``: RFC 3339, or a duration back from ``now``; seconds since the epoch."""
+    """A ``--from``/``--to``: RFC 3339, or a duration back from ``now``; seconds since the
+    epoch, from 1970 to 9999 (a usage error otherwise)."""
     from dsf_contract.fields import parse_time
 
     if _DURATION.match(text):
-        return int(now.timestamp() - duration_seconds(text))
-    try:
-        return int(parse_time(text).timestamp())
-    except ValueError as err:
-        raise UsageError(f"{text!r}: {err}") from None
+        found = int(now.timestamp() - duration_seconds(text))
+    else:
+        try:
+            found = int(parse_time(text).timestamp())
+        except (ValueError, OverflowError) as err:
+            raise UsageError(f"{text!r}: {err}") from None
+    if not 0 <= found <= _LAST_SECOND:
+        raise UsageError(f"{text!r}: a time between 1970 and 9999 is expected")
+    return found
 
 
 @dataclass(frozen=True)
@@ -80,62 +85,37 @@ class Fleet:
     rules: dict[str, ScorerRule]
 
 
-def run_backtest(args: argparse.Namespace, root: Path, out: TextIO, now: datetime) -> int:
-    """Run the command; return its exit code (problems raise)."""
-    fleet = _fleet(root, args.placements)
-    window = _window(args, fleet, now)
-    series, source = _read_history(args.history, fleet, window, root)
-    if args.save_history:
-        from dsf_compile.backtest.history import write_export_file
-
-        write_export_file(Path(args.save_history), series)
-    initial = _initial_decisions(args.decisions)
-    replayer = _Replayer(fleet, window, series, initial)
-    reports = [summarize(t, window) for t in replayer.run(fleet.placements) if _reported(t, fleet)]
-    weights = _weights(args.steady)
-    if weights:
-        reports = _with_sweep(reports, replayer, weights)
-    if args.baseline:
-        reports = _with_baseline(reports, _read_baseline(args.baseline))
-    report = Report(window, source, NOTES, tuple(reports), weights, bool(args.baseline))
-    out.write(REPORTERS[args.format](report))
-    return _gate(reports, args.max_changes_per_day)
-
-
-def _gate(reports: Sequence[PlacementReport], limit: float | None) -> int:
-    if limit is None:
-        return 0
-    above = [r for r in reports if r.changes_per_day > limit]
-    if not above:
-        return 0
-    names = ", ".join(f"{r.key} ({r.changes_per_day}/day)" for r in above)
-    raise InputError(
-        [Problem("placements", 0, 0, "", f"more than {limit:g} changes per day: {names}")]
+def with_warnings(found: PlacementReport, track: Track, replayer: Replayer) -> PlacementReport:
+    """The scheduler's warnings, and what the history does not cover for this Placement."""
+    placement = track.placement
+    warnings = set(found.warnings)
+    warnings.update(
+        missing_scores(
+            sorted(used_resources([placement])),
+            addon_coordinates(placement),
+            replayer.history,
+            replayer.fleet.rules,
+        )
     )
+    covered = coverage_warning(replayer.window)
+    if covered is not None:
+        warnings.add(covered)
+    return replace(found, warnings=tuple(sorted(warnings)))
 
 
-def _fleet(root: Path, names: Sequence[str]) -> Fleet:
-    from dsf_compile.pipeline.inputs import load_inputs
-
-    inputs = load_inputs(root)
+def fleet_of(inputs: Inputs, resolutions: Resolutions, names: Sequence[str]) -> Fleet:
+    """The working tree as the replay reads it; ``names`` the reported Placements (all
+    when empty). ``resolutions`` resolve the scorers (against the lockfile, if readable)."""
     placements = tuple(p.model for p in inputs.placements)
     known = {f"{p.metadata.namespace}/{p.metadata.name}" for p in placements}
     missing = sorted(set(names) - known)
     if missing:
         raise UsageError(f"no Placement {', '.join(missing)} in placements/ (NAMESPACE/NAME)")
-    return Fleet(inputs, placements, frozenset(names or known), _rules(root, inputs))
+    return Fleet(inputs, placements, frozenset(names or known), _rules(inputs, resolutions))
 
 
-def _rules(root: Path, inputs: Inputs) -> dict[str, ScorerRule]:
+def _rules(inputs: Inputs, resolutions: Resolutions) -> dict[str, ScorerRule]:
     """Score name → its rule, for every scorer publishing AddOnPlacementScores."""
-    from dsf_compile.resolve.summaries import Resolutions
-    from dsf_compile.sync.lock import LOCKFILE, read_lockfile
-
-    lock = None
-    if (root / LOCKFILE).exists():
-        lock, problems = read_lockfile(root)
-        lock = None if problems else lock
-    resolutions = Resolutions(lock)
     rules = {}
     for located in inputs.scorers:
         resolved, _ = resolutions.of(located)
@@ -163,20 +143,35 @@ def used_resources(placements: Sequence[Placement]) -> set[str]:
     return used
 
 
+def addon_coordinates(placement: Placement) -> list[tuple[str, str]]:
+    """The (AddOnPlacementScore, item) pairs the Placement ranks by (weight not 0)."""
+    return sorted(
+        {
+            (config.scoreCoordinate.addOn.resourceName, config.scoreCoordinate.addOn.scoreName)
+            for config in placement.spec.prioritizerPolicy.configurations
+            if config.scoreCoordinate.addOn is not None and config.weight != 0
+        }
+    )
+
+
 def _used_rules(fleet: Fleet) -> dict[str, ScorerRule]:
     used = used_resources(fleet.placements)
     return {name: rule for name, rule in fleet.rules.items() if rule.resource in used}
 
 
-def _window(args: argparse.Namespace, fleet: Fleet, now: datetime) -> Window:
-    end = moment(args.end, now) if args.end else int(now.timestamp())
-    start = moment(args.start, now) if args.start else end - DEFAULT_DAYS * 86_400
+def replay_window(
+    span: tuple[str | None, str | None, str | None], fleet: Fleet, now: datetime
+) -> Window:
+    """The steps of ``(--from, --to, --step)`` as given (None: the default)."""
+    start_text, end_text, step_text = span
+    end = moment(end_text, now) if end_text else int(now.timestamp())
+    start = moment(start_text, now) if start_text else end - DEFAULT_DAYS * 86_400
     if start > end:
         raise UsageError("--from is after --to")
-    if args.step:
-        seconds = duration_seconds(args.step)
+    if step_text:
+        seconds = duration_seconds(step_text)
         if seconds < 1 or seconds != int(seconds):
-            raise UsageError(f"--step {args.step}: a whole number of seconds, at least 1s")
+            raise UsageError(f"--step {step_text}: a whole number of seconds, at least 1s")
         step = int(seconds)
     else:
         intervals = [r.interval for r in _used_rules(fleet).values()]
@@ -192,9 +187,8 @@ def _window(args: argparse.Namespace, fleet: Fleet, now: datetime) -> Window:
     return Window(start, end, step, count)
 
 
-def _read_history(
-    location: str, fleet: Fleet, window: Window, root: Path
-) -> tuple[list[Series], str]:
+def read_history(location: str, fleet: Fleet, window: Window) -> tuple[list[Series], str]:
+    """The series the replay needs, from an API or a file, and where they came from."""
     rules = _used_rules(fleet)
     longest = max((r.window_ms for r in rules.values()), default=0)
     settings = fleet.inputs.settings.history
@@ -205,14 +199,18 @@ def _read_history(
         end_ms=window.end * 1000,
         limits=settings,
     )
-    if location.startswith(("http://", "https://")):
-        from dsf_compile.backtest.source import read_api
+    try:
+        if location.startswith(("http://", "https://")):
+            from dsf_compile.backtest.source import read_api
 
-        return read_api(location, reader, settings.timeoutSeconds), location
-    return read_export_file(Path(location), reader), location
+            return read_api(location, reader, settings.timeoutSeconds), location
+        return read_export_file(Path(location), reader), location
+    except HistoryReadError as err:
+        where = err.where or location
+        raise InputError([Problem(where, err.line, 0, "", err.message)]) from None
 
 
-def _initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
+def initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     if path is None:
         return ()
     from dsf_compile.edges.hub_state import read_decisions
@@ -220,7 +218,7 @@ def _initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     return read_decisions(path)
 
 
-class _Replayer:
+class Replayer:
     """Replays the fleet (once, and once per ``--steady`` weight) on one rebuilt history."""
 
     def __init__(
@@ -243,7 +241,7 @@ class _Replayer:
         return replay(placements, self.clusters, self.bindings, self.history, self.initial)
 
 
-def _reported(track: Track, fleet: Fleet) -> bool:
+def is_reported(track: Track, fleet: Fleet) -> bool:
     meta = track.placement.metadata
     return f"{meta.namespace}/{meta.name}" in fleet.reported
 
@@ -268,7 +266,7 @@ def _aggregation(inputs: Inputs) -> Callable[[str, str], Aggregation]:
     return how
 
 
-def _weights(text: str | None) -> tuple[int, ...]:
+def steady_weights(text: str | None) -> tuple[int, ...]:
     if not text:
         return ()
     weights = []
@@ -300,8 +298,8 @@ def with_steady(placement: Placement, weight: int) -> Placement:
     return Placement.model_validate(data)
 
 
-def _with_sweep(
-    reports: Sequence[PlacementReport], replayer: _Replayer, weights: Sequence[int]
+def with_sweep(
+    reports: Sequence[PlacementReport], replayer: Replayer, weights: Sequence[int]
 ) -> list[PlacementReport]:
     sweeps: dict[str, list[tuple[int, Totals]]] = {r.key: [] for r in reports}
     for weight in weights:
@@ -312,42 +310,3 @@ def _with_sweep(
             if key in sweeps:
                 sweeps[key].append((weight, totals_of(track, replayer.window)))
     return [replace(r, sweep=tuple(sweeps[r.key])) for r in reports]
-
-
-def _read_baseline(path: str) -> dict[str, Totals]:
-    """An earlier run's JSON: each Placement's changes, churn and meanLoss."""
-    try:
-        document: Any = json.loads(Path(path).read_bytes())
-    except OSError as err:
-        raise UsageError(f"--baseline {path}: cannot read: {err.strerror or err}") from None
-    except ValueError as err:
-        raise InputError([Problem(path, 1, 1, "", f"not the JSON of a backtest: {err}")]) from None
-    found = {}
-    placements = document.get("placements") if isinstance(document, dict) else None
-    if not isinstance(placements, list):
-        raise InputError([Problem(path, 1, 1, "placements", "expected a list")])
-    for position, entry in enumerate(placements):
-        try:
-            key = f"{entry['namespace']}/{entry['name']}"
-            found[key] = Totals(
-                int(entry["changes"]), int(entry["churn"]), float(entry["meanLoss"])
-            )
-        except (KeyError, TypeError, ValueError):
-            raise InputError(
-                [
-                    Problem(
-                        path,
-                        1,
-                        1,
-                        f"placements[{position}]",
-                        "expected namespace, name, changes, churn and meanLoss",
-                    )
-                ]
-            ) from None
-    return found
-
-
-def _with_baseline(
-    reports: Sequence[PlacementReport], baseline: dict[str, Totals]
-) -> list[PlacementReport]:
-    return [replace(r, baseline=baseline.get(r.key), has_baseline=True) for r in reports]
