@@ -3,10 +3,16 @@
 The nearest folder, from the current one upward, that holds ``dsf.yaml`` or both
 ``scorers/`` and ``clusters/`` (``overview.md``): a command run from ``scorers/`` or
 ``rendered/clusters/x/`` works on the whole fleet, as ``git`` does from a subfolder.
+
+It stops where git stops: a folder owned by another user than the one running is not
+taken as the repository (git's ``safe.directory`` rule). Otherwise a folder anyone can
+create above the current one (``/tmp/dsf.yaml``) would choose the URLs ``sync`` fetches
+and where ``render`` writes; ``--root`` names such a folder on purpose.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dsf_compile.errors import UsageError
@@ -23,10 +29,12 @@ def is_repository(folder: Path) -> bool:
 
 
 def find_repository(start: Path) -> Path:
-    """The repository ``start`` is in; :class:`UsageError` (exit 2) outside any."""
+    """The repository ``start`` is in; :class:`UsageError` (exit 2) outside any, or when
+    the nearest one is owned by another user."""
     folder = start.absolute()
     for _ in range(MAX_LEVELS):
         if is_repository(folder):
+            _check_owner(folder)
             return folder
         if folder.parent == folder:
             break
@@ -35,3 +43,24 @@ def find_repository(start: Path) -> Path:
         f"not in a dsf repository: no dsf.yaml, nor scorers/ and clusters/, in {start.absolute()} "
         "or any folder above it (run it inside one, or give --root DIR)"
     )
+
+
+def _check_owner(folder: Path) -> None:
+    """Git's rule: the folder's owner is the user running (or, as root under ``sudo``,
+    the user who ran ``sudo``)."""
+    owner = folder.stat().st_uid
+    if owner in _running_users():
+        return
+    raise UsageError(
+        f"{folder} looks like a dsf repository but is owned by another user (uid {owner}, "
+        f"not {os.geteuid()}): not taken without --root, as git refuses such a folder "
+        f"(safe.directory); give --root {folder} if you trust it"
+    )
+
+
+def _running_users() -> set[int]:
+    users = {os.geteuid()}
+    sudo = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo.isdigit() and len(sudo) <= 10:
+        users.add(int(sudo))
+    return users
