@@ -63,6 +63,21 @@ class MassRemovalError(DsfError):
         )
 
 
+class UnreadableInventoryError(MassRemovalError):
+    """``sync --clusters`` cannot read ``clusters/discovered.yaml`` as ``validate`` does, so
+    it cannot tell what the hub's list would remove (the guard's input, unreadable)."""
+
+    def __init__(self, problems: Iterable[Problem], file: str) -> None:
+        self.problems = tuple(sorted(problems))
+        self.removed = 0
+        DsfError.__init__(
+            self,
+            f"cannot tell which clusters {file} holds, so not which ones the hub's list would "
+            "remove; the file was not changed (fix or remove it, or pass --allow-mass-removal "
+            "to replace it)",
+        )
+
+
 class RenderError(DsfError):
     """Rendering failed for a reason that is not an input problem (for example I/O)."""
 
