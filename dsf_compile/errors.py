@@ -25,6 +25,10 @@ class InputError(DsfError):
         super().__init__(f"{len(self.problems)} problem(s) in the inputs")
 
 
+class ForeignJournalError(InputError):
+    """A journal names a file its command does not write: recovery refused, nothing touched."""
+
+
 class SyncError(DsfError):
     """Sync could not run at all (not: a scorer is down, which makes it Inactive)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -26,6 +27,56 @@ TEMP_TOKEN_HEX = 12
 TEMP_NAME_EXTRA = 2 + TEMP_TOKEN_HEX + max(len(STAGED_SUFFIX), len(BACKUP_SUFFIX))
 """Characters a temporary name adds to its file's name (``.`` + ``.<hex>`` + suffix): a
 file dsf writes must have a name at most ``NAME_MAX`` (255) minus this long."""
+#: A temporary name: group 1 is the name of the file it stands for.
+TEMPORARY = re.compile(
+    rf"\.(.+)\.[0-9a-f]{{{TEMP_TOKEN_HEX}}}(?:{re.escape(STAGED_SUFFIX)}|{re.escape(BACKUP_SUFFIX)})\Z",
+    re.DOTALL,
+)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is one dsf gives a staged file or a backup (``.NAME.<hex>.dsf-tmp``)."""
+    return TEMPORARY.match(name) is not None
+
+
+#: Entries :func:`find_debris` looks at, at most: far more than a repository of 10,000
+#: rendered clusters holds.
+MAX_DEBRIS_SCAN = 2_000_000
+#: Folders never looked into: Git's own, and the compiler's local cache (never committed).
+_NOT_SCANNED = frozenset({".git", ".dsf-cache"})
+
+
+def find_debris(root: Path, *, skip: frozenset[str] = frozenset()) -> tuple[list[str], bool]:
+    """Every journal and temporary file of dsf's in the repository ``root`` (paths relative
+    to it, sorted), whatever their kind, and whether the search stopped at
+    :data:`MAX_DEBRIS_SCAN` entries. Never through a link; ``.git/``, ``.dsf-cache/`` and
+    the top-level folders in ``skip`` are not looked into. Standard library only (the
+    no-op render's fast path calls it).
+    """
+    found: list[str] = []
+    pending = [""]
+    seen = 0
+    while pending:
+        key = pending.pop()
+        try:
+            entries = list(os.scandir(root / key if key else root))
+        except OSError:
+            continue  # gone, or not readable: nothing of ours can be told there
+        for entry in entries:
+            seen += 1
+            if seen > MAX_DEBRIS_SCAN:
+                return sorted(found), True
+            relative = f"{key}/{entry.name}" if key else entry.name
+            if entry.name == JOURNAL or is_temporary(entry.name):
+                found.append(relative)
+            elif entry.is_dir(follow_symlinks=False) and _scanned(key, entry.name, skip):
+                pending.append(relative)
+    return sorted(found), False
+
+
+def _scanned(key: str, name: str, skip: frozenset[str]) -> bool:
+    """Whether :func:`find_debris` looks into the folder ``name`` of the folder ``key``."""
+    return name not in _NOT_SCANNED and (bool(key) or name not in skip)
 
 
 def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:

@@ -150,6 +150,7 @@ def discover_clusters(
     allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
     before anything is written.
     """
+    from dsf_compile.edges.journal_scope import Ownership
     from dsf_compile.edges.replacement import replace_files
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
@@ -177,7 +178,11 @@ def discover_clusters(
     folder, _, name = DISCOVERED_FILE.rpartition("/")
     # always: it also removes what a killed sync --clusters left beside the file
     written = replace_files(
-        root / folder, {name: text.encode("utf-8")}, label=folder, error=SyncError
+        root / folder,
+        {name: text.encode("utf-8")},
+        label=folder,
+        error=SyncError,
+        scope=Ownership.files("sync --clusters", (name,)),
     )
     return Discovery(
         clusters=tuple(sorted(now)),

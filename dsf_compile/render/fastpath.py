@@ -70,6 +70,7 @@ from dsf_compile.edges.files import (
     JOURNAL,
     FileTooLargeError,
     NotRegularFileError,
+    find_debris,
     read_regular_file,
 )
 from dsf_compile.render.fastpath_cache import CACHE, CacheProbe
@@ -302,6 +303,8 @@ def unchanged(root: Path) -> Remembered | None:
         if cache_path.is_symlink() or not cache_path.is_file():
             return None
         if os.path.lexists(root / RENDERED / JOURNAL):  # a killed render: recover it
+            return None
+        if any(find_debris(root)):  # a journal or a temporary file anywhere: reported
             return None
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
         if cache.get("version") != _VERSION or cache.get("inputs") != _inputs_digest(root):
