@@ -97,8 +97,10 @@ def test_sync_refuses_a_journal_naming_what_it_does_not_write(
     (root / "clusters" / "inventory.yaml").write_text("# the inventory\n")
     before = plant(root)
     lockfile = (root / "dsf.lock.json").read_bytes()
-    code, _, err = cli(root, "sync")
+    asked = server.hits("/config")
+    code, _, err = cli(root, "sync", "--allow-mass-failure")
     assert code == 1, err
+    assert server.hits("/config") == asked  # refused before any request
     assert err.splitlines() == [
         ".dsf-journal:1:1: error: removals[0]: names placements/green-batch.yaml, which "
         "'sync' never writes here (it writes dsf.lock.json): a journal dsf-compile did not "

@@ -421,3 +421,30 @@ def test_a_form_the_guard_cannot_read_is_an_error(
     argv = ["--root", str(root), "sync", "--clusters", "--hub-kubeconfig", str(kubeconfig)]
     assert run([*argv, "--allow-mass-removal"], out, err) == 0, err.getvalue()
     assert "name: worker01" in path.read_text(encoding="utf-8")
+
+
+def test_a_journal_naming_the_inventory_is_refused_before_the_hub_is_read(
+    fleet: tuple[Path, Path], hub: HubKube
+) -> None:
+    # issue 35 row 17: sync --clusters writes clusters/discovered.yaml, nothing else there
+    root, kubeconfig = fleet
+    planted = root / "clusters" / "inventory.yaml"
+    planted.write_text("# hand-written\n", encoding="utf-8")
+    staged = root / "clusters" / ".inventory.yaml.0123456789ab.dsf-tmp"
+    staged.write_text("kind: ManagedCluster\n", encoding="utf-8")
+    journal = root / "clusters" / ".dsf-journal"
+    journal.write_text(
+        '{"journal": 1, "state": "commit", "renames": [["inventory.yaml", '
+        '".inventory.yaml.0123456789ab.dsf-tmp", ""]], "removals": []}',
+        encoding="utf-8",
+    )
+    code, said = sync_clusters(root, kubeconfig)
+    assert code == 1, said
+    assert said.startswith(
+        "clusters/.dsf-journal:1:1: error: renames[0]: names inventory.yaml, which "
+        "'sync --clusters' never writes here (it writes discovered.yaml)"
+    ), said
+    assert not hub.server.taken()  # nothing asked of the hub
+    assert planted.read_text(encoding="utf-8") == "# hand-written\n"
+    assert staged.exists() and journal.exists()
+    assert not (root / "clusters" / "discovered.yaml").exists()

@@ -276,6 +276,21 @@ def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:
     return Debris(tree.label, journal, files)
 
 
+def vet_journal(folder: Path, label: str, scope: Ownership) -> None:
+    """Refuse (:class:`ForeignJournalError`) a journal in ``folder`` naming anything
+    ``scope``'s command does not write, changing nothing: what a command that reaches the
+    network first (``sync``) checks before any request, so that a refusal costs none."""
+    try:
+        tree = Tree.open(folder, create=False, label=label)
+    except (OSError, InputError):
+        return  # the write itself reports what is wrong with the folder
+    try:
+        if tree.exists:
+            _read_journal(tree, scope)
+    finally:
+        tree.close()
+
+
 def recover(tree: Tree, scope: Ownership, folders: Sequence[str] | None = None) -> Recovery:
     """Finish (committed journal) or undo (any other) what a killed command left in
     ``tree``, then remove its temporary files and its journal. ``scope``: what the

@@ -21,6 +21,7 @@ from dsf_compile.errors import (
 )
 from dsf_compile.pipeline.inputs import load_inputs, load_settings
 from dsf_compile.sync.lock import (
+    LOCKFILE_SCOPE,
     LockEntry,
     Lockfile,
     check_lockfile_target,
@@ -62,12 +63,14 @@ def sync_fleet(
     the lockfile could not be reached (:mod:`dsf_compile.sync.guard`), unless
     ``allow_mass_failure``.
     """
+    from dsf_compile.edges.journal import vet_journal
     from dsf_compile.sync.guard import unreachable_fleet
 
     inputs = load_inputs(root)
     blocked = check_lockfile_target(root)
     if blocked:  # found before any request: sync could not record what it learns
         raise InputError(blocked)
+    vet_journal(root.resolve(), "", LOCKFILE_SCOPE)  # a planted journal: before any request
     previous, problems = read_lockfile(root)
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
@@ -150,6 +153,7 @@ def discover_clusters(
     allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
     before anything is written.
     """
+    from dsf_compile.edges.journal import vet_journal
     from dsf_compile.edges.journal_scope import Ownership
     from dsf_compile.edges.replacement import replace_files
     from dsf_compile.sync.clusters import (
@@ -165,6 +169,9 @@ def discover_clusters(
     blocked = check_discovered_target(root)
     if blocked:
         raise InputError(blocked)
+    folder, _, name = DISCOVERED_FILE.rpartition("/")
+    scope = Ownership.files("sync --clusters", (name,))
+    vet_journal(root / folder, folder, scope)  # a planted journal: before the hub is read
     settings = load_settings(root)
     text = encode_discovered(read_managed_clusters(kubeconfig, settings.hub))
     # every form validate reads (a List too), with the loader itself: the guard counts
@@ -175,14 +182,13 @@ def discover_clusters(
         if unreadable:
             raise UnreadableInventoryError(unreadable, DISCOVERED_FILE)
         _guard_removal(now, then, settings.sync.maxClusterRemovalFraction)
-    folder, _, name = DISCOVERED_FILE.rpartition("/")
     # always: it also removes what a killed sync --clusters left beside the file
     written = replace_files(
         root / folder,
         {name: text.encode("utf-8")},
         label=folder,
         error=SyncError,
-        scope=Ownership.files("sync --clusters", (name,)),
+        scope=scope,
     )
     return Discovery(
         clusters=tuple(sorted(now)),
