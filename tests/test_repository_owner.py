@@ -74,3 +74,18 @@ def test_a_folder_of_ours_is_found_as_before(
     fleet = copy_fleet(tmp_path / "ours", with_rendered=False)
     monkeypatch.chdir(fleet / "scorers")
     assert cli("validate")[0] == 0
+
+
+def test_a_dsf_yaml_of_another_user_in_a_folder_of_ours_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /tmp is root's; a dsf.yaml another user planted there must not make it a repository
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    (tmp_path / "dsf.yaml").write_text("hubNamespace: theirs\n")
+    os.chown(tmp_path / "dsf.yaml", OTHER_UID, OTHER_UID)
+    (tmp_path / "mine").mkdir()
+    monkeypatch.chdir(tmp_path / "mine")
+    code, _, err = cli("validate")
+    assert code == 2
+    assert f"{tmp_path} looks like a dsf repository but has dsf.yaml which is owned by " in err

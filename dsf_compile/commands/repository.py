@@ -4,10 +4,11 @@ The nearest folder, from the current one upward, that holds ``dsf.yaml`` or both
 ``scorers/`` and ``clusters/`` (``overview.md``): a command run from ``scorers/`` or
 ``rendered/clusters/x/`` works on the whole fleet, as ``git`` does from a subfolder.
 
-It stops where git stops: a folder owned by another user than the one running is not
-taken as the repository (git's ``safe.directory`` rule). Otherwise a folder anyone can
-create above the current one (``/tmp/dsf.yaml``) would choose the URLs ``sync`` fetches
-and where ``render`` writes; ``--root`` names such a folder on purpose.
+It stops where git stops: a folder owned by another user than the one running, or whose
+``dsf.yaml`` (``scorers/``, ``clusters/``) is, is not taken as the repository (git's
+``safe.directory`` rule, which checks the work tree and its ``.git``). Otherwise what
+anyone can plant above the current folder (``/tmp/dsf.yaml``) would choose the URLs
+``sync`` fetches and where ``render`` writes; ``--root`` names such a folder on purpose.
 """
 
 from __future__ import annotations
@@ -46,16 +47,25 @@ def find_repository(start: Path) -> Path:
 
 
 def _check_owner(folder: Path) -> None:
-    """Git's rule: the folder's owner is the user running (or, as root under ``sudo``,
-    the user who ran ``sudo``)."""
-    owner = folder.stat().st_uid
-    if owner in _running_users():
-        return
-    raise UsageError(
-        f"{folder} looks like a dsf repository but is owned by another user (uid {owner}, "
-        f"not {os.geteuid()}): not taken without --root, as git refuses such a folder "
-        f"(safe.directory); give --root {folder} if you trust it"
-    )
+    """Git's rule: the folder and what makes it a repository are owned by the user
+    running (or, as root under ``sudo``, by the user who ran ``sudo``)."""
+    users = _running_users()
+    for path in (folder, *(folder / name for name in _MARKERS)):
+        try:
+            owner = os.lstat(path).st_uid
+        except OSError:
+            continue  # absent: not what made it a repository
+        if owner not in users:
+            what = "is" if path == folder else f"has {path.name} which is"
+            raise UsageError(
+                f"{folder} looks like a dsf repository but {what} owned by another user "
+                f"(uid {owner}, not {os.geteuid()}): not taken without --root, as git "
+                f"refuses such a folder (safe.directory); give --root {folder} if you trust it"
+            )
+
+
+#: What makes a folder a repository (:func:`is_repository`).
+_MARKERS = ("dsf.yaml", "scorers", "clusters")
 
 
 def _running_users() -> set[int]:
