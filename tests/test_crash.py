@@ -227,11 +227,18 @@ def test_check_names_the_debris_and_writes_nothing_then_render_recovers(
     before = harness.files_under(root, ("rendered",))
     code, _, err = cli(root, "render", "--check")
     assert code == 1
-    assert (
-        "dsf-compile: rendered/ holds an interrupted update (its journal) left by a killed "
-        "dsf-compile: rendered/.dsf-journal, rendered/hub/.kustomization.yaml.0123456789ab."
-        "dsf-tmp; 'dsf-compile render' finishes or undoes it and removes them\n"
-    ) in err
+    # each one an error at its path (a record with --format json)
+    assert [line.partition(": error: ")[0] for line in err.splitlines()[:2]] == [
+        "rendered/.dsf-journal:0:0",
+        "rendered/hub/.kustomization.yaml.0123456789ab.dsf-tmp:0:0",
+    ]
+    assert "'dsf-compile render' finishes or undoes" not in err  # the comparison never ran
+    code, out, _ = cli(root, "render", "--check", "--format", "json")
+    assert code == 1
+    assert [p["path"] for p in json.loads(out)["problems"]] == [
+        "rendered/.dsf-journal",
+        "rendered/hub/.kustomization.yaml.0123456789ab.dsf-tmp",
+    ]
     assert harness.files_under(root, ("rendered",)) == before
     code, _, err = cli(root, "render")
     assert code == 0, err

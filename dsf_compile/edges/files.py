@@ -46,11 +46,11 @@ MAX_DEBRIS_SCAN = 2_000_000
 _NOT_SCANNED = frozenset({".git", ".dsf-cache"})
 
 
-def find_debris(root: Path, *, skip: frozenset[str] = frozenset()) -> tuple[list[str], bool]:
+def find_debris(root: Path) -> tuple[list[str], bool]:
     """Every journal and temporary file of dsf's in the repository ``root`` (paths relative
     to it, sorted), whatever their kind, and whether the search stopped at
-    :data:`MAX_DEBRIS_SCAN` entries. Never through a link; ``.git/``, ``.dsf-cache/`` and
-    the top-level folders in ``skip`` are not looked into. Standard library only (the
+    :data:`MAX_DEBRIS_SCAN` entries. Never through a link; ``.git/`` and ``.dsf-cache/``
+    are not looked into. Standard library only (the
     no-op render's fast path calls it).
     """
     found: list[str] = []
@@ -69,14 +69,9 @@ def find_debris(root: Path, *, skip: frozenset[str] = frozenset()) -> tuple[list
             relative = f"{key}/{entry.name}" if key else entry.name
             if entry.name == JOURNAL or is_temporary(entry.name):
                 found.append(relative)
-            elif entry.is_dir(follow_symlinks=False) and _scanned(key, entry.name, skip):
+            elif entry.is_dir(follow_symlinks=False) and entry.name not in _NOT_SCANNED:
                 pending.append(relative)
     return sorted(found), False
-
-
-def _scanned(key: str, name: str, skip: frozenset[str]) -> bool:
-    """Whether :func:`find_debris` looks into the folder ``name`` of the folder ``key``."""
-    return name not in _NOT_SCANNED and (bool(key) or name not in skip)
 
 
 def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:

@@ -239,11 +239,11 @@ _WHY = {
 }
 
 
-def debris_problems(root: Path, *, skip: frozenset[str] = frozenset()) -> list[Problem]:
-    """An error for every journal and temporary file of dsf's anywhere in the repository
-    (but the top-level folders in ``skip``): committed, or left by a killed command, they
-    are never inputs, and a planted one must not wait for the next run to act on it."""
-    found, stopped = find_debris(root, skip=skip)
+def debris_problems(root: Path) -> list[Problem]:
+    """An error for every journal and temporary file of dsf's anywhere in the repository:
+    committed, or left by a killed command, they are never inputs, and a planted one must
+    not wait for the next run to act on it."""
+    found, stopped = find_debris(root)
     problems = [
         Problem(
             path, 0, 0, "", _DEBRIS_JOURNAL if path.rpartition("/")[2] == JOURNAL else _DEBRIS_FILE

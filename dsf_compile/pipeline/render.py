@@ -46,8 +46,8 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     errors, notices = check_reshard(applied_paths(folder), files, plan.inputs)
     if errors:
         raise InputError([*errors, *plan.warnings])
-    if check:  # debris outside rendered/ (whose own is the comparison's: "stale")
-        debris = debris_problems(root, skip=frozenset({RENDERED}))
+    if check:  # a journal or a temporary file anywhere: each an error, located
+        debris = debris_problems(root)
         if any(p.severity == "error" for p in debris):
             raise InputError([*debris, *plan.warnings])
     changes = compare_tree(folder, files) if check else write_tree(folder, files)
