@@ -232,7 +232,7 @@ def test_check_names_the_debris_and_writes_nothing_then_render_recovers(
         "rendered/.dsf-journal:0:0",
         "rendered/hub/.kustomization.yaml.0123456789ab.dsf-tmp:0:0",
     ]
-    assert "'dsf-compile render' finishes or undoes" not in err  # the comparison never ran
+    assert "'dsf-compile render' finishes or undoes its own" in err
     code, out, _ = cli(root, "render", "--check", "--format", "json")
     assert code == 1
     assert [p["path"] for p in json.loads(out)["problems"]] == [

@@ -51,7 +51,7 @@ from dsf_compile.edges.files import (
 )
 from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.errors import DsfError, ForeignJournalError, InputError
-from dsf_compile.render.tree import Tree, remove_quietly, where
+from dsf_compile.render.tree import RENDERED, Tree, remove_quietly, where
 from dsf_contract.escaping import terminal
 from dsf_contract.problem import Problem
 
@@ -244,27 +244,25 @@ def debris_problems(root: Path) -> list[Problem]:
     committed, or left by a killed command, they are never inputs, and a planted one must
     not wait for the next run to act on it."""
     found, stopped = find_debris(root)
-    problems = [
-        Problem(
-            path, 0, 0, "", _DEBRIS_JOURNAL if path.rpartition("/")[2] == JOURNAL else _DEBRIS_FILE
-        )
-        for path in found
-    ]
+    problems = [Problem(path, 0, 0, "", _debris_message(path)) for path in found]
     if stopped:
         message = f"looked for dsf's temporary files in the first {MAX_DEBRIS_SCAN} entries only"
         problems.append(Problem(".", 0, 0, "", message, "warning"))
     return problems
 
 
-_DEBRIS_JOURNAL = (
-    "the journal of an interrupted dsf-compile update, or one planted: never commit it; the "
-    "command that writes this folder finishes or undoes its own, and refuses one naming "
-    "anything else (then remove it)"
-)
-_DEBRIS_FILE = (
-    "a temporary file of an interrupted dsf-compile, or one planted: never commit it; the "
-    "command that writes the file it stands for removes it (else remove it)"
-)
+def _debris_message(path: str) -> str:
+    who = "'dsf-compile render'" if path.startswith(f"{RENDERED}/") else "the command writing here"
+    if path.rpartition("/")[2] == JOURNAL:
+        return (
+            "a journal left by a killed dsf-compile, or planted: never commit it; "
+            f"{who} finishes or undoes its own and refuses one naming anything else "
+            "(remove that one)"
+        )
+    return (
+        "a temporary file left by a killed dsf-compile, or planted: never commit it; "
+        f"{who} removes its own (remove any other)"
+    )
 
 
 def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:
