@@ -46,11 +46,12 @@ MAX_DEBRIS_SCAN = 2_000_000
 _NOT_SCANNED = frozenset({".git", ".dsf-cache"})
 
 
-def find_debris(root: Path) -> tuple[list[str], bool]:
+def find_debris(root: Path, *, shallow: frozenset[str] = frozenset()) -> tuple[list[str], bool]:
     """Every journal and temporary file of dsf's in the repository ``root`` (paths relative
     to it, sorted), whatever their kind, and whether the search stopped at
     :data:`MAX_DEBRIS_SCAN` entries. Never through a link; ``.git/`` and ``.dsf-cache/``
-    are not looked into. Standard library only (the
+    are not looked into, and the folders in ``shallow`` (paths from ``root``) only at
+    their own level. Standard library only (the
     no-op render's fast path calls it).
     """
     found: list[str] = []
@@ -58,20 +59,30 @@ def find_debris(root: Path) -> tuple[list[str], bool]:
     seen = 0
     while pending:
         key = pending.pop()
+        prefix = f"{key}/" if key else ""
         try:
-            entries = list(os.scandir(root / key if key else root))
+            with os.scandir(root / key) as listing:
+                entries = list(listing)
         except OSError:
             continue  # gone, or not readable: nothing of ours can be told there
+        seen += len(entries)
+        if seen > MAX_DEBRIS_SCAN:
+            return sorted(found), True
         for entry in entries:
-            seen += 1
-            if seen > MAX_DEBRIS_SCAN:
-                return sorted(found), True
-            relative = f"{key}/{entry.name}" if key else entry.name
-            if entry.name == JOURNAL or is_temporary(entry.name):
-                found.append(relative)
-            elif entry.is_dir(follow_symlinks=False) and entry.name not in _NOT_SCANNED:
-                pending.append(relative)
+            name = entry.name
+            if name.endswith(_DEBRIS_ENDINGS) and (name == JOURNAL or is_temporary(name)):
+                found.append(prefix + name)
+            elif (
+                entry.is_dir(follow_symlinks=False)
+                and name not in _NOT_SCANNED
+                and key not in shallow
+            ):
+                pending.append(prefix + name)
     return sorted(found), False
+
+
+#: How every name :func:`find_debris` looks for ends (a cheap test before the pattern).
+_DEBRIS_ENDINGS = (JOURNAL, STAGED_SUFFIX, BACKUP_SUFFIX)
 
 
 def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:

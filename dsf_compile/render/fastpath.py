@@ -291,6 +291,9 @@ def _settled_stat(root: Path, settled: Settled) -> tuple[str, dict[str, Any]] | 
     return rendered, {"digest": sha.hexdigest(), "stamp": settled.stamp}
 
 
+_RENDERED_ONLY = frozenset({RENDERED})
+
+
 def unchanged(root: Path) -> Remembered | None:
     """What the last render said, when nothing it depends on has changed; else None.
 
@@ -304,7 +307,10 @@ def unchanged(root: Path) -> Remembered | None:
             return None
         if os.path.lexists(root / RENDERED / JOURNAL):  # a killed render: recover it
             return None
-        if any(find_debris(root)):  # a journal or a temporary file anywhere: reported
+        # a journal or a temporary file: the full path reports it. rendered/ is looked at
+        # on its own level only (its journal); deeper, listing thousands of cluster
+        # folders would cost more than the rest of this check (the full check lists them)
+        if any(find_debris(root, shallow=_RENDERED_ONLY)):
             return None
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
         if cache.get("version") != _VERSION or cache.get("inputs") != _inputs_digest(root):
