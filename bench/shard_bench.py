@@ -2,7 +2,8 @@
 
 A generated fleet (``render_bench.generate_fleet``: half Full scorers, masks by label) is
 rendered by a whole ``dsf-compile render`` with the default ``render.shardBytes`` (or the
-one given), then ``kubectl kustomize`` builds the root (CRDs and hub objects) and every
+one given) and ``render.shards`` pinned at the count that budget asks for (the budget
+alone never chooses it), then ``kubectl kustomize`` builds the root (CRDs and hub objects) and every
 shard, as Argo CD's repo server and Flux's kustomize-controller would. Printed: the number
 of shards, the largest and the smallest output, and whether every rendered object came
 out of exactly one build.
@@ -81,6 +82,23 @@ def kustomize(folder: Path) -> str:
     return done.stdout
 
 
+def asked_count(root: Path) -> int:
+    """The number of shards ``root``'s ``render.shardBytes`` asks for (an in-process render
+    with the count unset: one shard, which the budget is held against)."""
+    from dsf_compile.pipeline.inputs import plan_fleet
+    from dsf_compile.render.manifests import render_manifests
+    from dsf_compile.render.shards import CLUSTERS_FOLDER, shard_count
+
+    plan = plan_fleet(root)
+    files = render_manifests(plan)
+    size = sum(
+        len(text.encode("utf-8"))
+        for path, text in files.items()
+        if path.startswith(f"{CLUSTERS_FOLDER}/") and not path.endswith("/kustomization.yaml")
+    )
+    return shard_count(size, plan.inputs.settings.render.shardBytes)
+
+
 def measure(clusters: int, scorers: int, shard_bytes: int | None = None) -> dict[str, float]:
     """Render the fleet (whole command) and build the root and every shard with kustomize."""
     if shutil.which("kubectl") is None:
@@ -88,8 +106,9 @@ def measure(clusters: int, scorers: int, shard_bytes: int | None = None) -> dict
     with tempfile.TemporaryDirectory(prefix="dsf-bench-shards-") as tmp:
         root = Path(tmp)
         generate_fleet(root, clusters, scorers)
-        if shard_bytes is not None:
-            (root / "dsf.yaml").write_text(f"render:\n  shardBytes: {shard_bytes}\n")
+        budget = f"render:\n  shardBytes: {shard_bytes}\n" if shard_bytes else "render:\n"
+        (root / "dsf.yaml").write_text(budget)
+        (root / "dsf.yaml").write_text(f"{budget}  shards: {asked_count(root)}\n")
         seconds, _ = render_command(root)
         rendered = root / "rendered"
         shards = (

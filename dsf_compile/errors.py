@@ -25,6 +25,10 @@ class InputError(DsfError):
         super().__init__(f"{len(self.problems)} problem(s) in the inputs")
 
 
+class ForeignJournalError(InputError):
+    """A journal names a file its command does not write: recovery refused, nothing touched."""
+
+
 class SyncError(DsfError):
     """Sync could not run at all (not: a scorer is down, which makes it Inactive)."""
 
@@ -60,6 +64,21 @@ class MassRemovalError(DsfError):
             f"clusters/discovered.yaml is more than sync.maxClusterRemovalFraction ({fraction:g}) "
             "allows; the file was not changed (check that --hub-kubeconfig names the right "
             "hub, or pass --allow-mass-removal to remove them)"
+        )
+
+
+class UnreadableInventoryError(MassRemovalError):
+    """``sync --clusters`` cannot read ``clusters/discovered.yaml`` as ``validate`` does, so
+    it cannot tell what the hub's list would remove (the guard's input, unreadable)."""
+
+    def __init__(self, problems: Iterable[Problem], file: str) -> None:
+        self.problems = tuple(sorted(problems))
+        self.removed = 0
+        DsfError.__init__(
+            self,
+            f"cannot tell which clusters {file} holds, so not which ones the hub's list would "
+            "remove; the file was not changed (fix or remove it, or pass --allow-mass-removal "
+            "to replace it)",
         )
 
 

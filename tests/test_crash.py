@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.commands.cli import run as cli_run
+from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.edges.replacement import replace_files
 from dsf_compile.errors import WriteError
 from dsf_compile.render.write import compare_tree, write_tree
@@ -29,6 +30,7 @@ from tests.sync_servers import LoopbackServer
 from tests.test_write_safety import fail_at
 
 SEED = 31
+SCOPE = Ownership.files("schemas", [f"s{i}.json" for i in range(4)])
 KILLS = 4
 
 
@@ -193,17 +195,17 @@ def test_several_files_killed_at_every_step_are_old_or_new(
     while True:
         n += 1
         folder = tmp_path / f"run{n}"
-        replace_files(folder, old, label="schemas", error=WriteError)
+        replace_files(folder, old, label="schemas", error=WriteError, scope=SCOPE)
         with monkeypatch.context() as patch:
             calls = _kill_at(patch, n)
             with contextlib.suppress(Killed):
-                replace_files(folder, new, label="schemas", error=WriteError)
+                replace_files(folder, new, label="schemas", error=WriteError, scope=SCOPE)
         if calls["n"] < n:
             break
         seen = {p.name: p.read_bytes() for p in folder.iterdir()}
         if not harness.debris(dict(seen)):
             assert seen in (old, new), f"step {n}"
-        again = replace_files(folder, new, label="schemas", error=WriteError)
+        again = replace_files(folder, new, label="schemas", error=WriteError, scope=SCOPE)
         assert {p.name: p.read_bytes() for p in folder.iterdir()} == new, f"step {n}"
         assert again.recovery.found == bool(harness.debris(dict(seen)))
     assert n > 10
@@ -224,19 +226,27 @@ def test_check_names_the_debris_and_writes_nothing_then_render_recovers(
     (rendered / ".dsf-journal").write_text('{"journal": 1, "state": "staging", "folders": []}\n')
     before = harness.files_under(root, ("rendered",))
     code, _, err = cli(root, "render", "--check")
-    assert code == 1
-    assert (
-        "dsf-compile: rendered/ holds an interrupted update (its journal) left by a killed "
-        "dsf-compile: rendered/.dsf-journal, rendered/hub/.kustomization.yaml.0123456789ab."
-        "dsf-tmp; 'dsf-compile render' finishes or undoes it and removes them\n"
-    ) in err
+    assert code == 2  # a tree a killed render left: nothing it can compare with
+    # each one an error at its path (a record with --format json)
+    assert [line.partition(": error: ")[0] for line in err.splitlines()[:2]] == [
+        "rendered/.dsf-journal:0:0",
+        "rendered/hub/.kustomization.yaml.0123456789ab.dsf-tmp:0:0",
+    ]
+    assert "'dsf-compile render' finishes or undoes its own" in err
+    code, out, _ = cli(root, "render", "--check", "--format", "json")
+    assert code == 2
+    assert [p["path"] for p in json.loads(out)["problems"]] == [
+        "rendered/.dsf-journal",
+        "rendered/hub/.kustomization.yaml.0123456789ab.dsf-tmp",
+    ]
     assert harness.files_under(root, ("rendered",)) == before
     code, _, err = cli(root, "render")
     assert code == 0, err
     assert err.splitlines()[0] == (
         "dsf-compile: recovered rendered/ after an interrupted dsf-compile: undid its update "
         "(it was killed while staging the new files, before any file was replaced); removed "
-        "1 temporary file(s) of its own"
+        "1 temporary file(s) of its own (rendered/hub/.kustomization.yaml.0123456789ab.dsf-tmp); "
+        "removed its journal rendered/.dsf-journal"
     )
     assert not harness.debris(harness.files_under(root, ("rendered",)))
     assert cli(root, "render", "--check")[0] == 0
@@ -254,10 +264,25 @@ def test_a_planted_journal_is_not_trusted(tmp_path: Path) -> None:
         "removals": [["kustomization.yaml", "../x"]],
     }
     (rendered / ".dsf-journal").write_text(json.dumps(planted))
+    before = harness.files_under(root, ("rendered",))
+    # refused, located at each entry; nothing touched, the journal kept for a look
+    code, _, err = cli(root, "render")
+    assert code == 1, err
+    assert err.splitlines()[:2] == [
+        "rendered/.dsf-journal:1:1: error: removals[0]: its backup name is not one dsf gives "
+        "kustomization.yaml: a journal dsf-compile did not write for this command; nothing "
+        "was touched (remove rendered/.dsf-journal if no dsf-compile was killed here)",
+        "rendered/.dsf-journal:1:1: error: renames[0]: names something that is not a path "
+        "inside this folder: a journal dsf-compile did not write for this command; nothing "
+        "was touched (remove rendered/.dsf-journal if no dsf-compile was killed here)",
+    ]
+    assert outside.read_text() == "mine\n"
+    assert harness.files_under(root, ("rendered",)) == before
+    # a journal that is not even JSON names nothing: undone, and said so
+    (rendered / ".dsf-journal").write_text("{half")
     code, _, err = cli(root, "render")
     assert code == 0, err
     assert "undid its update (its journal is not one dsf wrote in full" in err
-    assert outside.read_text() == "mine\n"
     assert cli(root, "render", "--check")[0] == 0
 
 
@@ -272,7 +297,7 @@ def test_sync_and_schemas_remove_what_a_killed_run_left(
     assert code == 0, err
     assert (
         "dsf-compile: recovered the repository's folder after an interrupted dsf-compile: "
-        "removed 1 temporary file(s) of its own\n"
+        "removed 1 temporary file(s) of its own (.dsf.lock.json.0123456789ab.dsf-tmp)\n"
     ) in err
     assert not planted.exists()
     assert cli(root, "schemas")[0] == 0

@@ -7,6 +7,7 @@ bootstrap objects naming every shard, and one cluster more or less rewriting one
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -76,7 +77,9 @@ def budget(tmp_path_factory: pytest.TempPathFactory) -> int:
 @pytest.fixture
 def fleet(tmp_path: Path, budget: int) -> Path:
     generate_fleet(tmp_path, CLUSTERS, SCORERS)
-    (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget}\n", encoding="utf-8")
+    # the count the budget asks for, pinned: the budget alone never chooses it
+    settings = f"render:\n  shardBytes: {budget}\n  shards: 8\n"
+    (tmp_path / "dsf.yaml").write_text(settings, encoding="utf-8")
     dsf(tmp_path, "render")
     return tmp_path
 
@@ -362,3 +365,34 @@ def test_the_longest_addon_name_validate_accepts_fits_every_name_it_derives(tmp_
     )
     done = dsf(tmp_path, "validate", expect=1)
     assert done.stderr.startswith("dsf.yaml:1:1: error: addonName: a shard's Argo CD Application")
+
+
+def test_a_budget_alone_never_moves_clusters_even_without_a_tree(tmp_path: Path) -> None:
+    """Issue 35 row 19: ``rm -rf rendered && render`` after a budget change moved clusters
+    between shards, and ``render --check`` then passed: the count comes from dsf.yaml only."""
+    generate_fleet(tmp_path, CLUSTERS, SCORERS)
+    dsf(tmp_path, "render")
+    budget = cluster_bytes(tmp_path) // 3  # the budget asks for 4 shards
+    (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget}\n", encoding="utf-8")
+    for command in (["render"], ["render", "--check"], ["diff"]):
+        shutil.rmtree(tmp_path / "rendered", ignore_errors=True)
+        # render refuses (1); the comparing commands could not compare (2)
+        refused = dsf(tmp_path, *command, expect=1 if command == ["render"] else 2)
+        assert refused.stderr.startswith("dsf.yaml:1:1: error: render.shards: "), refused.stderr
+        assert "asks for 4 shards" in refused.stderr
+        assert "render.shards: 4" in refused.stderr
+        assert not (tmp_path / "rendered").exists()
+    # pinned, it renders; a budget change with the pin kept moves nothing
+    pinned = f"render:\n  shardBytes: {budget}\n  shards: 4\n"
+    (tmp_path / "dsf.yaml").write_text(pinned, encoding="utf-8")
+    dsf(tmp_path, "render")
+    before = tree(tmp_path)
+    (tmp_path / "dsf.yaml").write_text(pinned.replace(str(budget), str(budget // 4)))
+    shutil.rmtree(tmp_path / "rendered")
+    dsf(tmp_path, "render")
+    assert tree(tmp_path) == before
+    # unpinned again over the budget: refused with the tree there too, naming both ways
+    (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget // 4}\n")
+    refused = dsf(tmp_path, "render", "--check", expect=2)
+    assert "render.shards: 4" in refused.stderr and "render.shards: 16" in refused.stderr
+    assert tree(tmp_path) == before

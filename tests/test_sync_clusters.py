@@ -440,3 +440,107 @@ def test_dsf_mcp_reads_the_hub_of_a_context(
     state = Fleet(root, None, HubAccess(None, "fake")).state()
     assert state.scores == ()  # read from the hub (none there yet), not "no scores given"
     assert mcp_server.main(["--root", str(root), "--scores", "snapshots", "--context", "x"]) == 2
+
+
+LABELS = {
+    "edge01": ("eu-west", "false"),
+    "worker01": ("eu-west", "true"),
+    "worker02": ("us-east", "false"),
+}
+
+
+def _item(name: str, indent: str) -> str:
+    region, gpu = LABELS[name]
+    return (
+        f"{indent}- apiVersion: cluster.open-cluster-management.io/v1\n"
+        f"{indent}  kind: ManagedCluster\n{indent}  metadata:\n{indent}    name: {name}\n"
+        f'{indent}    labels: {{region: {region}, gpu: "{gpu}"}}\n'
+    )
+
+
+LIST_FORMS = {
+    kind: f"apiVersion: v1\nkind: {kind}\nitems:\n" + "".join(_item(n, "  ") for n in LABELS)
+    for kind in ("List", "ManagedClusterList")
+}
+
+
+@pytest.mark.parametrize("form", sorted(LIST_FORMS))
+def test_the_guard_reads_every_form_validate_accepts(
+    fleet: tuple[Path, Path], hub: HubKube, form: str
+) -> None:
+    # issue 35 row 18: a List of clusters passes validate; a hub listing none must not
+    # empty it
+    root, kubeconfig = fleet
+    path = root / "clusters" / "discovered.yaml"
+    path.write_text(LIST_FORMS[form], encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["--root", str(root), "validate"], out, err) == 0, err.getvalue()
+    before = path.read_bytes()
+    for name in ("edge01", "worker01", "worker02"):
+        hub.delete("managedclusters", "", name)
+    code, said = sync_clusters(root, kubeconfig)
+    assert code == 1, said
+    assert path.read_bytes() == before
+    lines = said.splitlines()
+    assert lines[:3] == [
+        f"clusters/discovered.yaml:{line}:7: error: items[{index}].metadata.name: {name}: "
+        "not on the hub's list"
+        for index, (line, name) in enumerate(((7, "edge01"), (12, "worker01"), (17, "worker02")))
+    ]
+    assert "removing 3 of the 3 in clusters/discovered.yaml" in said
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("kind: List\nitems: {edge01: {}}\n", "clusters/discovered.yaml:2:1: error: items: "),
+        ("kind: ManagedCluster\nmetadata: [\n", "clusters/discovered.yaml:3:1: error: "),
+        ("kind: Cluster\nmetadata: {name: edge01}\n", "clusters/discovered.yaml:1:1: error: kind"),
+    ],
+)
+def test_a_form_the_guard_cannot_read_is_an_error(
+    fleet: tuple[Path, Path], text: str, where: str
+) -> None:
+    root, kubeconfig = fleet
+    path = root / "clusters" / "discovered.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, said = sync_clusters(root, kubeconfig)
+    assert code == 1, said
+    assert path.read_text(encoding="utf-8") == text
+    assert said.startswith(where), said
+    assert said.splitlines()[-1] == (
+        "dsf-compile: error: cannot tell which clusters clusters/discovered.yaml holds, so "
+        "not which ones the hub's list would remove; the file was not changed (fix or remove "
+        "it, or pass --allow-mass-removal to replace it)"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["--root", str(root), "sync", "--clusters", "--hub-kubeconfig", str(kubeconfig)]
+    assert run([*argv, "--allow-mass-removal"], out, err) == 0, err.getvalue()
+    assert "name: worker01" in path.read_text(encoding="utf-8")
+
+
+def test_a_journal_naming_the_inventory_is_refused_before_the_hub_is_read(
+    fleet: tuple[Path, Path], hub: HubKube
+) -> None:
+    # issue 35 row 17: sync --clusters writes clusters/discovered.yaml, nothing else there
+    root, kubeconfig = fleet
+    planted = root / "clusters" / "inventory.yaml"
+    planted.write_text("# hand-written\n", encoding="utf-8")
+    staged = root / "clusters" / ".inventory.yaml.0123456789ab.dsf-tmp"
+    staged.write_text("kind: ManagedCluster\n", encoding="utf-8")
+    journal = root / "clusters" / ".dsf-journal"
+    journal.write_text(
+        '{"journal": 1, "state": "commit", "renames": [["inventory.yaml", '
+        '".inventory.yaml.0123456789ab.dsf-tmp", ""]], "removals": []}',
+        encoding="utf-8",
+    )
+    code, said = sync_clusters(root, kubeconfig)
+    assert code == 1, said
+    assert said.startswith(
+        "clusters/.dsf-journal:1:1: error: renames[0]: names inventory.yaml, which "
+        "'sync --clusters' never writes here (it writes discovered.yaml)"
+    ), said
+    assert not hub.server.taken()  # nothing asked of the hub
+    assert planted.read_text(encoding="utf-8") == "# hand-written\n"
+    assert staged.exists() and journal.exists()
+    assert not (root / "clusters" / "discovered.yaml").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -26,6 +27,62 @@ TEMP_TOKEN_HEX = 12
 TEMP_NAME_EXTRA = 2 + TEMP_TOKEN_HEX + max(len(STAGED_SUFFIX), len(BACKUP_SUFFIX))
 """Characters a temporary name adds to its file's name (``.`` + ``.<hex>`` + suffix): a
 file dsf writes must have a name at most ``NAME_MAX`` (255) minus this long."""
+#: A temporary name: group 1 is the name of the file it stands for.
+TEMPORARY = re.compile(
+    rf"\.(.+)\.[0-9a-f]{{{TEMP_TOKEN_HEX}}}(?:{re.escape(STAGED_SUFFIX)}|{re.escape(BACKUP_SUFFIX)})\Z",
+    re.DOTALL,
+)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is one dsf gives a staged file or a backup (``.NAME.<hex>.dsf-tmp``)."""
+    return TEMPORARY.match(name) is not None
+
+
+#: Entries :func:`find_debris` looks at, at most: far more than a repository of 10,000
+#: rendered clusters holds.
+MAX_DEBRIS_SCAN = 2_000_000
+#: Folders never looked into: Git's own, and the compiler's local cache (never committed).
+_NOT_SCANNED = frozenset({".git", ".dsf-cache"})
+
+
+def find_debris(root: Path, *, shallow: frozenset[str] = frozenset()) -> tuple[list[str], bool]:
+    """Every journal and temporary file of dsf's in the repository ``root`` (paths relative
+    to it, sorted), whatever their kind, and whether the search stopped at
+    :data:`MAX_DEBRIS_SCAN` entries. Never through a link; ``.git/`` and ``.dsf-cache/``
+    are not looked into, and the folders in ``shallow`` (paths from ``root``) only at
+    their own level. Standard library only (the
+    no-op render's fast path calls it).
+    """
+    found: list[str] = []
+    pending = [""]
+    seen = 0
+    while pending:
+        key = pending.pop()
+        prefix = f"{key}/" if key else ""
+        try:
+            with os.scandir(root / key) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # gone, or not readable: nothing of ours can be told there
+        seen += len(entries)
+        if seen > MAX_DEBRIS_SCAN:
+            return sorted(found), True
+        for entry in entries:
+            name = entry.name
+            if name.endswith(_DEBRIS_ENDINGS) and (name == JOURNAL or is_temporary(name)):
+                found.append(prefix + name)
+            elif (
+                entry.is_dir(follow_symlinks=False)
+                and name not in _NOT_SCANNED
+                and key not in shallow
+            ):
+                pending.append(prefix + name)
+    return sorted(found), False
+
+
+#: How every name :func:`find_debris` looks for ends (a cheap test before the pattern).
+_DEBRIS_ENDINGS = (JOURNAL, STAGED_SUFFIX, BACKUP_SUFFIX)
 
 
 def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:

@@ -32,45 +32,33 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import secrets
 import stat
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dsf_compile.edges.files import (
-    BACKUP_SUFFIX,
     JOURNAL,
+    MAX_DEBRIS_SCAN,
     STAGED_SUFFIX,
     TEMP_TOKEN_HEX,
+    TEMPORARY,
     create_new,
+    find_debris,
 )
-from dsf_compile.errors import DsfError, InputError
-from dsf_compile.render.tree import Tree, remove_quietly, where
+from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.errors import DsfError, ForeignJournalError, InputError
+from dsf_compile.render.tree import RENDERED, Tree, remove_quietly, where
 from dsf_contract.escaping import terminal
+from dsf_contract.problem import Problem
 
 LOCK_WAIT_SECONDS = 60.0
 """How long a command waits for another one writing the same folder."""
 
-MAX_JOURNAL_ENTRIES = 1_000_000
-"""More renames than any real tree holds: a larger journal was not written by dsf."""
-
-#: A path dsf writes: plain names, none hidden (never ``.``, ``..``, a record, a journal
-#: or a temporary file), ``/`` between them.
-SAFE_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*\Z")
-# What a journal may name: such a path, or one whose file is hidden (render's record).
-_PLANNED_PATH = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*/)*\.?[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
-_TEMP = re.compile(
-    rf"\.(.+)\.[0-9a-f]{{{TEMP_TOKEN_HEX}}}(?:{re.escape(STAGED_SUFFIX)}|{re.escape(BACKUP_SUFFIX)})\Z",
-    re.DOTALL,
-)
-
-
-def is_temporary(name: str) -> bool:
-    """Whether ``name`` is one dsf gives a staged file or a backup (``.NAME.<hex>.dsf-tmp``)."""
-    return _TEMP.match(name) is not None
+_TEMP = TEMPORARY
 
 
 def temporary_name(name: str, suffix: str) -> str:
@@ -120,55 +108,20 @@ def staging(folders: Sequence[str]) -> str:
     return json.dumps({"journal": 1, "state": "staging", "folders": list(folders)}) + "\n"
 
 
-def _named_for(relative: str, name: str, suffix: str, *, optional: bool = False) -> bool:
-    """Whether ``name`` is a temporary name of ``relative``'s file with ``suffix``."""
-    if optional and name == "":
-        return True
-    found = _TEMP.match(name)
-    return (
-        found is not None
-        and found.group(1) == relative.rpartition("/")[2]
-        and name.endswith(suffix)
-    )
+def _parse_plan(document: dict[str, Any]) -> Plan:
+    """The plan of a committed journal its command's :class:`Ownership` accepted."""
+    renames = tuple(tuple(entry) for entry in document["renames"])
+    removals = tuple(tuple(entry) for entry in document["removals"])
+    return Plan(renames, removals)
 
 
-def _parse_plan(document: Any) -> Plan | None:
-    """The plan of a committed journal; None for anything dsf could not have written."""
-    renames, removals = document.get("renames"), document.get("removals")
-    if not isinstance(renames, list) or not isinstance(removals, list):
-        return None
-    if len(renames) + len(removals) > MAX_JOURNAL_ENTRIES:
-        return None
-    plan = Plan(_entries(renames, 3), _entries(removals, 2))  # type: ignore[arg-type]
-    if len(plan.renames) != len(renames) or len(plan.removals) != len(removals):
-        return None
-    return plan if _fits(plan) else None
-
-
-def _entries(listed: list[Any], size: int) -> tuple[tuple[str, ...], ...]:
-    """The entries of ``listed`` that are lists of ``size`` strings, the first a planned path."""
-    return tuple(
-        tuple(entry)
-        for entry in listed
-        if isinstance(entry, list)
-        and len(entry) == size
-        and all(isinstance(part, str) for part in entry)
-        and _PLANNED_PATH.match(entry[0])
-    )
-
-
-def _fits(plan: Plan) -> bool:
-    """Whether every temporary name of ``plan`` is one dsf gives its path's file."""
-    renames = all(
-        _named_for(p, staged, STAGED_SUFFIX) and _named_for(p, kept, BACKUP_SUFFIX, optional=True)
-        for p, staged, kept in plan.renames
-    )
-    return renames and all(_named_for(p, kept, BACKUP_SUFFIX) for p, kept in plan.removals)
-
-
-def _read_journal(tree: Tree) -> tuple[str, Plan | None, list[str]]:
+def _read_journal(tree: Tree, scope: Ownership) -> tuple[str, Plan | None, list[str]]:
     """The journal's state (``""`` when there is none, ``staging``, ``commit``, or
-    ``unreadable``), a committed journal's plan, and the folders a staging one made."""
+    ``unreadable``), a committed journal's plan, and the folders a staging one made.
+
+    Raises :class:`InputError` for a journal that names anything its command does not
+    write (:meth:`Ownership.refusals`): then nothing is touched.
+    """
     found = tree.read(JOURNAL)  # a link or a folder at its name is refused, never followed
     if found is None:
         return "", None, []
@@ -178,13 +131,12 @@ def _read_journal(tree: Tree) -> tuple[str, Plan | None, list[str]]:
         return "unreadable", None, []
     if not isinstance(document, dict) or document.get("journal") != 1:
         return "unreadable", None, []
-    if document.get("state") == "staging":
-        folders = document.get("folders")
-        if not isinstance(folders, list) or len(folders) > MAX_JOURNAL_ENTRIES:
-            return "unreadable", None, []
-        return "staging", None, [f for f in folders if isinstance(f, str) and SAFE_PATH.match(f)]
-    plan = _parse_plan(document) if document.get("state") == "commit" else None
-    return ("commit", plan, []) if plan is not None else ("unreadable", None, [])
+    refused = scope.refusals(document, where(JOURNAL, tree.label))
+    if refused:
+        raise ForeignJournalError(refused)
+    if document["state"] == "staging":
+        return "staging", None, list(document["folders"])
+    return "commit", _parse_plan(document), []
 
 
 def write_journal(tree: Tree, text: str, *, durable: bool) -> None:
@@ -216,25 +168,36 @@ def drop_journal(tree: Tree) -> None:
 
 @dataclass(frozen=True)
 class Recovery:
-    """What the next run found of a killed one, and did about it."""
+    """What the next run found of a killed one, and did about it: every file it touched,
+    named under ``label``."""
 
     label: str = ""
     action: str = ""  # "finished", "undone", or "" (no journal: only temporary files)
     why: str = ""
-    removed: tuple[str, ...] = ()  # temporary files removed, named under ``label``
+    removed: tuple[str, ...] = ()  # temporary files removed
+    placed: tuple[str, ...] = ()  # staged files a finished update moved into place
+    deleted: tuple[str, ...] = ()  # files a finished update deleted
+    journal: str = ""  # the journal, when it was removed
 
     @property
     def found(self) -> bool:
         return bool(self.action or self.removed)
 
     def line(self) -> str:
-        """One line for the user: what was found, what was done and why."""
+        """One line for the user: what was found, what was done and why, and every file
+        it touched."""
         verb = {"finished": "finished", "undone": "undid"}.get(self.action, "")
         done = f"{verb} its update ({self.why}); " if verb else ""
+        if self.placed:
+            done += f"put {len(self.placed)} file(s) in place ({', '.join(self.placed)}); "
+        if self.deleted:
+            done += f"deleted {len(self.deleted)} file(s) ({', '.join(self.deleted)}); "
         place = f"{self.label}/" if self.label else "the repository's folder"
+        removed = f" ({', '.join(self.removed)})" if self.removed else ""
+        journal = f"; removed its journal {self.journal}" if self.journal else ""
         return (
             f"recovered {place} after an interrupted dsf-compile: {done}"
-            f"removed {len(self.removed)} temporary file(s) of its own"
+            f"removed {len(self.removed)} temporary file(s) of its own{removed}{journal}"
         )
 
 
@@ -276,6 +239,32 @@ _WHY = {
 }
 
 
+def debris_problems(root: Path) -> list[Problem]:
+    """An error for every journal and temporary file of dsf's anywhere in the repository:
+    committed, or left by a killed command, they are never inputs, and a planted one must
+    not wait for the next run to act on it."""
+    found, stopped = find_debris(root)
+    problems = [Problem(path, 0, 0, "", _debris_message(path)) for path in found]
+    if stopped:
+        message = f"looked for dsf's temporary files in the first {MAX_DEBRIS_SCAN} entries only"
+        problems.append(Problem(".", 0, 0, "", message, "warning"))
+    return problems
+
+
+def _debris_message(path: str) -> str:
+    who = "'dsf-compile render'" if path.startswith(f"{RENDERED}/") else "the command writing here"
+    if path.rpartition("/")[2] == JOURNAL:
+        return (
+            "a journal left by a killed dsf-compile, or planted: never commit it; "
+            f"{who} finishes or undoes its own and refuses one naming anything else "
+            "(remove that one)"
+        )
+    return (
+        "a temporary file left by a killed dsf-compile, or planted: never commit it; "
+        f"{who} removes its own (remove any other)"
+    )
+
+
 def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:
     """What a killed command left in ``tree`` (read-only): its journal and temporary files."""
     if not tree.exists:
@@ -285,16 +274,32 @@ def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:
     return Debris(tree.label, journal, files)
 
 
-def recover(tree: Tree, folders: Sequence[str] | None = None) -> Recovery:
+def vet_journal(folder: Path, label: str, scope: Ownership) -> None:
+    """Refuse (:class:`ForeignJournalError`) a journal in ``folder`` naming anything
+    ``scope``'s command does not write, changing nothing: what a command that reaches the
+    network first (``sync``) checks before any request, so that a refusal costs none."""
+    try:
+        tree = Tree.open(folder, create=False, label=label)
+    except (OSError, InputError):
+        return  # the write itself reports what is wrong with the folder
+    try:
+        if tree.exists:
+            _read_journal(tree, scope)
+    finally:
+        tree.close()
+
+
+def recover(tree: Tree, scope: Ownership, folders: Sequence[str] | None = None) -> Recovery:
     """Finish (committed journal) or undo (any other) what a killed command left in
-    ``tree``, then remove its temporary files and its journal. ``folders``: the folders to
-    sweep (default: the whole tree)."""
+    ``tree``, then remove its temporary files and its journal. ``scope``: what the
+    command writes there (a journal naming anything else is refused, :class:`InputError`,
+    before anything is touched; only its temporary files are removed); ``folders``: the
+    folders to sweep (default: the whole tree)."""
     if not tree.exists:
         return Recovery(tree.label)
-    state, plan, made = _read_journal(tree)
-    if plan is not None:
-        _finish(tree, plan)
-    removed = _sweep(tree, folders)
+    state, plan, made = _read_journal(tree, scope)
+    placed, deleted = _finish(tree, plan) if plan is not None else ((), ())
+    removed = _sweep(tree, scope, folders)
     for key in sorted(made, reverse=True):  # deepest first; only those left empty
         with contextlib.suppress(InputError):  # a link on the way: nothing of ours there
             tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
@@ -303,20 +308,28 @@ def recover(tree: Tree, folders: Sequence[str] | None = None) -> Recovery:
         drop_journal(tree)
         os.fsync(tree.fds[""])
     action = {"": "", "commit": "finished"}.get(state, "undone")
-    return Recovery(tree.label, action, _WHY.get(state, ""), tuple(removed))
+    journal = where(JOURNAL, tree.label) if state else ""
+    return Recovery(
+        tree.label, action, _WHY.get(state, ""), tuple(removed), placed, deleted, journal
+    )
 
 
-def _finish(tree: Tree, plan: Plan) -> None:
-    """The renames and removals of a committed plan still to do (each one at most once)."""
+def _finish(tree: Tree, plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The renames and removals of a committed plan still to do (each one at most once);
+    the files it put in place and those it deleted."""
+    placed, deleted = [], []
     for relative, staged, _ in plan.renames:
         folder, name = tree.locate(relative)
         if folder is not None and _is_regular(folder, staged):
             os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
+            placed.append(where(relative, tree.label))
     for relative, kept in plan.removals:
         folder, name = tree.locate(relative)
         if folder is not None and not _exists(folder, kept) and _is_regular(folder, name):
             os.unlink(name, dir_fd=folder)
+            deleted.append(where(relative, tree.label))
     prune(tree, [p for p, _ in plan.removals])
+    return tuple(placed), tuple(deleted)
 
 
 def _exists(folder: int, name: str) -> bool:
@@ -334,9 +347,12 @@ def _is_regular(folder: int, name: str) -> bool:
         return False
 
 
-def _debris(tree: Tree, folders: Sequence[str] | None) -> list[tuple[str, int, str]]:
+def _debris(
+    tree: Tree, folders: Sequence[str] | None, scope: Ownership | None = None
+) -> list[tuple[str, int, str]]:
     """(folder key, folder descriptor, name) of every regular file named like dsf's
-    temporary files; the whole tree (never through a link), or only ``folders``."""
+    temporary files (only ``scope``'s, when given); the whole tree (never through a
+    link), or only ``folders``."""
     found = []
     pending = list(folders) if folders is not None else [""]
     while pending:
@@ -352,16 +368,20 @@ def _debris(tree: Tree, folders: Sequence[str] | None) -> list[tuple[str, int, s
                 if entry.is_dir(follow_symlinks=False):
                     if folders is None:
                         pending.append(f"{key}/{entry.name}".lstrip("/"))
-                elif is_temporary(entry.name) and entry.is_file(follow_symlinks=False):
+                elif (
+                    _TEMP.match(entry.name)
+                    and (scope is None or scope.temporary_of(key, entry.name))
+                    and entry.is_file(follow_symlinks=False)
+                ):
                     found.append((key, fd, entry.name))
     return sorted(found, key=lambda item: (item[0], item[2]))
 
 
-def _sweep(tree: Tree, folders: Sequence[str] | None) -> list[str]:
-    """Remove every temporary file of dsf's, and the folders that held only them."""
+def _sweep(tree: Tree, scope: Ownership, folders: Sequence[str] | None) -> list[str]:
+    """Remove every temporary file of the command's, and the folders that held only them."""
     removed = []
     emptied = []
-    for key, fd, name in _debris(tree, folders):
+    for key, fd, name in _debris(tree, folders, scope):
         remove_quietly(name, fd)
         removed.append(where(f"{key}/{name}".lstrip("/"), tree.label))
         emptied.append(f"{key}/x")

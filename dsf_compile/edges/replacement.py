@@ -26,6 +26,7 @@ from dsf_compile.edges.journal import (
     temporary_name,
     write_journal,
 )
+from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.errors import DsfError
 from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
 
@@ -200,11 +201,18 @@ class Replaced:
 
 
 def replace_files(
-    folder: Path, files: Mapping[str, bytes], *, label: str, error: type[DsfError]
+    folder: Path,
+    files: Mapping[str, bytes],
+    *,
+    label: str,
+    error: type[DsfError],
+    scope: Ownership,
 ) -> Replaced:
     """Bring the files ``files`` names (paths under ``folder``) to their bytes, all or
     nothing and durably, under ``folder``'s lock, after recovering what a killed command
-    left there; files whose bytes are already right are not rewritten.
+    left there; files whose bytes are already right are not rewritten. ``scope``: what
+    the command writes in ``folder``, the only files a journal there may name
+    (:class:`InputError` otherwise, before anything is touched).
 
     ``folder`` is created if missing; a link at its last component (or below) is refused,
     never followed.
@@ -216,7 +224,7 @@ def replace_files(
     try:
         lock(tree, fcntl.LOCK_EX, error)
         folders = sorted({p.rpartition("/")[0] for p in files} | {""})
-        recovery = recover(tree, folders)
+        recovery = recover(tree, scope, folders)
         found = {p: tree.read(p) for p in files}
         existing = {p for p, now in found.items() if now is not None}
         writes = [(p, data) for p, data in files.items() if _bytes(found[p]) != data]

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from dsf_compile.edges.files import FileTooLargeError, NotRegularFileError, read_regular_file
+from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.edges.replacement import replace_files
 from dsf_compile.errors import InputError, WriteError
 from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
@@ -44,6 +45,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "scoring-response": ScoringResponse,
     "summaries": SummaryList,
 }
+#: What ``schemas`` writes in ``schemas/``: a journal there may name nothing else.
+SCHEMAS_SCOPE = Ownership.files("schemas", [f"{name}.schema.json" for name in SCHEMAS])
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -74,7 +77,9 @@ def write_schemas(
     # Bytes, not text: a file that is not UTF-8 is simply stale.
     stale = [n for n, data in encoded.items() if _read_current(folder / n, len(data)) != data]
     if not check:
-        replaced = replace_files(folder, encoded, label=folder.name, error=WriteError)
+        replaced = replace_files(
+            folder, encoded, label=folder.name, error=WriteError, scope=SCHEMAS_SCOPE
+        )
         if replaced.recovered and notice is not None:
             notice(replaced.recovered)
     return stale

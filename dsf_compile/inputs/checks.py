@@ -79,6 +79,13 @@ CHECKS: tuple[Check, ...] = (
         "each file readable, bounded in size, non-empty, well-formed bounded YAML",
         f"{_LOAD}:read_yaml_file",
     ),
+    Check(
+        "debris",
+        Stage.LOAD,
+        "no journal or temporary file of dsf-compile's anywhere in the repository "
+        "(validate, render --check)",
+        "dsf_compile.edges.journal:debris_problems",
+    ),
     # ---------------------------------------------------------------- schema
     Check(
         "credentials",

@@ -298,14 +298,16 @@ class RenderSettings(Frozen):
     # 32 MiB: about 450 clusters of 100 scorers; why, in docs/gitops.md ("Sharding")
     shardBytes: PositiveInt = Field(
         default=32 * 1024 * 1024,
-        description="Past this many bytes of per-cluster objects, render splits the clusters "
-        "into shards/, each applied by an Application (or Flux Kustomization) of its own.",
+        description="The byte budget of one shard's per-cluster objects: past it, render asks "
+        "for more shards (shards/, each applied by an Application or Flux Kustomization of its "
+        "own): an error naming the count to pin while render.shards is unset, a warning once "
+        "it is set.",
     )
     shards: ShardCount | None = Field(
         default=None,
-        description="The number of shards, pinned (a power of two; 1: no shards/). Unset, "
-        "the byte budget chooses it, and render refuses to change it once clusters are "
-        "rendered (docs/gitops.md, 'Changing the number of shards').",
+        description="The number of shards, pinned (a power of two; 1: no shards/). Unset: one "
+        "shard, and render refuses a fleet past render.shardBytes until it is set; the budget "
+        "never changes the count on its own (docs/gitops.md, 'Changing the number of shards').",
     )
 
 

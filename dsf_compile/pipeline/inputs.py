@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsf_compile.edges.journal import debris_problems
 from dsf_compile.errors import (
     InputError,
 )
@@ -141,6 +142,9 @@ def validated_fleet(root: Path) -> Validated:
     if lock_readable and not problems:
         problems = check_synced_scorers(inputs, lock, resolutions)
     errors, warnings = _placement_problems(inputs, lock, resolutions)
+    debris = debris_problems(root)  # never an input: committed or planted, flagged here
+    errors += [p for p in debris if p.severity == "error"]
+    warnings += [p for p in debris if p.severity != "error"]
     if problems or errors:
         raise InputError([*problems, *errors, *inputs.warnings, *warnings])
     # what the hub needs for these kinds: said once the inputs are valid, not beside errors

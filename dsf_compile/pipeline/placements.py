@@ -248,6 +248,7 @@ def optimize_fleet(
     """
     import time
 
+    from dsf_compile.edges.journal_scope import Ownership
     from dsf_compile.edges.replacement import replace_files
     from dsf_compile.inputs.names import OPTIMIZED_FOLDER
     from dsf_compile.placement.optimize import DEFAULT_TIME_LIMIT
@@ -279,6 +280,7 @@ def optimize_fleet(
         {plan.path.removeprefix(f"{OPTIMIZED_FOLDER}/"): plan.text.encode() for plan in plans},
         label=OPTIMIZED_FOLDER,
         error=WriteError,
+        scope=Ownership.folder("optimize", OPTIMIZED_FOLDER),
     )
     if replaced.recovered and notice is not None:
         notice(replaced.recovered)

@@ -32,6 +32,7 @@ class RenderResult:
 
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
+    from dsf_compile.edges.journal import debris_problems
     from dsf_compile.render.manifests import render_manifests
     from dsf_compile.render.reshard import applied_paths, check_reshard
     from dsf_compile.render.tree import RENDERED
@@ -47,6 +48,10 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     errors, notices = check_reshard(applied_paths(folder), files, plan.inputs)
     if errors:
         raise InputError([*errors, *plan.warnings])
+    if check:  # a journal or a temporary file anywhere: each an error, located
+        debris = debris_problems(root)
+        if any(p.severity == "error" for p in debris):
+            raise InputError([*debris, *plan.warnings])
     changes = compare_tree(folder, files) if check else write_tree(folder, files)
     warnings = (*plan.warnings, *notices)
     resolved = tuple(plan.resolved.values())

@@ -12,15 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsf_compile.edges.files import read_regular_file
 from dsf_compile.errors import (
     InputError,
+    MassRemovalError,
     SyncError,
     UnreachableFleetError,
+    UnreadableInventoryError,
 )
-from dsf_compile.inputs.load import MAX_FILE_BYTES
 from dsf_compile.pipeline.inputs import load_inputs, load_settings
 from dsf_compile.sync.lock import (
+    LOCKFILE_SCOPE,
     LockEntry,
     Lockfile,
     check_lockfile_target,
@@ -31,6 +32,8 @@ from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.edges.hub import HubAccess
+    from dsf_compile.inputs.inventory import ManagedCluster
+    from dsf_compile.inputs.located import Located
     from dsf_compile.inputs.validate import Inputs
     from dsf_compile.sync.clusters import Discovery
     from dsf_compile.sync.fetch import Fetched
@@ -61,12 +64,14 @@ def sync_fleet(
     the lockfile could not be reached (:mod:`dsf_compile.sync.guard`), unless
     ``allow_mass_failure``.
     """
+    from dsf_compile.edges.journal import vet_journal
     from dsf_compile.sync.guard import unreachable_fleet
 
     inputs = load_inputs(root)
     blocked = check_lockfile_target(root)
     if blocked:  # found before any request: sync could not record what it learns
         raise InputError(blocked)
+    vet_journal(root.resolve(), "", LOCKFILE_SCOPE)  # a planted journal: before any request
     previous, problems = read_lockfile(root)
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
@@ -149,12 +154,15 @@ def discover_clusters(
     allows (:mod:`dsf_compile.sync.guard`), unless ``allow_mass_removal``: in every case
     before anything is written.
     """
+    from dsf_compile.edges.journal import vet_journal
+    from dsf_compile.edges.journal_scope import Ownership
     from dsf_compile.edges.replacement import replace_files
     from dsf_compile.sync.clusters import (
         DISCOVERED_FILE,
         Discovery,
         check_discovered_target,
         encode_discovered,
+        held_clusters,
         names_in,
         read_managed_clusters,
     )
@@ -162,25 +170,31 @@ def discover_clusters(
     blocked = check_discovered_target(root)
     if blocked:
         raise InputError(blocked)
+    folder, _, name = DISCOVERED_FILE.rpartition("/")
+    scope = Ownership.files("sync --clusters", (name,))
+    vet_journal(root / folder, folder, scope)  # a planted journal: before the hub is read
     settings = load_settings(root)
     text = encode_discovered(read_managed_clusters(access, settings.hub))
-    path = root / DISCOVERED_FILE
-    try:  # from Git: a link or a FIFO in its place is refused, not followed or waited on
-        before = read_regular_file(path, max_bytes=MAX_FILE_BYTES).decode("utf-8", "replace")
-    except FileNotFoundError:
-        before = ""
-    now, then = names_in(text), names_in(before) if before else {}
+    # every form validate reads (a List too), with the loader itself: the guard counts
+    # what the inventory holds, or refuses when it cannot tell
+    then, unreadable = held_clusters(root)
+    now = names_in(text)
     if not allow_mass_removal:
+        if unreadable:
+            raise UnreadableInventoryError(unreadable, DISCOVERED_FILE)
         _guard_removal(now, then, settings.sync.maxClusterRemovalFraction)
-    folder, _, name = DISCOVERED_FILE.rpartition("/")
     # always: it also removes what a killed sync --clusters left beside the file
     written = replace_files(
-        root / folder, {name: text.encode("utf-8")}, label=folder, error=SyncError
+        root / folder,
+        {name: text.encode("utf-8")},
+        label=folder,
+        error=SyncError,
+        scope=scope,
     )
     return Discovery(
         clusters=tuple(sorted(now)),
-        added=tuple(sorted(now.keys() - then.keys())),
-        removed=tuple(sorted(then.keys() - now.keys())),
+        added=tuple(sorted(now - then.keys())),
+        removed=tuple(sorted(then.keys() - now)),
         changed=bool(written.written),
         recovered=written.recovered,
     )
@@ -191,24 +205,21 @@ _NAMED_REMOVALS = 20
 
 
 def _guard_removal(
-    now: dict[str, tuple[int, int]], then: dict[str, tuple[int, int]], fraction: float
+    now: set[str], then: dict[str, Located[ManagedCluster]], fraction: float
 ) -> None:
     """Raise :class:`MassRemovalError` when the hub's list removes too much of the file."""
-    from dsf_compile.errors import MassRemovalError
-    from dsf_compile.sync.clusters import DISCOVERED_FILE
     from dsf_compile.sync.guard import mass_removal
 
-    lost = mass_removal(then.keys(), now.keys(), fraction)
+    lost = mass_removal(then.keys(), now, fraction)
     if not lost:
         return
     problems = [
-        Problem(DISCOVERED_FILE, *then[name], "metadata.name", f"{name}: not on the hub's list")
+        then[name].problem(("metadata", "name"), f"{name}: not on the hub's list")
         for name in lost[:_NAMED_REMOVALS]
     ]
     if len(lost) > _NAMED_REMOVALS:
-        line, column = then[lost[_NAMED_REMOVALS]]
         more = len(lost) - _NAMED_REMOVALS
         problems.append(
-            Problem(DISCOVERED_FILE, line, column, "metadata.name", f"and {more} more clusters")
+            then[lost[_NAMED_REMOVALS]].problem(("metadata", "name"), f"and {more} more clusters")
         )
     raise MassRemovalError(problems, len(lost), len(then), len(now), fraction)

@@ -27,6 +27,7 @@ from dsf_compile.inputs.placements import (
     ManagedClusterSetBinding,
     Placement,
     PlacementDecision,
+    PlacementSpec,
 )
 from dsf_compile.placement.decision_index import DecisionIndex
 from dsf_compile.placement.decisions import (
@@ -340,14 +341,39 @@ def _unscheduled(
 
 
 def _no_effect(placement: Placement, decisions: DecisionIndex) -> list[str]:
-    """Fields in OCM's API that its scheduler never reads: accepted, said to do nothing."""
-    fields = sorted({"sortBy", "scoreRateLimit"} & placement.spec.model_fields_set)
-    said = [f"spec.{f} has no effect: OCM's scheduler does not read it" for f in fields]
+    """Fields in OCM's API that its scheduler never reads, said to do nothing when their
+    value is not the CRD's default (a hub serves every Placement with the defaults filled
+    in: those would change nothing if OCM read them)."""
+    spec = placement.spec
+    said = [
+        f"spec.{name} {value!r} has no effect: OCM's scheduler does not read it (it behaves "
+        f"as with the default {default!r})"
+        for name, value, default in (
+            ("sortBy", spec.sortBy, _default("sortBy")),
+            ("scoreRateLimit", spec.scoreRateLimit, _default("scoreRateLimit")),
+        )
+        if _effective(value) != _effective(default)
+    ]
     own = decisions.own(placement.metadata.namespace, placement.metadata.name)
     scored = any(d.score is not None for pd in own for d in pd.status.decisions)
     if scored:
         said.append("ClusterDecision.score has no effect: OCM's scheduler does not read it")
     return said
+
+
+def _default(name: str) -> str:
+    """The CRD's default of a field of a Placement's spec (the model's, which copies it)."""
+    return str(PlacementSpec.model_fields[name].default)
+
+
+_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def _effective(value: str) -> str | int:
+    """A duration as seconds (``60s`` is ``1m``), any other value as it is."""
+    if value[:-1].isdigit() and value[-1:] in _SECONDS:
+        return int(value[:-1]) * _SECONDS[value[-1]]
+    return value
 
 
 def _existing_objects(placement: Placement, decisions: DecisionIndex) -> tuple[DecisionObject, ...]:

@@ -70,6 +70,7 @@ from dsf_compile.edges.files import (
     JOURNAL,
     FileTooLargeError,
     NotRegularFileError,
+    find_debris,
     read_regular_file,
 )
 from dsf_compile.render.fastpath_cache import CACHE, CacheProbe
@@ -290,6 +291,9 @@ def _settled_stat(root: Path, settled: Settled) -> tuple[str, dict[str, Any]] | 
     return rendered, {"digest": sha.hexdigest(), "stamp": settled.stamp}
 
 
+_RENDERED_ONLY = frozenset({RENDERED})
+
+
 def unchanged(root: Path) -> Remembered | None:
     """What the last render said, when nothing it depends on has changed; else None.
 
@@ -302,6 +306,11 @@ def unchanged(root: Path) -> Remembered | None:
         if cache_path.is_symlink() or not cache_path.is_file():
             return None
         if os.path.lexists(root / RENDERED / JOURNAL):  # a killed render: recover it
+            return None
+        # a journal or a temporary file: the full path reports it. rendered/ is looked at
+        # on its own level only (its journal); deeper, listing thousands of cluster
+        # folders would cost more than the rest of this check (the full check lists them)
+        if any(find_debris(root, shallow=_RENDERED_ONLY)):
             return None
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
         if cache.get("version") != _VERSION or cache.get("inputs") != _inputs_digest(root):

@@ -75,23 +75,26 @@ def render_manifests(plan: Plan) -> dict[str, str]:
 
 
 def _shard_count(plan: Plan, files: dict[str, str]) -> int:
-    """``render.shards`` when pinned, else what the byte budget asks for (at most MAX_SHARDS)."""
+    """``render.shards`` when pinned, else 1: the byte budget never chooses the count on
+    its own (:mod:`dsf_compile.render.reshard` refuses a fleet past it, unpinned); a budget
+    that would need more than MAX_SHARDS is refused here."""
     inputs = plan.inputs
     settings = inputs.settings.render
-    if settings.shards is not None:
-        return settings.shards
-    count = shard_count(cluster_bytes(files), settings.shardBytes)
-    if count > MAX_SHARDS:
-        raise InputError(
-            [
-                inputs.settings_problem(
-                    ("render", "shardBytes"),
-                    f"the per-cluster objects ({cluster_bytes(files):,} bytes) would need "
-                    f"{count:,} shards of this budget, more than the {MAX_SHARDS:,} render "
-                    "makes: raise the budget",
-                )
-            ]
-        )
+    count = settings.shards
+    if count is None:
+        needed = shard_count(cluster_bytes(files), settings.shardBytes)
+        if needed > MAX_SHARDS:
+            raise InputError(
+                [
+                    inputs.settings_problem(
+                        ("render", "shardBytes"),
+                        f"the per-cluster objects ({cluster_bytes(files):,} bytes) would need "
+                        f"{needed:,} shards of this budget, more than the {MAX_SHARDS:,} "
+                        "render makes: raise the budget",
+                    )
+                ]
+            )
+        return 1
     digits = shard_digits(count)
     if digits > 2:  # validate checked the shards' names with two digits
         problems = check_settings_names(

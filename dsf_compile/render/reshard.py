@@ -5,18 +5,19 @@ leaves its path is deleted from the hub. When the number of shards changes, clus
 change folder, so the Application (or Kustomization) applying them now deletes their
 ManifestWork and ManagedClusterAddOn — the agent is uninstalled, the cluster loses its
 scores — and nothing applies them again until someone applies ``rendered/bootstrap/`` by
-hand. So the count moves only when ``dsf.yaml`` says so:
+hand. So the count is a fact of ``dsf.yaml`` alone, never of the byte budget nor of what
+``rendered/`` happens to hold (a fresh clone, a CI checkout, ``rm -rf rendered``):
 
-- ``render.shards`` unset: the byte budget chooses the count for a tree without clusters
-  yet; once the committed tree holds clusters, a count that would move any of them is an
-  error (``render``, ``render --check`` and ``diff`` exit 1, nothing is written), which
-  names both ways out — pin the current count, or pin the new one;
-- ``render.shards`` set: the count it names is the explicit override; a render that
-  moves clusters says so in a warning that points at the procedure (docs/gitops.md,
-  "Changing the number of shards").
+- ``render.shards`` unset: one shard (``clusters/``); past ``render.shardBytes`` it is an
+  error (``render``, ``render --check`` and ``diff`` exit 1, nothing is written) naming
+  the count the budget asks for and, when ``rendered/`` holds clusters, the count they
+  are in — pin one of them;
+- ``render.shards`` set: the count it names is the explicit override, reviewed with
+  ``dsf.yaml`` in the pull request; a render that moves clusters says so in a warning
+  that points at the procedure (docs/gitops.md, "Changing the number of shards").
 
-The tree as committed is what the GitOps tool applies; its ownership record says which
-folder holds each cluster.
+The tree as committed is also compared with (its ownership record says which folder holds
+each cluster): removing ``render.shards`` from a sharded fleet is refused the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +27,17 @@ from pathlib import Path
 from dsf_compile.errors import DsfError
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.render.record import read_owned
-from dsf_compile.render.shards import CLUSTERS_FOLDER, SHARDS_FOLDER, Reshard, reshard
+from dsf_compile.render.shards import (
+    CLUSTERS_FOLDER,
+    SHARDS_FOLDER,
+    Reshard,
+    cluster_folders,
+    count_of,
+    reshard,
+    shard_count,
+    shard_folder,
+    shard_of,
+)
 from dsf_compile.render.shards import RESHARD_PROCEDURE as PROCEDURE
 from dsf_compile.render.tree import Tree
 from dsf_contract.problem import Problem
@@ -57,10 +68,13 @@ def check_reshard(
 ) -> tuple[list[Problem], list[Problem]]:
     """``(errors, warnings)`` of going from the ``applied`` tree to the rendered ``files``."""
     warnings = _over_budget(files, inputs)
+    pinned = inputs.settings.render.shards
+    unpinned = _unpinned_past_budget(applied, files, inputs) if pinned is None else []
+    if unpinned:
+        return unpinned, []
     change = reshard(applied, files)
     if change is None:
         return [], warnings
-    pinned = inputs.settings.render.shards
     if pinned is None and change.moved:
         return [inputs.settings_problem(_POINTER, _refusal(change))], []
     return [], [*warnings, inputs.settings_problem(_POINTER, _notice(change), "warning")]
@@ -71,12 +85,7 @@ def _over_budget(files: dict[str, str], inputs: Inputs) -> list[Problem]:
     settings = inputs.settings.render
     if settings.shards is None:
         return []
-    total = sum(
-        len(text.encode("utf-8"))
-        for path, text in files.items()
-        if path.startswith((f"{CLUSTERS_FOLDER}/", f"{SHARDS_FOLDER}/"))
-        and not path.endswith("/kustomization.yaml")
-    )
+    total = _object_bytes(files)
     if total <= settings.shards * settings.shardBytes:
         return []
     average = total / settings.shards / 2**20
@@ -87,6 +96,54 @@ def _over_budget(files: dict[str, str], inputs: Inputs) -> list[Problem]:
         f"stops syncing: plan a move to render.shards: {settings.shards * 2} ({PROCEDURE})"
     )
     return [inputs.settings_problem(_POINTER, message, "warning")]
+
+
+def _object_bytes(files: dict[str, str]) -> int:
+    """What the budget counts: the per-cluster objects, in ``clusters/`` or a shard."""
+    return sum(
+        len(text.encode("utf-8"))
+        for path, text in files.items()
+        if path.startswith((f"{CLUSTERS_FOLDER}/", f"{SHARDS_FOLDER}/"))
+        and not path.endswith("/kustomization.yaml")
+    )
+
+
+def _unpinned_past_budget(
+    applied: set[str], files: dict[str, str], inputs: Inputs
+) -> list[Problem]:
+    """With ``render.shards`` unset (one shard), per-cluster objects past the budget: the
+    count to pin, never chosen here."""
+    budget = inputs.settings.render.shardBytes
+    size = _object_bytes(files)
+    needed = shard_count(size, budget)
+    if needed == 1:
+        return []
+    message = (
+        f"the per-cluster objects ({size:,} bytes) are past render.shardBytes ({budget:,}), "
+        f"which asks for {needed} shards; the budget never changes the number of shards on "
+        "its own, since a cluster that changes shard leaves the Argo CD Application (Flux "
+        "Kustomization) applying it, which prunes its ManifestWork and ManagedClusterAddOn: "
+    )
+    held = cluster_folders(applied)
+    if held:
+        now = count_of(applied)
+        moved = {
+            cluster: (folder, shard_folder(shard_of(cluster, needed), needed))
+            for cluster, folder in sorted(held.items())
+        }
+        change = Reshard(now, needed, {c: m for c, m in moved.items() if m[0] != m[1]})
+        moves = f" ({change.describe()})" if change.moved and now != needed else ""
+        message += (
+            f"keep the {now} shard{'s' if now > 1 else ''} rendered/ holds with "
+            f"render.shards: {now}, or move on purpose with render.shards: {needed}{moves} "
+            f"and follow {PROCEDURE}"
+        )
+    else:
+        message += (
+            f"pin it with render.shards: {needed} when no Application applies these "
+            f"clusters yet, else with the count the applied tree has ({PROCEDURE})"
+        )
+    return [inputs.settings_problem(_POINTER, message)]
 
 
 def _refusal(change: Reshard) -> str:

@@ -30,12 +30,16 @@ import os
 from pathlib import Path
 
 from dsf_compile.edges.journal import inspect, lock, recover
+from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.errors import RenderError
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import read_owned
 from dsf_compile.render.settle import Clock, settle
 from dsf_compile.render.tree import RENDERED, Tree
 from dsf_compile.render.tree_update import update_tree
+
+#: What a journal in ``rendered/`` may name: any file of it (the record among them).
+RENDER_SCOPE = Ownership.folder("render", RENDERED)
 
 # ---------------------------------------------------------------- comparing
 
@@ -116,7 +120,8 @@ def write_tree(folder: Path, files: dict[str, str]) -> Changes:
     clock = Clock(folder)
     try:
         lock(tree, fcntl.LOCK_EX, RenderError)
-        recovery = recover(tree)  # what a killed render left, before anything is compared
+        # what a killed render left, before anything is compared
+        recovery = recover(tree, RENDER_SCOPE)
         first = clock.stamp()  # before any file is looked at
         changes, existing, same = _compare(tree, files)
         foreign = sorted(p for p in changes.changed if p not in changes.owned)

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsf_compile.edges.yaml_text import dump_yaml
+from dsf_compile.inputs.inventory import ManagedCluster
+from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP
@@ -192,19 +194,35 @@ def _cluster_problems(item: Any, *, written: bool = False) -> list[str]:
     return [f"{p.field}: {p.message}" if p.field else p.message for p in found]
 
 
-def names_in(text: str) -> dict[str, tuple[int, int]]:
-    """The cluster names of a discovered file's text, and where each is written.
-
-    The file came from Git: read with the project's loader (bounded aliases and depth),
-    and only names that are DNS labels count, so the summary prints nothing else.
-    """
+def names_in(text: str) -> set[str]:
+    """The cluster names of a discovered file's text (what the hub's list becomes)."""
+    from dsf_compile.inputs.collect import collect
     from dsf_contract.bounded_yaml import parse_yaml
-    from dsf_contract.fields import DNS_LABEL_RE
 
-    names: dict[str, tuple[int, int]] = {}
-    for document in parse_yaml(text, DISCOVERED_FILE)[0]:
-        meta = document.data.get("metadata") if isinstance(document.data, dict) else None
-        name = meta.get("name") if isinstance(meta, dict) else None
-        if isinstance(name, str) and DNS_LABEL_RE.fullmatch(name):
-            names.setdefault(name, document.locate(("metadata", "name")))
-    return names
+    return {c.model.metadata.name for c in collect(parse_yaml(text, DISCOVERED_FILE)[0]).clusters}
+
+
+def held_clusters(root: Path) -> tuple[dict[str, Located[ManagedCluster]], list[Problem]]:
+    """The clusters ``clusters/discovered.yaml`` holds, each where it is written, read as
+    ``validate`` reads it (the loader and :func:`~dsf_compile.inputs.collect.collect`: one
+    cluster, several documents, a ``List`` or ``ManagedClusterList``), and the errors that
+    keep any of them from being read (then the guard cannot count what would be removed).
+
+    The file came from Git: bounded (size, aliases, depth), never through a link.
+    """
+    from dsf_compile.inputs.collect import collect
+    from dsf_compile.inputs.load import read_yaml_file
+
+    if not os.path.lexists(root / DISCOVERED_FILE):
+        return {}, []
+    documents, problems = read_yaml_file(root, DISCOVERED_FILE)
+    if [p.message for p in problems] == ["file is empty"]:
+        return {}, []
+    collected = collect(documents)
+    errors = [p for p in (*problems, *collected.problems) if p.severity == "error"]
+    if not collected.inventory_complete and not errors:
+        errors.append(Problem(DISCOVERED_FILE, 0, 0, "", "holds a document that is not a cluster"))
+    held: dict[str, Located[ManagedCluster]] = {}
+    for cluster in collected.clusters:
+        held.setdefault(cluster.model.metadata.name, cluster)
+    return held, errors

@@ -16,9 +16,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from dsf_compile.edges.files import read_regular_file
+from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.edges.replacement import Replaced, replace_files
 from dsf_compile.edges.untrusted import first_string_problem, redact
-from dsf_compile.errors import InputError, SyncError
+from dsf_compile.errors import ForeignJournalError, InputError, SyncError
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import Frozen, Health, SyncMode
@@ -28,6 +29,8 @@ from dsf_contract.scoring_api import ScorerConfig
 LOCKFILE = "dsf.lock.json"
 #: A lockfile of thousands of scorers is a few MiB; anything far larger is not one.
 MAX_LOCKFILE_BYTES = 64 * 1024 * 1024
+#: What ``sync`` writes in the repository's folder: a journal there may name nothing else.
+LOCKFILE_SCOPE = Ownership.files("sync", (LOCKFILE,))
 
 
 class LockEntry(Frozen):
@@ -174,7 +177,11 @@ def write_lockfile(root: Path, lock: Lockfile) -> Replaced:
     """
     data = encode_lockfile(lock).encode("utf-8")
     try:  # the repository's folder as the user named it: links above it are followed
-        return replace_files(root.resolve(), {LOCKFILE: data}, label="", error=SyncError)
+        return replace_files(
+            root.resolve(), {LOCKFILE: data}, label="", error=SyncError, scope=LOCKFILE_SCOPE
+        )
+    except ForeignJournalError:
+        raise  # located at the journal, as it is
     except InputError as error:  # something else than a regular file in its place
         message = error.problems[0].message
         raise SyncError(f"cannot write {LOCKFILE}: {message}") from None
