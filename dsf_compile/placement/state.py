@@ -20,9 +20,11 @@ from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.placement.cel import (
     CelEvaluationError,
     CelExpression,
+    Cost,
     cluster_context,
     compile_expression,
     evaluate_costed,
+    exact_cost,
 )
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, RUNTIME_BUDGET
 from dsf_contract.fields import in_utc
@@ -203,15 +205,33 @@ class ScoreIndex:
 
     def cel_all_true(self, expressions: Iterable[CelExpression], cluster: Cluster) -> bool:
         """Whether every expression of one CEL selector is true for ``cluster``, within
-        OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails)."""
-        budget = RUNTIME_BUDGET
-        for expression in expressions:
-            if not self.cel_true(expression, cluster):
-                return False
-            budget -= self.memo.get(("cel-cost", expression.source, cluster.name), 0)
-            if budget < 0:
-                return False
-        return True
+        OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails).
+
+        The costs are their worst cases unless metered; only when those pass the budget
+        are the others metered too.
+        """
+        selector = tuple(expressions)
+        if not all(self.cel_true(expression, cluster) for expression in selector):
+            return False
+        costs = [self.memo.get(("cel-cost", e.source, cluster.name)) for e in selector]
+        if sum(cost.units for cost in costs if cost is not None) <= RUNTIME_BUDGET:
+            return True
+        return self._exact_costs(selector, costs, cluster) <= RUNTIME_BUDGET
+
+    def _exact_costs(
+        self, selector: tuple[CelExpression, ...], costs: list[Cost | None], cluster: Cluster
+    ) -> int:
+        total = 0
+        for expression, cost in zip(selector, costs, strict=True):
+            if cost is not None and not cost.exact:
+                try:
+                    units = exact_cost(expression, cluster.cel_view(), self.scores_lookup())
+                except CelEvaluationError:
+                    return RUNTIME_BUDGET + 1  # not metered: the cluster is not kept
+                cost = Cost(units, exact=True)
+                self.memo["cel-cost", expression.source, cluster.name] = cost
+            total += cost.units if cost is not None else 0
+        return total
 
     def addon_table(
         self, resource_name: str, score_name: str

@@ -20,9 +20,9 @@ from dsf_compile.placement.cel import (
     VARIABLE,
     CelEvaluationError,
     _functions,
-    bound_cost,
     compile_expression,
     evaluate,
+    exact_cost,
 )
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT, Constants, _Meter
 from dsf_compile.placement.state import ScoreIndex, cluster_from_inventory
@@ -121,7 +121,7 @@ def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
 )
 def test_costs_are_cel_go_s(expression: str, cost: int) -> None:
     compiled = compile_expression(expression)
-    assert bound_cost(compiled, CLUSTER, two_scores) == cost
+    assert exact_cost(compiled, CLUSTER, two_scores) == cost
 
 
 def two_scores(cluster: str, name: str) -> list[dict[str, object]]:
@@ -169,7 +169,7 @@ def test_the_limit_is_ocm_s() -> None:
     # 100,000 elements at 5 a step
     hundred_thousand = "'" + "b" * 100 + "'" + ".replace('b', 'bbbbbbbbbb')" * 3
     within = compile_expression(f"{hundred_thousand}.split('').all(x, x == 'b')")
-    assert bound_cost(within, CLUSTER, no_scores) < PER_CALL_LIMIT
+    assert exact_cost(within, CLUSTER, no_scores) < PER_CALL_LIMIT
     assert evaluate(within, CLUSTER, no_scores) is True
 
 
