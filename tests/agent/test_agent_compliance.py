@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,9 @@ from tests.fleet_repo import OCM_CRDS, REPO_ROOT, copy_fleet, run_command
 
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
 CLAIM = "policy-watcher-claim"
-STABLE = 6  # seconds, through dsf.yaml, so that the test waits for it
+#: Seconds, through dsf.yaml: while the agent has seen a compliant state for less than
+#: this, the test reads the claim (a margin for a loaded machine, not a measure).
+STABLE = 10
 
 
 # ------------------------------------------------------------------ pure parts
@@ -259,16 +260,23 @@ def test_the_claim_follows_the_policies_with_upstreams_debounce(
             assert crd_errors(obj) == []
             apis.managed.put("policies", CLUSTER, obj)
         poll_until(lambda: current() == NONCOMPLIANT, "the claim: noncompliant", agent.log)
-        # A compliant blip shorter than the stable time never reaches the claim.
+
+        def seen(state: str) -> bool:
+            return value(agent, "dynamic_scoring_compliance_state", state=state) == 1
+
+        # A compliant blip shorter than the stable time: the agent sees it (its gauge),
+        # and the claim never says it.
         apis.managed.put("policies", CLUSTER, policy("mig-layout", "Compliant"))
-        time.sleep(1)
-        apis.managed.put("policies", CLUSTER, policy("mig-layout", "NonCompliant"))
-        time.sleep(STABLE + 3)
+        poll_until(lambda: seen(COMPLIANT), "the agent sees the compliant blip", agent.log)
         assert current() == NONCOMPLIANT
-        compliant_at = time.monotonic()
+        apis.managed.put("policies", CLUSTER, policy("mig-layout", "NonCompliant"))
+        poll_until(lambda: seen(NONCOMPLIANT), "the agent sees the blip end", agent.log)
+        assert claim_values(apis) == [EMPTY, NONCOMPLIANT]
+        # Compliant for good: seen, not written at once, written once stable.
         apis.managed.put("policies", CLUSTER, policy("mig-layout", "Compliant"))
+        poll_until(lambda: seen(COMPLIANT), "the agent sees compliant", agent.log)
+        assert current() == NONCOMPLIANT
         poll_until(lambda: current() == COMPLIANT, "the claim: compliant", agent.log)
-        assert time.monotonic() - compliant_at >= STABLE  # never before the stable time
         assert claim_values(apis) == [EMPTY, NONCOMPLIANT, COMPLIANT]
         stored = apis.managed.get("clusterclaims", "", CLAIM)
         assert stored is not None and crd_errors(stored) == []
