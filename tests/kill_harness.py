@@ -118,6 +118,12 @@ class Tally:
     recovered: int = 0  # debris the next run removed
     debris_files: list[int] = field(default_factory=list)
 
+    def accounts_for(self, kills: int) -> bool:
+        """Whether every kill ended one of the three ways, and every run the kill came too
+        late for left the new files (whatever the machine's speed)."""
+        ended = self.untouched + self.finished + self.recovered
+        return ended == kills and self.killed <= kills and self.finished >= kills - self.killed
+
     def line(self) -> str:
         spread = f"{min(self.debris_files)}-{max(self.debris_files)}" if self.debris_files else "-"
         return (
