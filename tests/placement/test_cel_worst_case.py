@@ -35,7 +35,8 @@ from dsf_compile.placement.cel_cost import (
     _Meter,
 )
 from dsf_compile.placement.state import ScoreIndex, cluster_from_inventory
-from tests.placement import test_cel, test_cel_bounds
+from tests.placement import cel_cases
+from tests.placement.cel_cases import COSTLY
 
 CLUSTER: dict[str, Any] = {
     "metadata": {
@@ -50,6 +51,9 @@ CLUSTER: dict[str, Any] = {
         "allocatable": {"cpu": "3500m"},
     },
 }
+
+
+SMALL_CLUSTER = {"metadata": {"name": "c1", "labels": {"env": "prod"}}}
 
 
 def scores(cluster: str, name: str) -> list[dict[str, object]] | None:
@@ -89,9 +93,9 @@ def assert_bounded(source: str, cluster: dict[str, Any]) -> bool:
 
 
 CORPUS = [
-    *test_cel.TRUE_CASES,
-    *test_cel.ERROR_CASES,
-    *test_cel_bounds.COSTLY,
+    *cel_cases.TRUE_CASES,
+    *cel_cases.ERROR_CASES,
+    *COSTLY,
     "managedCluster.metadata.labels.zone.split('').all(c, c != 'z')",
     "managedCluster.metadata.labels.zone.replace('x', 'yy').size() > 3",
     "managedCluster.metadata.labels.list.split(',').map(x, x + x).join('/').contains('a')",
@@ -109,7 +113,7 @@ CORPUS = [
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("source", CORPUS)
 def test_the_worst_case_is_never_below_the_meter(source: str) -> None:
-    for cluster in (CLUSTER, test_cel.CLUSTER, test_cel_bounds.CLUSTER):
+    for cluster in (CLUSTER, cel_cases.CLUSTER, SMALL_CLUSTER):
         assert_bounded(source, cluster)
 
 
@@ -211,7 +215,7 @@ def test_an_expression_bounded_within_the_limit_runs_unmetered(
     assert cost.units <= PER_CALL_LIMIT
 
 
-@pytest.mark.parametrize("source", test_cel_bounds.COSTLY)
+@pytest.mark.parametrize("source", COSTLY)
 def test_only_what_the_bound_leaves_open_is_metered(source: str, meter_runs: list[str]) -> None:
     compiled = compile_expression(source)
     assert worst_case(compiled, CLUSTER, scores).cost > PER_CALL_LIMIT
