@@ -400,10 +400,10 @@ def test_explain_reads_a_hub_with_the_scores_the_agent_wrote(fleet: Path, tmp_pa
     import asyncio
     from datetime import UTC, datetime
 
-    from agent.dimensions import StatusScore
     from agent.kube import custom_objects_api, hub_client
     from agent.placement_score import placement_score_status
     from agent.publish import HubPublisher
+    from dsf_contract.placement_scores import StatusScore
     from tests.agent.agent_fakes import FakeKube
 
     hub = FakeKube().start()
