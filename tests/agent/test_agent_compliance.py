@@ -229,7 +229,7 @@ def scored(agent: AgentProcess, cycles: int) -> None:
 
 
 def crd_errors(obj: dict[str, Any]) -> list[str]:
-    from tests.test_rendered_objects import ocm_validators
+    from tests.rendered_checks import ocm_validators
 
     if not OCM_CRDS.is_dir():
         pytest.skip(f"the upstream OCM CRDs are not here ({OCM_CRDS})")

@@ -177,7 +177,7 @@ def test_with_required_compliance_the_workload_placements_need_the_claim_and_fit
     fleet: Path,
 ) -> None:
     from tests.fleet_repo import OCM_CRDS
-    from tests.test_rendered_objects import ocm_validators
+    from tests.rendered_checks import ocm_validators
 
     if not OCM_CRDS.is_dir():
         pytest.skip(f"the upstream OCM CRDs are not here ({OCM_CRDS})")
