@@ -30,7 +30,7 @@ from agent.secrets import ApiSecretStore
 from agent.settings import RuntimeSettings
 from dsf_contract.failures import RequestFailure
 from tests.agent.conftest import CLUSTER
-from tests.agent.test_agent_cycle import Fakes, Harness
+from tests.agent.cycle_harness import Fakes, Harness
 from tests.hostile_hub import HostileHub, HubRequest, drip, endless_body
 
 pytestmark = pytest.mark.timeout(120)
