@@ -272,8 +272,8 @@ def sync_scenario(
 ) -> Scenario:
     """``sync`` of ``scorers`` Full scorers answering on loopback, whose /config changed
     since the lockfile was written (each answering after ``delay`` seconds)."""
+    from tests.sync_fleet import SCORER_YAML
     from tests.sync_servers import json_body
-    from tests.test_sync_hostile import SCORER_YAML
 
     root = scratch / "before"
     (root / "scorers").mkdir(parents=True)

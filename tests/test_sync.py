@@ -26,6 +26,7 @@ from dsf_compile.sync.fetch import (
     sync_lock,
 )
 from dsf_compile.sync.lock import LockEntry, Lockfile, encode_lockfile, make_entry
+from tests.sync_fleet import CONFIG, FAST, scorer
 from tests.sync_servers import (
     LoopbackServer,
     flaky,
@@ -38,36 +39,7 @@ from tests.sync_servers import (
     respond,
 )
 
-CONFIG = {
-    "name": "sample-scorer",
-    "description": "A sample score",
-    "source": {
-        "type": "prometheus",
-        "host": "http://prometheus.monitoring.svc:9090",
-        "path": "/api/v1/query_range",
-        "params": {"query": "up", "range": 3600, "step": 60},
-    },
-    "scoring": {"path": "/scoring", "params": {"name": "sample_my_score", "interval": 30}},
-    "futureField": {"ignored": True},
-}
 CAP = 1024 * 1024
-FAST = SyncSettings(timeoutSeconds=5, retries=2)
-
-
-def scorer(name: str, url: str, mode: str = "Full") -> DynamicScorer:
-    return DynamicScorer.model_validate(
-        {
-            "apiVersion": "dynamic-scoring.open-cluster-management.io/v1alpha1",
-            "kind": "DynamicScorer",
-            "metadata": {"name": name},
-            "spec": {
-                "description": f"{name} scorer",
-                "configURL": url,
-                "configSyncMode": mode,
-                "scoreDestination": "AddOnPlacementScore",
-            },
-        }
-    )
 
 
 def sync(
