@@ -32,7 +32,7 @@ from tests.agent.kube_rbac import (
     managed_cluster_rbac,
     service_account,
 )
-from tests.agent.test_rendered_ca_bundle import make_pki
+from tests.agent.pki import make_pki
 
 CLUSTER = "worker01"
 SA_TOKEN = "sa-token-of-the-agent-0123456789"

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from agent.compliance import COMPLIANT, EMPTY, NONCOMPLIANT, Debounce, policy_state
+from tests.agent.agent_probes import value
 from tests.agent.conftest import AgentProcess, agent_env
 from tests.agent.fleet_apis import (
     CLUSTER,
@@ -31,7 +32,6 @@ from tests.agent.fleet_apis import (
 )
 from tests.agent.kube_rbac import addon_template, rendered_cluster_roles
 from tests.agent.kubelet import processed_manifests
-from tests.agent.test_agent_rbac import value
 from tests.fleet_repo import OCM_CRDS, REPO_ROOT, copy_fleet, run_command
 
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
@@ -317,7 +317,7 @@ def test_a_claim_the_rbac_refuses_is_counted_and_scoring_goes_on(
 
 
 def test_optimize_selects_the_claim_dsf_yaml_names(tmp_path: Path) -> None:
-    from tests.placement.test_optimize_cli import AT, PLAN
+    from tests.placement.placement_repo import AT, PLAN
 
     settings = "  complianceClaim:\n    claimName: mig-ready\n"
     root = fleet(tmp_path, require=True, settings=settings)

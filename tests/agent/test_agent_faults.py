@@ -24,14 +24,14 @@ from agent.errors import ScoreError
 from agent.score import request_scores
 from agent.transport import MAX_IN_FLIGHT_PER_HOST, RequestSlots, make_client
 from tests.agent.agent_fakes import (
+    GOOD_PROMETHEUS,
     FakeKube,
     FakeServer,
     HangingServer,
     Reply,
     Request,
     average_scorer,
-    prometheus_matrix,
-    sample_series,
+    good_prometheus,
 )
 from tests.agent.conftest import (
     CLUSTER,
@@ -46,8 +46,6 @@ from tests.agent.conftest import (
 )
 from tests.agent.fleet_apis import poll_until
 
-GOOD_PROMETHEUS = json.dumps(prometheus_matrix(sample_series(2))).encode()
-
 
 class Switchable:
     """A handler that misbehaves while ``broken`` is set."""
@@ -57,10 +55,6 @@ class Switchable:
 
     def __call__(self, request: Request) -> Reply:
         return self.bad if self.broken else self.good(request)
-
-
-def good_prometheus(request: Request) -> Reply:
-    return Reply(body=GOOD_PROMETHEUS)
 
 
 def nan_scorer(request: Request) -> Reply:

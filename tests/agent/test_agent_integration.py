@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.agent.agent_fakes import FakeKube, FakeServer, average_scorer
+from tests.agent.agent_probes import promtool_check, wait_until
 from tests.agent.conftest import (
     CLUSTER,
     METRIC,
@@ -37,16 +36,6 @@ EXPECTED_ITEMS = [
     {"name": "n2;web;web-2", "value": 100},  # 250 clamped
     {"name": "n3;db;db-1", "value": -4},  # -3.5 rounded down
 ]
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def _scores_are(kube: FakeKube, name: str, expected: Any) -> bool:
@@ -71,12 +60,6 @@ def store_summary(
         scoringEndpoint=f"{scorer.url}/scoring",
         scoringInterval=1,
         **changes,
-    )
-
-
-def promtool_check(text: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
     )
 
 

@@ -20,8 +20,8 @@ from tests.agent.agent_fakes import (
     prometheus_matrix,
     sample_series,
 )
+from tests.agent.agent_probes import promtool_check, wait_until
 from tests.agent.conftest import CLUSTER, AgentProcess, make_summary, write_config
-from tests.agent.test_agent_integration import promtool_check, wait_until
 
 #: over the default cap of 10,000 results, and well inside the 16 MiB answer cap (~1.4 MB)
 FLOOD = 20_000

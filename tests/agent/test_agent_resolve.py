@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.settings import parse_settings
-from tests.agent.agent_fakes import FakeServer, average_scorer
+from tests.agent.agent_fakes import FakeServer, average_scorer, good_prometheus
 from tests.agent.conftest import CLUSTER, AgentProcess, agent_env, make_summary, write_config
 from tests.agent.fleet_apis import poll_until
-from tests.agent.test_agent_faults import good_prometheus
 
 SCORER = "scorer.dynamic-scoring.svc:8000"
 PROMETHEUS = "prometheus.monitoring.svc:9090"

@@ -16,8 +16,7 @@ import yaml
 
 from dsf_compile.commands.cli import run
 from tests.backtest import history_data
-from tests.fleet_repo import REPO_ROOT, copy_fleet
-from tests.placement.test_pull_request_workflow import git
+from tests.fleet_repo import REPO_ROOT, copy_fleet, git
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "pull-request.yaml"
 STEP = "How often the Placements would have changed their decisions, base and head"

@@ -13,6 +13,8 @@ from dsf_compile.commands.cli import run
 AT = "2026-11-22T10:00:00Z"
 GPU_INFERENCE = "placements/gpu-inference.yaml"
 GREEN_BATCH = "placements/green-batch.yaml"
+#: What ``optimize`` writes for the example fleet's PlacementOptimization.
+PLAN = "placements/optimized/default-gpu-apps.yaml"
 
 
 def cli(root: Path, *argv: str) -> tuple[int, str, str]:

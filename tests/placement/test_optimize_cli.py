@@ -13,11 +13,10 @@ import yaml
 from dsf_compile.commands.cli import run
 from dsf_compile.inputs.placements import Placement, PlacementBinding
 from tests.fleet_repo import copy_fleet
+from tests.placement.placement_repo import AT, PLAN
 
 pytest.importorskip("scipy.optimize")
 
-AT = "2026-11-22T10:00:00Z"
-PLAN = "placements/optimized/default-gpu-apps.yaml"
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
 
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from dsf_compile.commands.cli import run
-from tests.fleet_repo import REPO_ROOT, copy_fleet
+from tests.fleet_repo import REPO_ROOT, copy_fleet, git
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "pull-request.yaml"
 STEP = "What this pull request changes in rendered/, and which Placements it moves"
@@ -31,23 +31,6 @@ def step_script() -> str:
     (step,) = [s for s in workflow["jobs"]["checks"]["steps"] if s.get("name") == STEP]
     assert step["env"] == {"BASE_REF": "${{ github.base_ref }}"}
     return str(step["run"])
-
-
-def git(root: Path, *argv: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "dev",
-        "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "dev",
-        "GIT_COMMITTER_EMAIL": "dev@example.com",
-        "GIT_AUTHOR_DATE": "2026-11-22T10:00:00Z",
-        "GIT_COMMITTER_DATE": "2026-11-22T10:00:00Z",
-    }
-    done = subprocess.run(
-        ["git", "-C", str(root), *argv], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_the_summary_shows_the_decision_a_pull_request_moves(tmp_path: Path) -> None:
