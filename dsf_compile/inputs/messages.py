@@ -1,26 +1,17 @@
-"""The inputs' wording of pydantic's validation errors: the contract's
-(:mod:`dsf_contract.validation_errors`, one table for every reader), with the input
-models' field names for the did-you-mean hint of an unknown field.
+"""What the inputs add to the one wording of pydantic's errors
+(:mod:`dsf_contract.validation_errors`): the input models' field names, which an unknown
+field is compared with for a did-you-mean hint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
 from pydantic import BaseModel
 
-from dsf_contract import validation_errors
-
-
-def error_message(error: Mapping[str, Any], plain_text: str | None = None) -> str:
-    """One short line for a pydantic error; ``plain_text`` is the unquoted YAML the value was."""
-    return validation_errors.error_message(error, plain_text, _all_fields())
-
 
 @cache
-def _all_fields() -> tuple[str, ...]:
+def input_field_names() -> tuple[str, ...]:
     """Every field name of every input model: the did-you-mean hints of unknown fields."""
     from dsf_compile.inputs import inventory, optimization, placements, scorer, settings
 
