@@ -208,30 +208,34 @@ class ScoreIndex:
         OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails).
 
         The costs are their worst cases unless metered; only when those pass the budget
-        are the others metered too.
+        are the expressions so far metered, to know whether the real costs do.
         """
-        selector = tuple(expressions)
-        if not all(self.cel_true(expression, cluster) for expression in selector):
-            return False
-        costs = [self.memo.get(("cel-cost", e.source, cluster.name)) for e in selector]
-        if sum(cost.units for cost in costs if cost is not None) <= RUNTIME_BUDGET:
-            return True
-        return self._exact_costs(selector, costs, cluster) <= RUNTIME_BUDGET
-
-    def _exact_costs(
-        self, selector: tuple[CelExpression, ...], costs: list[Cost | None], cluster: Cluster
-    ) -> int:
+        spent: list[CelExpression] = []
         total = 0
-        for expression, cost in zip(selector, costs, strict=True):
-            if cost is not None and not cost.exact:
-                try:
-                    units = exact_cost(expression, cluster.cel_view(), self.scores_lookup())
-                except CelEvaluationError:
-                    return RUNTIME_BUDGET + 1  # not metered: the cluster is not kept
-                cost = Cost(units, exact=True)
-                self.memo["cel-cost", expression.source, cluster.name] = cost
-            total += cost.units if cost is not None else 0
-        return total
+        for expression in expressions:
+            if not self.cel_true(expression, cluster):
+                return False
+            spent.append(expression)
+            total += self._cel_cost(expression, cluster, exact=False)
+            if total > RUNTIME_BUDGET:
+                total = sum(self._cel_cost(e, cluster, exact=True) for e in spent)
+                if total > RUNTIME_BUDGET:
+                    return False
+        return True
+
+    def _cel_cost(self, expression: CelExpression, cluster: Cluster, *, exact: bool) -> int:
+        """What ``expression`` cost on ``cluster``: at most, or (``exact``) as metered."""
+        key = ("cel-cost", expression.source, cluster.name)
+        cost: Cost | None = self.memo.get(key)
+        if cost is None:
+            return 0
+        if exact and not cost.exact:
+            try:
+                units = exact_cost(expression, cluster.cel_view(), self.scores_lookup())
+            except CelEvaluationError:
+                units = RUNTIME_BUDGET + 1  # not metered: the cluster is not kept
+            cost = self.memo[key] = Cost(units, exact=True)
+        return cost.units
 
     def addon_table(
         self, resource_name: str, score_name: str
