@@ -1,15 +1,10 @@
 """What a running agent shows, read the way the agent tests read it: its metrics as
-samples, their exposition checked by Prometheus's own ``promtool``, and a wait for a
-condition (never a fixed sleep)."""
+samples, their exposition checked by Prometheus's own ``promtool``."""
 
 from __future__ import annotations
 
 import subprocess
-import time
-from collections.abc import Callable
-from typing import Any
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.agent.conftest import AgentProcess
@@ -31,13 +26,3 @@ def promtool_check(text: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
     )
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")

@@ -152,7 +152,10 @@ def scorer_summary(
 
 
 def poll_until(
-    predicate: Callable[[], Any], what: str, explain: Callable[[], str], timeout: float = 120.0
+    predicate: Callable[[], Any],
+    what: str,
+    explain: Callable[[], str] = lambda: "",
+    timeout: float = 120.0,
 ) -> Any:
     """``predicate()``'s first true value; fails the test with ``explain()`` (the agent's
     log) after ``timeout`` seconds (generous: a loaded 2-core CI machine)."""
