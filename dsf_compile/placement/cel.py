@@ -14,6 +14,10 @@ undeclared name or function, a constant regex that does not compile — is done 
 the names the compiled program references. What it cannot parse but cel-go accepts
 (optional-field syntax ``.?``/``[?``) and the libraries not supplied leave the
 Placement *not simulated*, never guessed.
+
+Every evaluation is held to OCM's cost limit: its worst case is bounded before it runs
+(:mod:`.cel_bound`, as cel-go's checker estimates), and only when that bound does not
+settle it is the run metered step by step on the values (:mod:`.cel_cost`).
 """
 
 from __future__ import annotations
@@ -99,7 +103,8 @@ class CelExpression:
     program: Any = None
     error: str | None = None
     unsupported: str | None = None
-    #: The expression's tree, which :mod:`.cel_cost` meters before the program runs.
+    #: The expression's tree: its worst case is bounded on it (:mod:`.cel_bound`), and
+    #: :mod:`.cel_cost` meters it when the bound leaves the limit open.
     tree: Any = field(default=None, repr=False, compare=False)
     #: Its parts that are the same on every cluster, metered once.
     constants: Constants | None = field(default=None, repr=False, compare=False)
@@ -159,7 +164,8 @@ def bad_constant_patterns(expression: CelExpression) -> list[tuple[str, str]]:
 
 
 def _runnable(source: str) -> CelExpression:
-    """The program that runs (``matches`` on RE2) and the tree its cost is metered on."""
+    """The program that runs (``matches`` on RE2), the tree its cost is bounded and
+    metered on, and its worst case on any cluster."""
     try:
         tree = parse(source)
         renamed = source
