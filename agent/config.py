@@ -21,6 +21,7 @@ from dsf_contract.failures import RequestFailure
 from dsf_contract.fields import check_http_url
 from dsf_contract.summary import CONFIG_MAP_KEY, Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
+from dsf_contract.validation_errors import described
 
 log = logging.getLogger("dsf.agent.config")
 MAX_CONFIG_BYTES = (
@@ -156,10 +157,7 @@ def parse_config_document(document: Any) -> ParsedConfig:
         try:
             summary = Summary.model_validate(item)
         except ValidationError as err:
-            details = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                for e in err.errors()
-            )
+            details = "; ".join(described(e) for e in err.errors())
             problems.append(f"{label}: {details}")
             if isinstance(score_name, str):
                 rejected.add(score_name)

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 
-from agent.dimensions import score_items
 from agent.errors import AgentError, Reason, ScoreError, SecretMissingError, condition_reason
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
@@ -31,6 +30,7 @@ from agent.secrets import SecretStore
 from agent.settings import RuntimeSettings
 from agent.transport import RequestSlots
 from dsf_contract.agent_cli import Aggregation
+from dsf_contract.placement_scores import score_items
 from dsf_contract.scores import SCORE_KIND
 from dsf_contract.summary import Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name

@@ -155,6 +155,11 @@ class MemoryBudget:
         self._last: dict[str, int] = {}  # answer bytes each key's last cycle held
         self._trim = trim if trim is not None else _give_back()
 
+    @property
+    def waiting(self) -> int:
+        """Cycles waiting for memory to be given back."""
+        return len(self._waiters)
+
     def last_size(self, key: str) -> int:
         """Answer bytes the last cycle of ``key`` held."""
         return self._last.get(key, 0)

@@ -18,11 +18,11 @@ from typing import TypeVar
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from agent.aggregate import group_by_key
 from agent.exposition import ScoreSeries
 from agent.score import RESULT_LABELS, Scored
 from dsf_contract import metrics as names
 from dsf_contract.agent_cli import Aggregation
+from dsf_contract.placement_scores import group_by_key
 
 MAX_LABEL_LENGTH = 256
 SCORE_LABELS = (

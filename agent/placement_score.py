@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.dimensions import StatusScore
-from dsf_contract.placement_scores import validity_seconds
+from dsf_contract.placement_scores import StatusScore, validity_seconds
 from dsf_contract.scores import (
     AGENT_MANAGED_BY,
     CONDITION_TYPE,

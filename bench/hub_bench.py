@@ -37,7 +37,6 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agent.dimensions import StatusScore  # noqa: E402
 from agent.placement_score import (  # noqa: E402
     MAX_STORED_BYTES,
     placement_score_object,
@@ -46,6 +45,7 @@ from agent.placement_score import (  # noqa: E402
     stored_size,
 )
 from bench.render_bench import generate_fleet, render_command  # noqa: E402
+from dsf_contract.placement_scores import StatusScore  # noqa: E402
 from dsf_contract.scores import CONDITION_TYPE  # noqa: E402
 
 MIB = 1024 * 1024

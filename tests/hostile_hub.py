@@ -57,6 +57,8 @@ class HostileHub:
         self.greeting: Iterator[tuple[float, bytes]] | None = None
         self.requests: list[HubRequest] = []
         self.bytes_sent = 0
+        #: Answers cut because the client hung up (a send refused: reset, broken pipe).
+        self.hung_up = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         hub = self
@@ -127,8 +129,11 @@ class HostileHub:
                 conn.sendall(data)
                 with self._lock:
                     self.bytes_sent += len(data)
+        except TimeoutError:
+            return  # the client stopped reading without hanging up
         except OSError:
-            return  # the client hung up: it stopped reading, as it should
+            with self._lock:
+                self.hung_up += 1  # the client hung up: it stopped reading, as it should
 
 
 def drip(data: bytes, every: float) -> Iterator[tuple[float, bytes]]:

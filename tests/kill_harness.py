@@ -113,15 +113,23 @@ class Tally:
     files, or left debris that the next run recovered."""
 
     killed: int = 0  # the kill came before the command's end
+    failed: int = 0  # the command ended before the kill, and not with success
     untouched: int = 0  # no debris, the previous files
     finished: int = 0  # no debris, the new files
     recovered: int = 0  # debris the next run removed
     debris_files: list[int] = field(default_factory=list)
 
+    def accounts_for(self, kills: int) -> bool:
+        """Whether every kill ended one of the three ways, and no run the kill came too
+        late for failed on its own (whatever the machine's speed)."""
+        ended = self.untouched + self.finished + self.recovered
+        return ended == kills and self.killed <= kills and self.failed == 0
+
     def line(self) -> str:
         spread = f"{min(self.debris_files)}-{max(self.debris_files)}" if self.debris_files else "-"
         return (
-            f"{self.killed} killed mid-run; {self.untouched} left the previous files, "
+            f"{self.killed} killed mid-run, {self.failed} failed; "
+            f"{self.untouched} left the previous files, "
             f"{self.finished} the new ones, {self.recovered} debris ({spread} files) "
             "that the next run recovered"
         )
@@ -168,6 +176,7 @@ def kill_and_recover(scenario: Scenario, scratch: Path, delays: Sequence[float])
         shutil.copytree(scenario.template, root, symlinks=True)
         status = kill_at(command(root, *scenario.argv), delay)
         tally.killed += status == -signal.SIGKILL
+        tally.failed += status not in (0, -signal.SIGKILL)
         after = files_under(root, scenario.outputs)
         left = debris(after)
         if not left:
@@ -266,8 +275,8 @@ def sync_scenario(
 ) -> Scenario:
     """``sync`` of ``scorers`` Full scorers answering on loopback, whose /config changed
     since the lockfile was written (each answering after ``delay`` seconds)."""
+    from tests.sync_fleet import SCORER_YAML
     from tests.sync_servers import json_body
-    from tests.test_sync_hostile import SCORER_YAML
 
     root = scratch / "before"
     (root / "scorers").mkdir(parents=True)

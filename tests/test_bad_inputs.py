@@ -22,18 +22,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-import yaml
 
 from dsf_compile.commands.cli import run
 from dsf_compile.inputs.load import MAX_FILE_BYTES
 from dsf_compile.inputs.names import MAX_DERIVED_FILE_NAME_BYTES
-from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.sync.lock import Lockfile, encode_lockfile, make_entry, write_lockfile
-from dsf_contract.scoring_api import ScorerConfig
+from dsf_compile.sync.lock import encode_lockfile, write_lockfile
+from tests.bad_input_base import BASE, BASE_CONFIGS, base_lock
 
-DATA = Path(__file__).parent / "bad_inputs"
-BASE = DATA / "base"
-BASE_CONFIGS: dict[str, Any] = json.loads((DATA / "base-configs.json").read_text(encoding="utf-8"))
 PROBLEM_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<column>\d+): error: (?P<rest>.*)$")
 
 
@@ -79,19 +74,6 @@ def _edit(path: str, old: str, new: str) -> dict[str, Content]:
     return {path: text.replace(old, new)}
 
 
-def _base_lock(configs: Mapping[str, Any]) -> Lockfile:
-    """A lock entry for every base scorer: Active, with ``configs[name]`` as /config when Full."""
-    entries = {}
-    for file in sorted((BASE / "scorers").glob("*.yaml")):
-        for data in yaml.safe_load_all(file.read_text(encoding="utf-8")):
-            scorer = DynamicScorer.model_validate(data)
-            name = scorer.metadata.name
-            full = scorer.spec.configSyncMode == "Full"
-            config = ScorerConfig.model_validate(configs[name]) if full else None
-            entries[name] = make_entry(scorer.spec, healthy=True, config=config)
-    return Lockfile(scorers=entries)
-
-
 def _lock_with_config(name: str, edit: Mapping[str, Any]) -> dict[str, Content]:
     """A lockfile whose /config of ``name`` has ``edit`` applied (dotted paths; None deletes)."""
     config = json.loads(json.dumps(BASE_CONFIGS[name]))
@@ -104,12 +86,12 @@ def _lock_with_config(name: str, edit: Mapping[str, Any]) -> dict[str, Content]:
             del node[last]
         else:
             node[last] = value
-    return {"dsf.lock.json": encode_lockfile(_base_lock({**BASE_CONFIGS, name: config}))}
+    return {"dsf.lock.json": encode_lockfile(base_lock({**BASE_CONFIGS, name: config}))}
 
 
 def _lock_with_raw_config(name: str, dotted: str, value: Any) -> dict[str, Content]:
     """A lockfile whose /config of ``name`` holds ``value`` at ``dotted``, written as JSON as is."""
-    lock = json.loads(encode_lockfile(_base_lock(BASE_CONFIGS)))
+    lock = json.loads(encode_lockfile(base_lock(BASE_CONFIGS)))
     node = lock["scorers"][name]["config"]
     *parents, last = dotted.split(".")
     for part in parents:
@@ -1847,7 +1829,7 @@ def rendered_base(tmp_path: Path) -> Path:
     """The base fleet with its lockfile, rendered once successfully."""
     root = tmp_path / "repo"
     shutil.copytree(BASE, root)
-    write_lockfile(root, _base_lock(BASE_CONFIGS))
+    write_lockfile(root, base_lock(BASE_CONFIGS))
     code, _, err = _run(root, "render")
     assert code == 0, err
     return root

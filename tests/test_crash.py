@@ -25,9 +25,9 @@ from dsf_compile.edges.replacement import replace_files
 from dsf_compile.errors import WriteError
 from dsf_compile.render.write import compare_tree, write_tree
 from tests import kill_harness as harness
+from tests.file_faults import fail_at
 from tests.fleet_repo import copy_fleet
 from tests.sync_servers import LoopbackServer
-from tests.test_write_safety import fail_at
 
 SEED = 31
 SCOPE = Ownership.files("schemas", [f"s{i}.json" for i in range(4)])
@@ -41,9 +41,13 @@ def cli(root: Path, *argv: str) -> tuple[int, str, str]:
 
 
 def spread(scenario: harness.Scenario, scratch: Path, kills: int = KILLS) -> harness.Tally:
+    """Kill the command at ``kills`` moments of its run; the tally accounts for each."""
     start, whole = harness.measure(scenario, scratch)
     delays = harness.moments(SEED, kills, start, whole)
-    return harness.kill_and_recover(scenario, scratch, delays)
+    tally = harness.kill_and_recover(scenario, scratch, delays)
+    assert tally.accounts_for(kills), tally.line()
+    print(tally.line())
+    return tally
 
 
 # ---------------------------------------------------------------- render
@@ -51,8 +55,7 @@ def spread(scenario: harness.Scenario, scratch: Path, kills: int = KILLS) -> har
 
 def test_render_killed_at_many_moments(tmp_path: Path) -> None:
     scenario = harness.render_scenario(tmp_path, clusters=20, scorers=4)
-    tally = spread(scenario, tmp_path, kills=6)
-    print(tally.line())
+    spread(scenario, tmp_path, kills=6)
 
 
 # ---------------------------------------------------------------- schemas, optimize
@@ -66,7 +69,7 @@ def test_schemas_killed_at_many_moments(tmp_path: Path) -> None:
         file.write_text(file.read_text().replace('"type"', '"type" ', 1))
     old = harness.files_under(before, ("schemas",))
     scenario = harness.Scenario(("schemas",), before, ("schemas",), old, new)
-    print(spread(scenario, tmp_path).line())
+    spread(scenario, tmp_path)
 
 
 def test_optimize_killed_at_many_moments(tmp_path: Path) -> None:
@@ -79,7 +82,7 @@ def test_optimize_killed_at_many_moments(tmp_path: Path) -> None:
     old = harness.files_under(before, outputs)
     argv = ("optimize", "--scores", str(before / "snapshots"), "--at", "2026-11-22T10:00:00Z")
     scenario = harness.Scenario(argv, before, outputs, old, new)
-    print(spread(scenario, tmp_path).line())
+    spread(scenario, tmp_path)
 
 
 # ---------------------------------------------------------------- sync, sync --clusters
@@ -92,11 +95,11 @@ def server() -> Iterator[LoopbackServer]:
 
 
 def test_sync_killed_at_many_moments(tmp_path: Path, server: LoopbackServer) -> None:
-    print(spread(harness.sync_scenario(tmp_path, server, scorers=20), tmp_path).line())
+    spread(harness.sync_scenario(tmp_path, server, scorers=20), tmp_path)
 
 
 def test_sync_clusters_killed_at_many_moments(tmp_path: Path) -> None:
-    from tests.test_sync_clusters import HubKube
+    from tests.hub_kube import HubKube
 
     hub = HubKube()
     hub.start()
@@ -118,7 +121,7 @@ def test_sync_clusters_killed_at_many_moments(tmp_path: Path) -> None:
         new = harness.files_under(after, outputs)
         assert new != old
         scenario = harness.Scenario(argv, root, outputs, old, new)
-        print(spread(scenario, tmp_path).line())
+        spread(scenario, tmp_path)
     finally:
         hub.stop()
 

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -114,9 +113,19 @@ def test_every_edit_is_seen(
 
 def vouch_for(root: Path) -> None:
     """Bring ``root``'s cache to vouch for the rendered files' lstat (asserted)."""
-    time.sleep(0.02)  # past the tick the files were last changed in
+    past_the_tick(root)  # the files were last changed in an earlier tick
     assert fastpath.unchanged(root) is not None  # reads every file, records their lstat
     assert_unchanged_reading_no_file(root)
+
+
+def past_the_tick(root: Path) -> None:
+    """Wait until the file system's clock has ticked past every change made under
+    ``root`` so far (the render's own wait: a condition, not a duration)."""
+    clock = settle.Clock(root / "rendered")  # its clock folder beside rendered/
+    try:
+        assert settle.next_tick(clock) is not None, "a file system with coarse timestamps"
+    finally:
+        clock.close()
 
 
 def assert_unchanged_reading_no_file(root: Path) -> None:
@@ -176,7 +185,7 @@ def test_an_edit_while_the_render_settles_is_never_vouched_for(
     # the render looks at the files again; then one between its lstat and its read
     for when in ("before-lstat", "after-lstat"):
         root = copy_fleet(tmp_path / f"{when}-{leave_alone}", with_rendered=leave_alone)
-        time.sleep(0.02)  # past the tick the copied files were written in
+        past_the_tick(root)  # the copied files were written in an earlier tick
         edited = [False]
 
         def edit(root: Path = root, edited: list[bool] = edited) -> None:

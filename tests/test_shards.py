@@ -18,7 +18,7 @@ import yaml
 
 from bench.render_bench import generate_fleet
 from dsf_compile.render.shards import shard_count, shard_folder, shard_of
-from tests.test_rendered_objects import identity, kustomize
+from tests.rendered_checks import identity, kustomize
 
 CLUSTERS = 60
 SCORERS = 4

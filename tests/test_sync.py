@@ -26,6 +26,7 @@ from dsf_compile.sync.fetch import (
     sync_lock,
 )
 from dsf_compile.sync.lock import LockEntry, Lockfile, encode_lockfile, make_entry
+from tests.sync_fleet import CONFIG, FAST, scorer
 from tests.sync_servers import (
     LoopbackServer,
     flaky,
@@ -38,36 +39,7 @@ from tests.sync_servers import (
     respond,
 )
 
-CONFIG = {
-    "name": "sample-scorer",
-    "description": "A sample score",
-    "source": {
-        "type": "prometheus",
-        "host": "http://prometheus.monitoring.svc:9090",
-        "path": "/api/v1/query_range",
-        "params": {"query": "up", "range": 3600, "step": 60},
-    },
-    "scoring": {"path": "/scoring", "params": {"name": "sample_my_score", "interval": 30}},
-    "futureField": {"ignored": True},
-}
 CAP = 1024 * 1024
-FAST = SyncSettings(timeoutSeconds=5, retries=2)
-
-
-def scorer(name: str, url: str, mode: str = "Full") -> DynamicScorer:
-    return DynamicScorer.model_validate(
-        {
-            "apiVersion": "dynamic-scoring.open-cluster-management.io/v1alpha1",
-            "kind": "DynamicScorer",
-            "metadata": {"name": name},
-            "spec": {
-                "description": f"{name} scorer",
-                "configURL": url,
-                "configSyncMode": mode,
-                "scoreDestination": "AddOnPlacementScore",
-            },
-        }
-    )
 
 
 def sync(
@@ -135,15 +107,15 @@ def test_none_mode_healthz_404_is_inactive(server: LoopbackServer) -> None:
         (b"[1, 2]", "invalid /config document: not a JSON object"),
         (
             b'{"source": {"params": {"range": "3600"}}}',
-            "invalid /config document: source.params.range: Input should be a valid integer",
+            "invalid /config document: source.params.range: must be an integer",
         ),
         (
             b'{"source": {"type": "Graphite"}, "scoring": {"params": {"interval": -1}}}',
-            "invalid /config document: scoring.params.interval: Input should be greater than or equal to 0 (and 1 more)",
+            "invalid /config document: scoring.params.interval: must be >= 0 (and 1 more)",
         ),
         (
             b'{"scoring": {"params": {"interval": 1000000000000000000000000000000}}}',
-            "invalid /config document: scoring.params.interval: Value error, must be <= 9223372036854775807 (a 64-bit integer)",
+            "invalid /config document: scoring.params.interval: must be <= 9223372036854775807 (a 64-bit integer)",
         ),
     ],
     ids=["html", "binary", "deep", "array", "schema-type", "schema-two", "beyond-int64"],

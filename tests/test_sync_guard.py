@@ -20,10 +20,10 @@ import pytest
 from dsf_compile.commands.cli import run
 from dsf_compile.sync.guard import unreachable_fleet
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
-from tests import test_sync_hostile as hostile
+from tests import sync_fleet
 from tests.fleet_repo import REPO_ROOT
+from tests.sync_fleet import CONFIG, scorer
 from tests.sync_servers import LoopbackServer, free_port, hang, json_body, respond
-from tests.test_sync import CONFIG, scorer
 
 NAMES = ("s1", "s2", "s3", "s4", "s5")
 SETTINGS = "sync:\n  timeoutSeconds: 2\n  retries: 0\n"
@@ -38,7 +38,9 @@ def server() -> Iterator[LoopbackServer]:
 
 def make_fleet(root: Path, names: tuple[str, ...] = NAMES, settings: str = SETTINGS) -> Path:
     # the URLs name the fleet's hosts; --resolve says where they are this time
-    hostile.make_fleet(root, {name: f"http://{name}.fleet.example:8000/config" for name in names})
+    sync_fleet.make_fleet(
+        root, {name: f"http://{name}.fleet.example:8000/config" for name in names}
+    )
     (root / "clusters").mkdir()
     (root / "dsf.yaml").write_text(settings)
     return root

@@ -31,35 +31,16 @@ from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from dsf_contract.bounded_json import load_json
 from dsf_contract.escaping import terminal
+from tests.sync_fleet import CONFIG, FAST, make_fleet, scorer
 from tests.sync_servers import LoopbackServer, Request, json_body, redirect, respond
-from tests.test_sync import CONFIG, FAST, scorer
 
 SECRET = "hunter2"
-
-SCORER_YAML = """\
-apiVersion: dynamic-scoring.open-cluster-management.io/v1alpha1
-kind: DynamicScorer
-metadata:
-  name: {name}
-spec:
-  description: {name} scorer
-  configURL: {url}
-  configSyncMode: Full
-  scoreDestination: AddOnPlacementScore
-"""
 
 
 def cli(root: Path, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = run(["--root", str(root), *argv], out, err)
     return code, out.getvalue(), err.getvalue()
-
-
-def make_fleet(root: Path, urls: dict[str, str]) -> Path:
-    (root / "scorers").mkdir(parents=True)
-    for name, url in urls.items():
-        (root / "scorers" / f"{name}.yaml").write_text(SCORER_YAML.format(name=name, url=url))
-    return root
 
 
 def read_lock(root: Path) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from dsf_compile.commands.cli import run
 from dsf_compile.sync.lock import write_lockfile
-from tests.test_bad_inputs import BASE, BASE_CONFIGS, _base_lock
+from tests.bad_input_base import BASE, BASE_CONFIGS, base_lock
 
 SECRET = b"OUTSIDE-SECRET-5d1e"
 FOLDERS = ["", "hub", "clusters", "crds", "bootstrap/argocd", "nowhere"]
@@ -52,7 +52,7 @@ def template() -> Iterator[Path]:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "repo"
         shutil.copytree(BASE, root)
-        write_lockfile(root, _base_lock(BASE_CONFIGS))
+        write_lockfile(root, base_lock(BASE_CONFIGS))
         code = run(["--root", str(root), "render"], io.StringIO(), io.StringIO())
         assert code == 0
         yield root

@@ -23,6 +23,7 @@ from dsf_compile.errors import RenderError
 from dsf_compile.render.changes_text import format_changes
 from dsf_compile.render.record import RECORD
 from dsf_compile.render.write import compare_tree, write_tree
+from tests.file_faults import fail_at
 from tests.fleet_repo import copy_fleet
 
 SECRET = "SECRET-MARKER-7f3a"
@@ -288,33 +289,6 @@ def test_a_render_waits_for_the_lock_and_then_fails_cleanly(
 
 OLD = {"a.yaml": "a: 1\n", "b.yaml": "b: 1\n", "c.yaml": "c: 1\n", "d/x.yaml": "x: 1\n"}
 NEW = {"a.yaml": "a: 2\n", "b.yaml": "b: 1\n", "e/new.yaml": "e: 2\n"}
-OPERATIONS = ("replace", "rename", "link", "unlink", "rmdir", "mkdir", "fdopen")
-
-
-def _eio() -> BaseException:
-    return OSError(5, "Input/output error (injected)")
-
-
-def fail_at(
-    monkeypatch: pytest.MonkeyPatch,
-    n: int,
-    error: Callable[[], BaseException] = _eio,
-    operations: tuple[str, ...] = OPERATIONS,
-) -> dict[str, int]:
-    """Make the ``n``-th file operation of the kinds in ``operations`` raise ``error()``
-    (EIO by default)."""
-    calls = {"n": 0}
-    for name in operations:
-        real = getattr(os, name)
-
-        def failing(*args: object, _real: Callable[..., object] = real, **kwargs: object) -> object:
-            calls["n"] += 1
-            if calls["n"] == n:
-                raise error()
-            return _real(*args, **kwargs)
-
-        monkeypatch.setattr(os, name, failing)
-    return calls
 
 
 def test_a_failure_at_any_step_leaves_the_previous_tree_or_the_new_one(

@@ -14,14 +14,15 @@ and ``run`` names that function as ``module:function`` (a test imports each one)
 reading this table loads no stage it does not run.
 
 The Placements' checks (score references, CEL, tolerations, coordinates, the
-PlacementOptimizations) have their own registry in ``dsf_compile/placement/`` (today
-``placement/checks.py``'s ``check_placements`` and ``placement/proposal.py``'s
-``check_optimizations``), run at the ``resolve`` stage, against the scores the scorers
+PlacementOptimizations) have their own registry, ``CHECKS`` of
+``dsf_compile/placement/checks.py`` (run by its ``check_placements`` and
+``check_optimizations``), at the ``resolve`` stage, against the scores the scorers
 publish, and only for a fleet with a ``placements/`` folder: named here, not imported,
 so a fleet without Placements loads none of their models.
 
 Where to add a check: write it where its stage reads what it needs, then add its row here;
-its wording, when it is a pydantic error, goes to :mod:`dsf_compile.inputs.messages`.
+its wording, when it is a pydantic error, goes to :mod:`dsf_contract.validation_errors`
+(one wording for every reader of a document pydantic checks).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "model",
         Stage.SCHEMA,
-        "each document valid against its kind's model (wording: inputs/messages.py)",
+        "each document valid against its kind's model (wording: dsf_contract/validation_errors.py)",
         f"{_SCHEMA}:validate_model",
     ),
     Check(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dsf_compile.inputs.agent_image import check_default_image
 from dsf_compile.inputs.agent_settings import EXAMPLE_REPOSITORY_URL
 from dsf_compile.inputs.collect import Collected
-from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster, Mask
+from dsf_compile.inputs.inventory import DynamicScoringConfig, ManagedCluster
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.names import check_derived_names, check_settings_names
 from dsf_compile.inputs.scorer import DynamicScorer
@@ -138,11 +138,6 @@ def _scorer_namespaces(scorers: list[Located[DynamicScorer]], settings: Settings
         for located in scorers
         if located.model.metadata.namespace not in (None, settings.hubNamespace)
     ]
-
-
-def mask_matches_cluster(mask: Mask, cluster: ManagedCluster) -> bool:
-    """Whether the cluster part of ``mask`` (name glob and/or selector) selects ``cluster``."""
-    return selects_cluster(mask, cluster.metadata.name, cluster.metadata.labels)
 
 
 class ClusterLookup:

@@ -1,7 +1,7 @@
 """One document against its model, and what every document must not hold.
 
 :func:`validate_model` turns pydantic's errors into problems located at their field (the
-wording is :mod:`dsf_compile.inputs.messages`'); :func:`precheck` refuses credentials
+wording is :mod:`dsf_contract.validation_errors`'); :func:`precheck` refuses credentials
 written in Git, whatever the document's kind.
 """
 
@@ -15,9 +15,10 @@ from pydantic import ValidationError
 
 from dsf_compile.edges.untrusted import has_secret_query
 from dsf_compile.inputs.located import M
-from dsf_compile.inputs.messages import error_message
+from dsf_compile.inputs.messages import input_field_names
 from dsf_contract.bounded_yaml import Document, Pointer
 from dsf_contract.problem import Problem
+from dsf_contract.validation_errors import error_message
 
 
 def validate_model(
@@ -39,7 +40,7 @@ def validate_model(
                 continue  # loading refused what was written here and said so
             if _short_by_failed_items(error):
                 continue  # the failing item is reported at its own field
-            message = error_message(error, document.plain_text.get(pointer))
+            message = error_message(error, document.plain_text.get(pointer), input_field_names())
             problems.append(document.problem(pointer, message))
         return None, problems
 

@@ -14,6 +14,10 @@ undeclared name or function, a constant regex that does not compile — is done 
 the names the compiled program references. What it cannot parse but cel-go accepts
 (optional-field syntax ``.?``/``[?``) and the libraries not supplied leave the
 Placement *not simulated*, never guessed.
+
+Every evaluation is held to OCM's cost limit: its worst case is bounded before it runs
+(:mod:`.cel_bound`, as cel-go's checker estimates), and only when that bound does not
+settle it is the run metered step by step on the values (:mod:`.cel_cost`).
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsf_compile.placement import cel_library, cel_values
+from dsf_compile.placement.cel_bound import Bound, cost_bound
 from dsf_compile.placement.cel_cost import (
     LIMIT_MESSAGE,
+    MAX_UNITS,
+    PER_CALL_LIMIT,
     Constants,
     CostLimitExceeded,
     TooLarge,
@@ -96,10 +103,13 @@ class CelExpression:
     program: Any = None
     error: str | None = None
     unsupported: str | None = None
-    #: The expression's tree, which :mod:`.cel_cost` meters before the program runs.
+    #: The expression's tree: its worst case is bounded on it (:mod:`.cel_bound`), and
+    #: :mod:`.cel_cost` meters it when the bound leaves the limit open.
     tree: Any = field(default=None, repr=False, compare=False)
     #: Its parts that are the same on every cluster, metered once.
     constants: Constants | None = field(default=None, repr=False, compare=False)
+    #: Its worst case on any cluster (:mod:`.cel_bound`).
+    worst: Bound | None = field(default=None, repr=False, compare=False)
 
 
 ScoreLookup = Callable[[str, str], Sequence[Mapping[str, object]] | None]
@@ -154,7 +164,8 @@ def bad_constant_patterns(expression: CelExpression) -> list[tuple[str, str]]:
 
 
 def _runnable(source: str) -> CelExpression:
-    """The program that runs (``matches`` on RE2) and the tree its cost is metered on."""
+    """The program that runs (``matches`` on RE2), the tree its cost is bounded and
+    metered on, and its worst case on any cluster."""
     try:
         tree = parse(source)
         renamed = source
@@ -165,7 +176,8 @@ def _runnable(source: str) -> CelExpression:
     except (CelSyntaxError, ValueError, RuntimeError, TypeError):
         return CelExpression(source, unsupported="dsf cannot read it to bound its cost as OCM does")
     constants = Constants(closed_nodes(tree), open_overloads(tree, VARIABLE))
-    return CelExpression(source, program=program, tree=tree, constants=constants)
+    worst = cost_bound(tree, VARIABLE, None, None, constants.open)
+    return CelExpression(source, program=program, tree=tree, constants=constants, worst=worst)
 
 
 def is_constant(expression: CelExpression) -> bool:
@@ -216,16 +228,33 @@ def evaluate(
     return evaluate_costed(expression, cluster, scores, context)[0]
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What an evaluation cost in cel-go's units: exactly when it was metered, else at
+    most (its worst case on that cluster, within OCM's limit)."""
+
+    units: int
+    exact: bool
+
+
 def evaluate_costed(
     expression: CelExpression,
     cluster: Mapping[str, Any],
     scores: ScoreLookup,
     context: Any = None,
-) -> tuple[object, int]:
-    """:func:`evaluate`, and what the evaluation cost in cel-go's units."""
-    if expression.program is None:
+) -> tuple[object, Cost]:
+    """:func:`evaluate`, and what the evaluation cost.
+
+    The worst case is bounded first (:mod:`.cel_bound`, as cel-go's checker estimates);
+    only when it may pass OCM's limit is the run metered (:func:`exact_cost`).
+    """
+    if expression.program is None or expression.tree is None:
         raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
-    cost = bound_cost(expression, cluster, scores)
+    bound = worst_case(expression, cluster, scores)
+    if _within(bound):
+        cost = Cost(bound.cost, exact=False)
+    else:
+        cost = Cost(exact_cost(expression, cluster, scores), exact=True)
     try:
         return expression.program.execute(context or cluster_context(cluster, scores)), cost
     except Exception as err:  # the interpreter raises many types for evaluation errors
@@ -233,9 +262,24 @@ def evaluate_costed(
         raise CelEvaluationError(message) from None
 
 
-def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> int:
-    """cel-go's cost of ``expression`` on ``cluster``; :class:`CelEvaluationError` with
-    cel-go's message past OCM's limit (OCM then drops the cluster)."""
+def worst_case(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> Bound:
+    """The most ``expression`` can cost and build on ``cluster``, before it runs: its worst
+    case on any cluster when that is within OCM's limit, else on this one."""
+    if expression.tree is None or expression.constants is None or expression.worst is None:
+        raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
+    if _within(expression.worst):
+        return expression.worst
+    return cost_bound(expression.tree, VARIABLE, cluster, scores, expression.constants.open)
+
+
+def _within(bound: Bound) -> bool:
+    return bound.cost <= PER_CALL_LIMIT and bound.units <= MAX_UNITS
+
+
+def exact_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup) -> int:
+    """cel-go's cost of ``expression`` on ``cluster``, metered on its values;
+    :class:`CelEvaluationError` with cel-go's message past OCM's limit (OCM then drops the
+    cluster)."""
     if expression.tree is None:
         raise CelEvaluationError(expression.error or expression.unsupported or "not compiled")
     try:
@@ -250,16 +294,6 @@ def bound_cost(expression: CelExpression, cluster: Mapping[str, Any], scores: Sc
         ) from None
     except Exception as err:  # a value the meter does not model: no bound, so no run
         raise CelEvaluationError(f"dsf could not bound its cost: {err}") from None
-
-
-def is_true(
-    expression: CelExpression, cluster: Mapping[str, Any], scores: ScoreLookup, context: Any = None
-) -> bool:
-    """OCM's ``isResultValid``: the value is the bool ``true`` (an error is not)."""
-    try:
-        return evaluate(expression, cluster, scores, context) is True
-    except CelEvaluationError:
-        return False
 
 
 class CelEvaluationError(Exception):

@@ -10,10 +10,12 @@ they return, ``&&``/``||``/``?:`` nothing of their own, and a comprehension its 
 condition and step once per element. Past the limit the evaluation stops with
 ``operation cancelled: actual cost limit exceeded`` and OCM drops the cluster.
 
-The interpreter has no such meter, so :func:`metered_cost` walks the expression's tree
-(:mod:`.cel_syntax`) on the cluster's values, charging as cel-go does (the charges are
-:mod:`.cel_cost_model`'s, the operators :mod:`.cel_operators`'), and stops at the
-limit; only an expression that stays within it is handed to the interpreter. Charges
+The interpreter has no such meter. Most expressions need none: their worst case is
+bounded before they run (:mod:`.cel_bound`). For the others — what only the values
+decide — :func:`metered_cost` walks the expression's tree (:mod:`.cel_syntax`) on the
+cluster's values, charging as cel-go does (the charges are :mod:`.cel_cost_model`'s, the
+operators :mod:`.cel_operators`'), and stops at the limit; only an expression that stays
+within it is handed to the interpreter. Charges
 follow the runtime types of the values (cel-go charges by the overload its checker chose;
 on OCM's ``dyn`` cluster fields that is the same overload). What the meter builds is
 bounded too (:data:`MAX_UNITS`), so a cheap-looking step cannot exhaust memory.

@@ -4,13 +4,16 @@ The tables of ``interpreter/runtimecost.go`` (an attribute or field 1, a list li
 10, a map literal 30), cel-go's ``costCall`` for the overloads it charges by the size of
 their operands, sdk-go's charges for ``scores`` and ``parseJSON`` by what they return
 (``pkg/cel/library/cost.go``), and which calls cel-go's checker leaves without an
-overload (then they cost 1). :mod:`.cel_cost` walks an expression and charges these.
+overload (then they cost 1). :mod:`.cel_bound` bounds an expression's cost with these
+before it runs, from the largest sizes its values can have; :mod:`.cel_cost` charges them
+on the values, when the bound does not settle it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dsf_compile.placement.cel_syntax import Node, children
@@ -32,52 +35,74 @@ def size(value: Any) -> int:
 
 # ------------------------------------------------------------------ calls by size
 
-_Cost = Callable[[list[Any]], int]
+_Cost = Callable[[Sequence[int]], int]
 
 
 def _traversal(length: int) -> int:
     return math.ceil(length * STRING_FACTOR)
 
 
-def _binary(cost: Callable[[Any, Any], int]) -> _Cost:
-    """``cost`` of the two operands; 1 for a call of another arity."""
-    return lambda args: cost(*args) if len(args) == 2 else 1
+def _always(args: Sequence[Any]) -> bool:
+    return True
 
 
-def _strings_only(cost: _Cost) -> _Cost:
-    """``cost`` when every operand is a string or bytes; 1 for the other overloads."""
-    return lambda args: cost(args) if all(isinstance(a, str | bytes) for a in args) else 1
+def _strings(args: Sequence[Any]) -> bool:
+    return all(isinstance(a, str | bytes) for a in args)
 
 
-def _prefix(args: list[Any]) -> int:
-    return _traversal(size(args[0])) if args else 1
+@dataclass(frozen=True)
+class _BySize:
+    """An overload cel-go charges by the size of its operands."""
+
+    #: The charge, from the operands' sizes (a member call's receiver first).
+    cost: _Cost
+    #: Whether the call with these operands is that overload (else it costs 1).
+    applies: Callable[[Sequence[Any]], bool] = _always
+    #: The operands it takes (None: any number, at least one); another count costs 1.
+    arity: int | None = 2
 
 
-_shorter = _binary(lambda a, b: _traversal(min(size(a), size(b))))
+def _shorter(sizes: Sequence[int]) -> int:
+    return _traversal(min(sizes[0], sizes[1]))
+
 
 #: cel-go's ``costCall`` for the overloads it charges by size (every other call costs 1).
-_SIZE_COSTS: dict[str, _Cost] = {
-    "_==_": _shorter,
-    "_!=_": _shorter,
-    "_<_": _strings_only(_shorter),
-    "_<=_": _strings_only(_shorter),
-    "_>_": _strings_only(_shorter),
-    "_>=_": _strings_only(_shorter),
-    "_+_": _strings_only(_binary(lambda a, b: _traversal(size(a) + size(b)))),
-    "@in": _binary(lambda item, within: size(within) if isinstance(within, list) else 1),
-    "startsWith": _prefix,
-    "endsWith": _prefix,
-    "matches": _binary(
-        lambda text, pattern: _traversal(1 + size(text)) * math.ceil(size(pattern) * REGEX_FACTOR)
-    ),
-    "contains": _binary(lambda text, part: _traversal(size(text)) * _traversal(size(part))),
+#: Each charge grows with the sizes, so the largest sizes bound it.
+_SIZE_COSTS: dict[str, _BySize] = {
+    "_==_": _BySize(_shorter),
+    "_!=_": _BySize(_shorter),
+    "_<_": _BySize(_shorter, _strings),
+    "_<=_": _BySize(_shorter, _strings),
+    "_>_": _BySize(_shorter, _strings),
+    "_>=_": _BySize(_shorter, _strings),
+    "_+_": _BySize(lambda s: _traversal(s[0] + s[1]), _strings),
+    "@in": _BySize(lambda s: s[1], lambda args: isinstance(args[1], list)),
+    "startsWith": _BySize(lambda s: _traversal(s[0]), arity=None),
+    "endsWith": _BySize(lambda s: _traversal(s[0]), arity=None),
+    "matches": _BySize(lambda s: _traversal(1 + s[0]) * math.ceil(s[1] * REGEX_FACTOR)),
+    "contains": _BySize(lambda s: _traversal(s[0]) * _traversal(s[1])),
 }
+
+
+def _by_size(name: str, count: int) -> _BySize | None:
+    found = _SIZE_COSTS.get(name)
+    if found is None or count == 0 or found.arity not in (None, count):
+        return None
+    return found
 
 
 def call_cost(name: str, args: list[Any]) -> int:
     """cel-go's ``costCall`` for the overloads it charges by size; 1 for the others."""
-    cost = _SIZE_COSTS.get(name)
-    return 1 if cost is None else cost(args)
+    found = _by_size(name, len(args))
+    if found is None or not found.applies(args):
+        return 1
+    return found.cost([size(a) for a in args])
+
+
+def call_cost_bound(name: str, sizes: Sequence[int]) -> int:
+    """The most :func:`call_cost` charges when each operand's size is at most ``sizes``."""
+    found = _by_size(name, len(sizes))
+    return 1 if found is None else max(1, found.cost(sizes))
 
 
 def result_cost(name: str, args: list[Any], result: Any) -> int:
@@ -85,6 +110,17 @@ def result_cost(name: str, args: list[Any], result: Any) -> int:
     if name == "scores":
         return LIST_COST + size(result) * (SELECT_COST + MAP_COST)
     return _traversal(size(args[0])) + _structure_cost(result) if args else MAP_COST
+
+
+def result_cost_bound(name: str, sizes: Sequence[int], result: int) -> int:
+    """The most :func:`result_cost` charges when the operands' sizes are at most ``sizes``
+    and the result's at most ``result``."""
+    if name == "scores":
+        return LIST_COST + max(1, result) * (SELECT_COST + MAP_COST)
+    if not sizes:
+        return MAP_COST
+    # every map or list parsed from JSON takes two characters of its text at least
+    return _traversal(sizes[0]) + MAP_COST * (sizes[0] // 2)
 
 
 def _structure_cost(value: Any) -> int:

@@ -27,9 +27,9 @@ class CelFunctionError(Exception):
 UNSUPPORTED_FUNCTIONS = frozenset({"format", "quote", "orValue", "hasValue", "value", "or"})
 UNSUPPORTED_VARIABLES = frozenset({"format", "strings", "optional"})
 #: The most items ``findAll`` and ``split`` return (bounded like every loop here).
-_MAX_ITEMS = 100_000
+MAX_ITEMS = 100_000
 #: The longest string ``replace`` and ``join`` build (an expression is untrusted).
-_MAX_CHARS = 1_000_000
+MAX_CHARS = 1_000_000
 #: CEL's int: a 64-bit signed integer.
 INT64_RANGE = (-(2**63), 2**63 - 1)
 
@@ -89,14 +89,16 @@ def _ascii(convert: Callable[[str], str]) -> Callable[[object], str]:
 
 
 def _replace(text: object, old: object, new: object, count: object = -1) -> str:
-    n = int_arg(count)
-    return _bounded(string_arg(text).replace(string_arg(old), string_arg(new), n if n >= 0 else -1))
+    s, a, b, n = string_arg(text), string_arg(old), string_arg(new), int_arg(count)
+    found = len(s) + 1 if a == "" else s.count(a)  # "" is found around every character
+    _bounded(len(s) + (found if n < 0 else min(found, n)) * (len(b) - len(a)))
+    return s.replace(a, b, n if n >= 0 else -1)
 
 
-def _bounded(text: str) -> str:
-    if len(text) > _MAX_CHARS:
-        raise CelFunctionError(f"a string of more than {_MAX_CHARS} characters")
-    return text
+def _bounded(length: int) -> None:
+    """Refuse a string of ``length`` characters past :data:`MAX_CHARS`, before building it."""
+    if length > MAX_CHARS:
+        raise CelFunctionError(f"a string of more than {MAX_CHARS} characters")
 
 
 def _split(text: object, separator: object, count: object = -1) -> list[str]:
@@ -108,8 +110,8 @@ def _split(text: object, separator: object, count: object = -1) -> list[str]:
         parts = list(s) if n < 0 or n >= len(s) else [*s[: n - 1], s[n - 1 :]]
     else:
         parts = s.split(sep) if n < 0 else s.split(sep, n - 1)
-    if len(parts) > _MAX_ITEMS:
-        raise CelFunctionError(f"split: more than {_MAX_ITEMS} parts")
+    if len(parts) > MAX_ITEMS:
+        raise CelFunctionError(f"split: more than {MAX_ITEMS} parts")
     return parts
 
 
@@ -128,7 +130,9 @@ def _trim(text: object) -> str:
 def _join(items: object, separator: object = "") -> str:
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise CelFunctionError("no such overload")
-    return _bounded(string_arg(separator).join(items))
+    sep = string_arg(separator)
+    _bounded(sum(map(len, items)) + len(sep) * max(0, len(items) - 1))
+    return sep.join(items)
 
 
 def _reverse(text: object) -> str:
@@ -190,7 +194,7 @@ def _find(text: object, pattern: object) -> str:
 
 def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
     try:
-        return cel_regex.find_all(string_arg(text), _regex(pattern), int_arg(limit), _MAX_ITEMS)
+        return cel_regex.find_all(string_arg(text), _regex(pattern), int_arg(limit), MAX_ITEMS)
     except cel_regex.RegexError as err:
         raise CelFunctionError(f"Illegal regex: {err}") from None
 

@@ -20,9 +20,11 @@ from dsf_compile.inputs.quantity import quantity_value
 from dsf_compile.placement.cel import (
     CelEvaluationError,
     CelExpression,
+    Cost,
     cluster_context,
     compile_expression,
     evaluate_costed,
+    exact_cost,
 )
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, RUNTIME_BUDGET
 from dsf_contract.fields import in_utc
@@ -203,15 +205,37 @@ class ScoreIndex:
 
     def cel_all_true(self, expressions: Iterable[CelExpression], cluster: Cluster) -> bool:
         """Whether every expression of one CEL selector is true for ``cluster``, within
-        OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails)."""
-        budget = RUNTIME_BUDGET
+        OCM's budget for them all (``RuntimeCELCostBudget``: past it, the cluster fails).
+
+        The costs are their worst cases unless metered; only when those pass the budget
+        are the expressions so far metered, to know whether the real costs do.
+        """
+        spent: list[CelExpression] = []
+        total = 0
         for expression in expressions:
             if not self.cel_true(expression, cluster):
                 return False
-            budget -= self.memo.get(("cel-cost", expression.source, cluster.name), 0)
-            if budget < 0:
-                return False
+            spent.append(expression)
+            total += self._cel_cost(expression, cluster, exact=False)
+            if total > RUNTIME_BUDGET:
+                total = sum(self._cel_cost(e, cluster, exact=True) for e in spent)
+                if total > RUNTIME_BUDGET:
+                    return False
         return True
+
+    def _cel_cost(self, expression: CelExpression, cluster: Cluster, *, exact: bool) -> int:
+        """What ``expression`` cost on ``cluster``: at most, or (``exact``) as metered."""
+        key = ("cel-cost", expression.source, cluster.name)
+        cost: Cost | None = self.memo.get(key)
+        if cost is None:
+            return 0
+        if exact and not cost.exact:
+            try:
+                units = exact_cost(expression, cluster.cel_view(), self.scores_lookup())
+            except CelEvaluationError:
+                units = RUNTIME_BUDGET + 1  # not metered: the cluster is not kept
+            cost = self.memo[key] = Cost(units, exact=True)
+        return cost.units
 
     def addon_table(
         self, resource_name: str, score_name: str

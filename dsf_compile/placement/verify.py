@@ -29,6 +29,7 @@ from dsf_compile.placement.scheduler import (
 )
 from dsf_contract.escaping import terminal
 from dsf_contract.scores import OCM_CLUSTER_GROUP
+from dsf_contract.validation_errors import described
 
 
 class Outcome(enum.Enum):
@@ -145,9 +146,7 @@ def raw_name(item: object, *, namespaced: bool) -> str:
 def unreadable_reason(err: ValidationError | ValueError) -> str:
     """Why the replay cannot read an object: the first problem, escaped."""
     if isinstance(err, ValidationError):
-        first = err.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return terminal(f"{where}: {first['msg']}" if where else first["msg"])
+        return terminal(described(err.errors()[0]))
     return terminal(str(err))
 
 

@@ -25,6 +25,7 @@ from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import Frozen, Health, SyncMode
 from dsf_contract.problem import Problem
 from dsf_contract.scoring_api import ScorerConfig
+from dsf_contract.validation_errors import error_message, field_path
 
 LOCKFILE = "dsf.lock.json"
 #: A lockfile of thousands of scorers is a few MiB; anything far larger is not one.
@@ -116,8 +117,8 @@ def read_lockfile(root: Path) -> tuple[Lockfile, list[Problem]]:
                 LOCKFILE,
                 0,
                 0,
-                ".".join(str(p) for p in e["loc"]),
-                f"{e['msg']}; run 'dsf-compile sync'",
+                field_path(e["loc"]),
+                f"{error_message(e)}; run 'dsf-compile sync'",
             )
             for e in err.errors()
         ]

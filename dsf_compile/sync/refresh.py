@@ -28,6 +28,7 @@ from dsf_compile.sync.lock import LockEntry, make_entry
 from dsf_contract.bounded_json import load_json
 from dsf_contract.failures import RequestFailure
 from dsf_contract.scoring_api import ScorerConfig
+from dsf_contract.validation_errors import first_error
 from dsf_transport.connect_to import DEFAULT_PORTS
 from dsf_transport.http import BodyTooLargeError, describe_failure, read_capped
 
@@ -221,13 +222,7 @@ def _parse_config(body: bytes | bytearray, shown: str) -> ScorerConfig:
 def _first_error(err: ValidationError | RecursionError) -> str:
     if not isinstance(err, ValidationError):
         return "nested too deeply"
-    errors = sorted(
-        err.errors(include_url=False, include_input=False), key=lambda e: [str(p) for p in e["loc"]]
-    )
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(document)"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    return first_error(err)
 
 
 def _healthz_url(config_url: str) -> str:

@@ -173,6 +173,14 @@ def sample_series(count: int = 2) -> list[dict[str, Any]]:
     ]
 
 
+#: A healthy Prometheus answer: two series.
+GOOD_PROMETHEUS = json.dumps(prometheus_matrix(sample_series(2))).encode()
+
+
+def good_prometheus(request: Request) -> Reply:
+    return Reply(body=GOOD_PROMETHEUS)
+
+
 # ---------------------------------------------------------------- Scoring API
 
 

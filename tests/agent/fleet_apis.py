@@ -32,7 +32,7 @@ from tests.agent.kube_rbac import (
     managed_cluster_rbac,
     service_account,
 )
-from tests.agent.test_rendered_ca_bundle import make_pki
+from tests.agent.pki import make_pki
 
 CLUSTER = "worker01"
 SA_TOKEN = "sa-token-of-the-agent-0123456789"
@@ -152,7 +152,10 @@ def scorer_summary(
 
 
 def poll_until(
-    predicate: Callable[[], Any], what: str, explain: Callable[[], str], timeout: float = 120.0
+    predicate: Callable[[], Any],
+    what: str,
+    explain: Callable[[], str] = lambda: "",
+    timeout: float = 120.0,
 ) -> Any:
     """``predicate()``'s first true value; fails the test with ``explain()`` (the agent's
     log) after ``timeout`` seconds (generous: a loaded 2-core CI machine)."""

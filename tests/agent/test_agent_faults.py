@@ -24,14 +24,14 @@ from agent.errors import ScoreError
 from agent.score import request_scores
 from agent.transport import MAX_IN_FLIGHT_PER_HOST, RequestSlots, make_client
 from tests.agent.agent_fakes import (
+    GOOD_PROMETHEUS,
     FakeKube,
     FakeServer,
     HangingServer,
     Reply,
     Request,
     average_scorer,
-    prometheus_matrix,
-    sample_series,
+    good_prometheus,
 )
 from tests.agent.conftest import (
     CLUSTER,
@@ -43,9 +43,8 @@ from tests.agent.conftest import (
     wait_for,
     write_config,
 )
+from tests.agent.fleet_apis import poll_until
 from tests.fleet_repo import EXAMPLE_FLEET
-
-GOOD_PROMETHEUS = json.dumps(prometheus_matrix(sample_series(2))).encode()
 
 
 class Switchable:
@@ -56,10 +55,6 @@ class Switchable:
 
     def __call__(self, request: Request) -> Reply:
         return self.bad if self.broken else self.good(request)
-
-
-def good_prometheus(request: Request) -> Reply:
-    return Reply(body=GOOD_PROMETHEUS)
 
 
 def nan_scorer(request: Request) -> Reply:
@@ -341,10 +336,11 @@ def test_health_and_sigterm_stay_prompt_with_2000_scorers_on_a_hanging_api(
             str(tmp_path / "secrets"),
         )
         # The scorers have started: as many requests as one host is allowed hang.
-        deadline = time.monotonic() + 60
-        while hanging.accepted < MAX_IN_FLIGHT_PER_HOST or agent.status("/readyz") != 200:
-            assert time.monotonic() < deadline, f"load never built up ({hanging.accepted})"
-            time.sleep(0.2)
+        poll_until(
+            lambda: hanging.accepted >= MAX_IN_FLIGHT_PER_HOST and agent.status("/readyz") == 200,
+            "the load to build up",
+            lambda: f"{hanging.accepted} requests hanging\n{agent.log()}",
+        )
         # Every probe is answered while the slots are held (how fast: the bench's
         # "slowest /healthz under load" row, python -m bench --only agent).
         for _ in range(10):
@@ -355,13 +351,16 @@ def test_health_and_sigterm_stay_prompt_with_2000_scorers_on_a_hanging_api(
         healthy_successes = re.compile(
             r'^dynamic_scoring_requests_total\{score_name="healthy",status="success"\} (\S+)$', re.M
         )
-        deadline = time.monotonic() + 30
-        while True:
+
+        def healthy_cycles() -> float:
             found = healthy_successes.search(agent.metrics())
-            if found and float(found.group(1)) >= 2:
-                break
-            assert time.monotonic() < deadline, "the healthy scorer waited behind the hanging API"
-            time.sleep(0.2)
+            return float(found.group(1)) if found else 0.0
+
+        poll_until(
+            lambda: healthy_cycles() >= 2,
+            "the healthy scorer's cycles beside the hanging API",
+            agent.log,
+        )
         assert hanging.accepted == MAX_IN_FLIGHT_PER_HOST
 
         # SIGTERM: exit 0 before the kubelet's kill at the end of the grace period (how

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -30,7 +29,8 @@ from agent.secrets import ApiSecretStore
 from agent.settings import RuntimeSettings
 from dsf_contract.failures import RequestFailure
 from tests.agent.conftest import CLUSTER
-from tests.agent.test_agent_cycle import Fakes, Harness
+from tests.agent.cycle_harness import Fakes, Harness
+from tests.agent.fleet_apis import poll_until
 from tests.hostile_hub import HostileHub, HubRequest, drip, endless_body
 
 pytestmark = pytest.mark.timeout(120)
@@ -54,14 +54,14 @@ def dripping(request: HubRequest) -> Iterator[tuple[float, bytes]]:
 
 
 def settled(server: HostileHub) -> int:
-    """The server's bytes sent once they stop growing (a hung-up client reads no more)."""
-    sent = -1
-    for _ in range(40):  # a hang guard, not a measure
-        if server.bytes_sent == sent:
-            return sent
-        sent = server.bytes_sent
-        time.sleep(1.0)
-    raise AssertionError(f"still sending after 40 s: {sent} bytes")
+    """The server's bytes sent once it saw the client hang up on every request (a send
+    refused): no more can go out."""
+    poll_until(
+        lambda: server.hung_up >= len(server.requests) > 0,
+        "the client to hang up",
+        lambda: f"{server.hung_up} of {len(server.requests)} requests hung up",
+    )
+    return server.bytes_sent
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest_asyncio
 from agent.publish import HubPublisher
 from tests.agent.agent_fakes import FakeKube
 from tests.agent.conftest import CLUSTER
-from tests.agent.test_agent_cycle import NOW, Fakes, Harness, prom_answer, series
+from tests.agent.cycle_harness import NOW, Fakes, Harness, prom_answer, series
 
 INTERVAL = 10
 OBJECT = "sample-my-score"

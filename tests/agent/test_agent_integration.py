@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.agent.agent_fakes import FakeKube, FakeServer, average_scorer
+from tests.agent.agent_probes import promtool_check
 from tests.agent.conftest import (
     CLUSTER,
     METRIC,
@@ -28,6 +27,7 @@ from tests.agent.conftest import (
     configmap_yaml,
     make_summary,
 )
+from tests.agent.fleet_apis import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -37,16 +37,6 @@ EXPECTED_ITEMS = [
     {"name": "n2;web;web-2", "value": 100},  # 250 clamped
     {"name": "n3;db;db-1", "value": -4},  # -3.5 rounded down
 ]
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def _scores_are(kube: FakeKube, name: str, expected: Any) -> bool:
@@ -71,12 +61,6 @@ def store_summary(
         scoringEndpoint=f"{scorer.url}/scoring",
         scoringInterval=1,
         **changes,
-    )
-
-
-def promtool_check(text: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
     )
 
 
@@ -126,7 +110,7 @@ def test_agent_against_prometheus_and_victoriametrics(
         env=agent_env(KUBECONFIG=str(tmp_path / "managed.kubeconfig")),
     )
     for name in ("prom-load", "vm-load"):
-        wait_until(partial(_scores_are, kube, name, EXPECTED_ITEMS), f"{name} scores on the hub")
+        poll_until(partial(_scores_are, kube, name, EXPECTED_ITEMS), f"{name} scores on the hub")
         obj = kube.get("addonplacementscores", CLUSTER, name)
         jsonschema.validate(
             obj, crd_schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
@@ -155,12 +139,12 @@ def test_agent_against_prometheus_and_victoriametrics(
     kube.set_configmap(
         NAMESPACE, "dynamic-scoring-config", {"summaries": json.dumps(summaries[1:])}
     )
-    wait_until(
+    poll_until(
         lambda: 'ds_score_name="prom_load"' not in agent.metrics(), "prom_load series removed"
     )
     # A broken ConfigMap keeps the last good configuration.
     kube.set_configmap(NAMESPACE, "dynamic-scoring-config", {"summaries": "[{broken"})
-    wait_until(
+    poll_until(
         lambda: "dynamic_scoring_config_last_reload_successful 0.0" in agent.metrics(), "rejection"
     )
     assert 'ds_score_name="vm_load"' in agent.metrics()
@@ -202,7 +186,7 @@ def test_config_file_as_configmap_yaml_with_secrets_dir(
         str(tmp_path / "secrets"),
         env=agent_env(DSF_CLUSTER_NAME=CLUSTER),
     )
-    wait_until(lambda: 'ds_node="n3"' in agent.metrics(), "scores on /metrics")
+    poll_until(lambda: 'ds_node="n3"' in agent.metrics(), "scores on /metrics")
     assert (
         'dynamic_scoring_requests_total{score_name="yaml_load",status="success"}' in agent.metrics()
     )
@@ -250,6 +234,6 @@ def test_promtool_accepts_metrics_after_failures(
     agent = agent_process(
         "--cluster-name", CLUSTER, "--config-file", str(config), "--secrets-dir", str(tmp_path)
     )
-    wait_until(lambda: 'stage="score"' in agent.metrics(), "failure counted")
+    poll_until(lambda: 'stage="score"' in agent.metrics(), "failure counted")
     checked = promtool_check(agent.metrics())
     assert checked.returncode == 0, checked.stdout + checked.stderr

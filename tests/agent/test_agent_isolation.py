@@ -20,8 +20,9 @@ from tests.agent.agent_fakes import (
     prometheus_matrix,
     sample_series,
 )
+from tests.agent.agent_probes import promtool_check
 from tests.agent.conftest import CLUSTER, AgentProcess, make_summary, write_config
-from tests.agent.test_agent_integration import promtool_check, wait_until
+from tests.agent.fleet_apis import poll_until
 
 #: over the default cap of 10,000 results, and well inside the 16 MiB answer cap (~1.4 MB)
 FLOOD = 20_000
@@ -86,7 +87,7 @@ def test_a_flooding_scorer_is_cut_at_the_cap_and_the_others_keep_cycling(
             reason="too_many_results",
         )
 
-    wait_until(lambda: refused() >= 3, "three refused answers")
+    poll_until(lambda: refused() >= 3, "three refused answers")
     text = agent.metrics()
     ok = counter(text, "dynamic_scoring_requests_total", score_name="healthy", status="success")
     assert ok >= 2
@@ -129,7 +130,7 @@ def test_the_cap_is_read_from_the_environment(
         "--cluster-name", CLUSTER, "--config-file", str(config), "--secrets-dir", str(tmp_path),
         env=agent_env(DSF_MAX_RESULTS="2"),
     )  # fmt: skip
-    wait_until(
+    poll_until(
         lambda: counter(
             agent.metrics(), "dynamic_scoring_failures_total", reason="too_many_results"
         ),

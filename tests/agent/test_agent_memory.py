@@ -59,8 +59,11 @@ async def test_a_spent_budget_makes_later_cycles_wait_and_the_oldest_proceed() -
         assert budget.used == 9 * 2**20
         # the second cycle does not fit: it waits...
         waiting = asyncio.create_task(second.grow_to(big))
-        await asyncio.sleep(0.01)
-        assert not waiting.done()
+        for _ in range(100):  # the task's first turns, until it waits (no clock involved)
+            if budget.waiting:
+                break
+            await asyncio.sleep(0)
+        assert budget.waiting == 1 and not waiting.done()
         # ...while the oldest grows beyond the budget rather than deadlock
         await first.grow_to(2 * big)
         assert budget.used == 9 * 2**20 + big

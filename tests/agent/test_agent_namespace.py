@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import yaml
 from dsf_compile.commands.cli import run
 from tests.agent.agent_fakes import FakeKube
 from tests.agent.conftest import CLUSTER, AgentProcess, agent_env
+from tests.agent.fleet_apis import poll_until
 from tests.fleet_repo import copy_fleet
 
 NAMESPACE = "scoring-agent"
@@ -77,8 +77,9 @@ def test_the_agent_reads_its_config_in_a_non_default_namespace(
         env=agent_env(KUBECONFIG=str(tmp_path / "managed.kubeconfig"), **env),
     )
     expected = len(json.loads(configmap["data"]["summaries"]))
-    deadline = time.monotonic() + 30
-    while f"dynamic_scoring_scorers {float(expected)}" not in agent.metrics():
-        assert time.monotonic() < deadline, agent.metrics()
-        time.sleep(0.2)
+    poll_until(
+        lambda: f"dynamic_scoring_scorers {float(expected)}" in agent.metrics(),
+        f"{expected} scorers",
+        agent.metrics,
+    )
     assert agent.status("/readyz") == 200

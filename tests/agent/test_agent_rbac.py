@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.agent.agent_probes import value
 from tests.agent.conftest import AgentProcess, agent_env
 from tests.agent.fleet_apis import (
     CLUSTER,
@@ -68,18 +68,6 @@ def without(
                 rule["verbs"].remove(verb)
                 return template, cluster_roles
     raise AssertionError(f"no rule grants {verb} on {resource} alone")
-
-
-def samples(agent: AgentProcess) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(agent.metrics())
-        for sample in family.samples
-    }
-
-
-def value(agent: AgentProcess, name: str, **labels: str) -> float:
-    return samples(agent).get((name, frozenset(labels.items())), 0.0)
 
 
 def start_agent(

@@ -33,6 +33,7 @@ from tests.agent.conftest import (
     wait_for,
     write_config,
 )
+from tests.agent.fleet_apis import poll_until
 
 
 @pytest.fixture
@@ -374,22 +375,12 @@ def test_sighup_rereads_the_file_and_keeps_running(
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
 
-    wait_until(lambda: reloads() == 1, "first load")
+    poll_until(lambda: reloads() == 1, "first load")
     agent.process.send_signal(signal.SIGHUP)
-    wait_until(lambda: reloads() == 2, "re-read after SIGHUP")
+    poll_until(lambda: reloads() == 2, "re-read after SIGHUP")
     assert agent.process.poll() is None
     agent.process.send_signal(signal.SIGHUP)
-    wait_until(lambda: reloads() == 3, "re-read after a second SIGHUP")
+    poll_until(lambda: reloads() == 3, "re-read after a second SIGHUP")
     assert agent.process.poll() is None
     assert "config_reload_requested" in agent.log()
     assert agent.terminate() == 0
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agent.settings import parse_settings
-from tests.agent.agent_fakes import FakeServer, average_scorer
+from tests.agent.agent_fakes import FakeServer, average_scorer, good_prometheus
 from tests.agent.conftest import CLUSTER, AgentProcess, agent_env, make_summary, write_config
-from tests.agent.test_agent_faults import good_prometheus
+from tests.agent.fleet_apis import poll_until
 
 SCORER = "scorer.dynamic-scoring.svc:8000"
 PROMETHEUS = "prometheus.monitoring.svc:9090"
@@ -41,10 +40,7 @@ def test_service_names_reach_loopback_with_their_host_headers(
         f"{SCORER}:127.0.0.1:{scorer.port}",
         env=agent_env(DSF_RESOLVE=f"{PROMETHEUS}:127.0.0.1:{prometheus.port}"),
     )
-    deadline = time.monotonic() + 30
-    while not scorer.taken("/scoring"):
-        assert time.monotonic() < deadline, agent.metrics()
-        time.sleep(0.2)
+    poll_until(lambda: scorer.taken("/scoring"), "a scoring request", agent.metrics)
     assert scorer.taken("/scoring")[0].headers["host"] == SCORER
     assert prometheus.taken("/api/v1/query_range")[0].headers["host"] == PROMETHEUS
 

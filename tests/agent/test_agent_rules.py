@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry
 
 from agent.answer import scoring_request, series_block
 from agent.config import parse_config_document, parse_config_text
-from agent.dimensions import placement_value, render_dimension, score_items
 from agent.errors import ConfigError, FetchError, ScoreError
 from agent.fetch import range_params, split_queries
 from agent.logs import Redactor, configure_logging, fields
@@ -23,6 +22,7 @@ from agent.metrics import AgentMetrics
 from agent.placement_score import placement_score_object, placement_score_status, valid_until
 from agent.score import Scored, parse_response
 from agent.settings import parse_settings
+from dsf_contract.placement_scores import placement_value, render_dimension, score_items
 from dsf_contract.summary import Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 from tests.agent.conftest import CLUSTER, configmap_yaml, make_summary

@@ -5,9 +5,7 @@ the bundle the same scorer fails certificate verification."""
 from __future__ import annotations
 
 import json
-import shutil
 import ssl
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,37 +18,10 @@ from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.manifests import render_manifests
 from tests.agent.agent_fakes import FakeServer, average_scorer
 from tests.agent.conftest import AgentProcess, agent_env, make_summary
+from tests.agent.pki import make_pki
 from tests.day2_fleet import day2_fleet
 
 SCORE = "tls_score"
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-def make_pki(folder: Path, subject_alt_name: str) -> Path:
-    """A private CA in ``folder`` and a server certificate for ``subject_alt_name`` signed by it."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl not installed")
-    folder.mkdir()
-    _openssl(
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=dsf private CA",
-        cwd=folder,
-    )  # fmt: skip
-    _openssl(
-        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=dsf test server",
-        cwd=folder,
-    )  # fmt: skip
-    (folder / "ext.cnf").write_text(f"subjectAltName={subject_alt_name}\n")
-    _openssl(
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf",
-        cwd=folder,
-    )  # fmt: skip
-    return folder
 
 
 @pytest.fixture

@@ -20,14 +20,15 @@ from dsf_compile.placement.cel import (
     VARIABLE,
     CelEvaluationError,
     _functions,
-    bound_cost,
     compile_expression,
     evaluate,
+    exact_cost,
 )
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT, Constants, _Meter
 from dsf_compile.placement.state import ScoreIndex, cluster_from_inventory
-from tests.placement import test_cel
-from tests.placement.test_placement_cli import add_cel, cli, fleet  # noqa: F401
+from tests.placement import cel_cases
+from tests.placement.cel_cases import COSTLY
+from tests.placement.placement_repo import add_cel, cli
 
 CLUSTER = {"metadata": {"name": "c1", "labels": {"env": "prod"}}}
 
@@ -121,27 +122,11 @@ def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
 )
 def test_costs_are_cel_go_s(expression: str, cost: int) -> None:
     compiled = compile_expression(expression)
-    assert bound_cost(compiled, CLUSTER, two_scores) == cost
+    assert exact_cost(compiled, CLUSTER, two_scores) == cost
 
 
 def two_scores(cluster: str, name: str) -> list[dict[str, object]]:
     return [{"name": "gpu", "value": 60}, {"name": "cpu", "value": -5}]
-
-
-GROW = "'x'.replace('x', '" + "a" * 3000 + "')"
-COSTLY = [
-    # two comprehensions over a list made by replace().split('')
-    f"{GROW}.split('').all(a, {GROW}.split('').all(b, a == b || a != b))",
-    # a string doubled in a comprehension: memory, not only time
-    f"[{GROW}].all(s, s.split('').map(x, s + s).size() > 0)",
-    "[1, 2].map(a, "
-    + GROW
-    + ").map(s, s + s).map(s, s + s).size() == 2 && "
-    + GROW
-    + ".split('').exists(x, x.matches('"
-    + "b" * 1500
-    + "'))",
-]
 
 
 @pytest.mark.timeout(60)
@@ -153,15 +138,15 @@ def test_past_ocm_s_cost_limit_is_cel_go_s_error(expression: str) -> None:
         evaluate(compiled, CLUSTER, no_scores)
 
 
-@pytest.mark.parametrize("expression", test_cel.TRUE_CASES + test_cel.ERROR_CASES)
+@pytest.mark.parametrize("expression", cel_cases.TRUE_CASES + cel_cases.ERROR_CASES)
 def test_the_meter_reads_expressions_as_the_interpreter_does(expression: str) -> None:
     # the meter follows the values (short-circuits, loop lengths): on the library's
     # corpus it reaches the interpreter's result
     compiled = compile_expression(expression)
     meter = _Meter(
-        {VARIABLE: test_cel.CLUSTER}, _functions(test_cel.scores), Constants(frozenset())
+        {VARIABLE: cel_cases.CLUSTER}, _functions(cel_cases.scores), Constants(frozenset())
     )
-    assert (meter.eval(compiled.tree) is True) is (expression in test_cel.TRUE_CASES)
+    assert (meter.eval(compiled.tree) is True) is (expression in cel_cases.TRUE_CASES)
 
 
 def test_the_limit_is_ocm_s() -> None:
@@ -169,7 +154,7 @@ def test_the_limit_is_ocm_s() -> None:
     # 100,000 elements at 5 a step
     hundred_thousand = "'" + "b" * 100 + "'" + ".replace('b', 'bbbbbbbbbb')" * 3
     within = compile_expression(f"{hundred_thousand}.split('').all(x, x == 'b')")
-    assert bound_cost(within, CLUSTER, no_scores) < PER_CALL_LIMIT
+    assert exact_cost(within, CLUSTER, no_scores) < PER_CALL_LIMIT
     assert evaluate(within, CLUSTER, no_scores) is True
 
 
@@ -222,7 +207,7 @@ def test_repeated_runs_do_not_grow_memory() -> None:
     ["'" + "a" * 70 + "!'.find('^(a+)+$') == ''", COSTLY[0], COSTLY[1]],
     ids=["backtracking-regex", "two-comprehensions", "doubled-strings"],
 )
-def test_commands_finish_with_ocm_s_outcome(fleet: Path, expression: str) -> None:  # noqa: F811
+def test_commands_finish_with_ocm_s_outcome(fleet: Path, expression: str) -> None:
     add_cel(fleet, expression)
     code, out, err = cli(fleet, "validate")
     assert "Traceback" not in err, err
@@ -244,7 +229,7 @@ def test_commands_finish_with_ocm_s_outcome(fleet: Path, expression: str) -> Non
     assert "Traceback" not in err
 
 
-def test_a_cost_that_depends_on_the_cluster_is_a_warning(fleet: Path) -> None:  # noqa: F811
+def test_a_cost_that_depends_on_the_cluster_is_a_warning(fleet: Path) -> None:
     # the cluster's name, repeated into a long list: over the limit, on some clusters only
     # (worker01 and edge01 have a "1": 90,000 characters at 14 each; worker02 has none)
     add_cel(
@@ -279,7 +264,7 @@ def test_a_bad_constant_matches_pattern_fails_on_each_cluster_as_in_ocm() -> Non
     assert evaluate(compiled, {"metadata": {"name": "x"}}, no_scores) is True
 
 
-def test_validate_reports_a_bad_constant_matches_pattern(fleet: Path) -> None:  # noqa: F811
+def test_validate_reports_a_bad_constant_matches_pattern(fleet: Path) -> None:
     add_cel(fleet, "managedCluster.metadata.name.matches('[[:alpha:]')")
     code, _, err = cli(fleet, "validate")
     assert code == 1 and "Traceback" not in err
@@ -297,7 +282,7 @@ def test_validate_reports_a_bad_constant_matches_pattern(fleet: Path) -> None:  
         "!'٣'.matches('^\\\\d$') && 'a'.findAll('a{1,1000}') == ['a']",
     ],
 )
-def test_placements_decide_as_ocm_s_re2_does(fleet: Path, expression: str) -> None:  # noqa: F811
+def test_placements_decide_as_ocm_s_re2_does(fleet: Path, expression: str) -> None:
     without = gpu_inference(fleet)
     add_cel(fleet, expression)  # true for every cluster in Go: the CEL removes none
     placement = gpu_inference(fleet)
@@ -307,7 +292,7 @@ def test_placements_decide_as_ocm_s_re2_does(fleet: Path, expression: str) -> No
     assert code == 0, err
 
 
-def gpu_inference(fleet: Path) -> dict[str, Any]:  # noqa: F811
+def gpu_inference(fleet: Path) -> dict[str, Any]:
     code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
     assert code == 0, err
     found: dict[str, Any] = next(
@@ -316,7 +301,7 @@ def gpu_inference(fleet: Path) -> dict[str, Any]:  # noqa: F811
     return found
 
 
-def test_a_repeat_count_past_1000_misconfigures_as_in_ocm(fleet: Path) -> None:  # noqa: F811
+def test_a_repeat_count_past_1000_misconfigures_as_in_ocm(fleet: Path) -> None:
     add_cel(fleet, "managedCluster.metadata.name.find('a{1,1001}') == ''")
     code, out, err = cli(fleet, "explain", "--format", "json", "--at", "2026-11-22T10:00:00Z")
     assert code == 0, err

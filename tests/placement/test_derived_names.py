@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet_repo import copy_fleet, run_command
-from tests.placement.test_placement_cli import digest
+from tests.placement.placement_repo import digest
 
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
 PLAN = "placements/optimized/default-gpu-apps.yaml"

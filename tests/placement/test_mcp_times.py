@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet_repo import copy_fleet
-from tests.placement.test_mcp import session_run, structured
+from tests.placement.mcp_session import session_run, structured
 
 
 @pytest.mark.integration

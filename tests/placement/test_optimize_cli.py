@@ -13,11 +13,10 @@ import yaml
 from dsf_compile.commands.cli import run
 from dsf_compile.inputs.placements import Placement, PlacementBinding
 from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
+from tests.placement.placement_repo import AT, PLAN
 
 pytest.importorskip("scipy.optimize")
 
-AT = "2026-11-22T10:00:00Z"
-PLAN = "placements/optimized/default-gpu-apps.yaml"
 OPTIMIZATION = "placements/gpu-apps/optimization.yaml"
 
 
@@ -175,7 +174,7 @@ def test_with_required_compliance_the_workload_placements_need_the_claim_and_fit
     fleet: Path,
 ) -> None:
     from tests.fleet_repo import OCM_CRDS
-    from tests.test_rendered_objects import ocm_validators
+    from tests.rendered_checks import ocm_validators
 
     if not OCM_CRDS.is_dir():
         pytest.skip(f"the upstream OCM CRDs are not here ({OCM_CRDS})")

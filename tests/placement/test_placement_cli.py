@@ -2,64 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from dsf_compile.commands.cli import run
-from tests.fleet_repo import EXAMPLE_FLEET, copy_fleet
-
-AT = "2026-11-22T10:00:00Z"
-GPU_INFERENCE = "placements/gpu-inference.yaml"
-GREEN_BATCH = "placements/green-batch.yaml"
-
-
-def cli(root: Path, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(["--root", str(root), *argv], out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def digest(folder: Path) -> str:
-    sha = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        sha.update(str(path.relative_to(folder)).encode())
-        if path.is_file():
-            sha.update(path.read_bytes())
-    return sha.hexdigest()
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Path:
-    return copy_fleet(tmp_path / "fleet")
-
-
-def edit(root: Path, relative: str, old: str, new: str) -> None:
-    path = root / relative
-    text = path.read_text(encoding="utf-8")
-    assert old in text, (relative, old)
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
-def add_cel(root: Path, expression: str) -> None:
-    """A celSelector beside gpu-inference's label selector (its expression on line 19)."""
-    edit(
-        root,
-        GPU_INFERENCE,
-        '            gpu: "true"\n',
-        '            gpu: "true"\n        celSelector:\n          celExpressions:\n'
-        f"            - {json.dumps(expression)}\n",
-    )
-
-
-def write(root: Path, relative: str, text: str) -> None:
-    (root / relative).parent.mkdir(parents=True, exist_ok=True)
-    (root / relative).write_text(text, encoding="utf-8")
-
+from tests.fleet_repo import EXAMPLE_FLEET
+from tests.placement.placement_repo import (
+    AT,
+    GPU_INFERENCE,
+    GREEN_BATCH,
+    add_cel,
+    cli,
+    digest,
+    edit,
+    write,
+)
 
 # ------------------------------------------------------------------ errors
 
@@ -442,10 +401,10 @@ def test_explain_reads_a_hub_with_the_scores_the_agent_wrote(fleet: Path, tmp_pa
     import asyncio
     from datetime import UTC, datetime
 
-    from agent.dimensions import StatusScore
     from agent.kube import custom_objects_api, hub_client
     from agent.placement_score import placement_score_status
     from agent.publish import HubPublisher
+    from dsf_contract.placement_scores import StatusScore
     from tests.agent.agent_fakes import FakeKube
 
     hub = FakeKube().start()

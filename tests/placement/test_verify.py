@@ -294,7 +294,7 @@ def test_an_unreadable_placement_is_named_as_such_not_as_missing(
     assert "not on the hub" not in done.stderr
     assert done.stderr.splitlines() == [
         "dsf-compile: error: the hub's Placement default/broken cannot be read, not compared: "
-        "spec.numberOfClusters: Input should be greater than or equal to 0",
+        "spec.numberOfClusters: must be >= 0",
         "dsf-compile: no Placement could be compared with the hub's decisions; "
         "1 unreadable, not compared",
     ]
