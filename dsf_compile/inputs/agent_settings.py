@@ -7,7 +7,6 @@ its quantities as Kubernetes reads them, its CA bundle as PEM certificates.
 from __future__ import annotations
 
 import re
-import ssl
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -121,7 +120,10 @@ def _pem_bundle(value: str) -> str:
 def _load_certificates(value: str) -> None:
     # What the agent does with the bundle (OpenSSL's PEM reader, through SSL_CERT_FILE):
     # a certificate it cannot read (a lost base64 line, a truncated block) would stop
-    # every agent at start, so each block is read here the same way first.
+    # every agent at start, so each block is read here the same way first. (``ssl`` is
+    # imported here: only a fleet with a CA bundle pays for it.)
+    import ssl
+
     blocks = _PEM_BLOCK.findall(value)
     for index, block in enumerate(blocks, 1):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
