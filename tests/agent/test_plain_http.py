@@ -9,7 +9,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from agent.transport import make_client
+from agent.transport import make_client, plain_transport
 from dsf_transport.plainhttp import PlainHTTPTransport
 
 pytestmark = pytest.mark.asyncio
@@ -276,11 +276,10 @@ async def test_make_client_uses_the_lean_transport_only_without_a_proxy(
     ):
         monkeypatch.delenv(name, raising=False)
     async with make_client(5.0) as client:
-        assert isinstance(client._transport, PlainHTTPTransport)
+        assert isinstance(plain_transport(client), PlainHTTPTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     async with make_client(5.0) as client:
-        assert not isinstance(client._transport, PlainHTTPTransport)
-        assert client._mounts  # httpx routes through the proxy
+        assert plain_transport(client) is None  # httpx's transports and proxy mounts
 
 
 async def test_cookies_are_not_kept(serve: Serve) -> None:
