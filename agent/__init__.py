@@ -12,5 +12,6 @@ import sys
 
 # httpx's package imports its command line (click, rich and pygments: 6 MB of the agent's
 # memory) whenever those happen to be installed; the agent never runs it, and its image
-# does not hold them.
+# does not hold them. The module's name is httpx's own: pyproject.toml pins the httpx range
+# this is tested with (tests/agent/test_httpx_pin.py).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

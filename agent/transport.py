@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gc
 import json
+import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,12 @@ MAX_IN_FLIGHT = 192
 #: Requests in flight to one host (``host:port``): a hanging API with hundreds of scorers
 #: must leave slots to the others, which would otherwise wait behind it.
 MAX_IN_FLIGHT_PER_HOST = 64
+#: The plain-HTTP transport :func:`make_client` gave a client, when it gave it one: every
+#: ``http://`` request of that client goes to it (no proxy in the environment, no
+#: ``--resolve``), so :func:`stream` needs no httpx internals to know where one goes.
+_PLAIN: weakref.WeakKeyDictionary[httpx.AsyncClient, PlainHTTPTransport] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def make_client(
@@ -78,19 +85,28 @@ def make_client(
             owns_inner=transport is None,
             make_transport=make_transport if transport is None else None,
         )
-    elif transport is None and not proxy_configured():
-        transport = PlainHTTPTransport(
+    plain = None
+    if not connect_to and transport is None and not proxy_configured():
+        transport = plain = PlainHTTPTransport(
             lambda: httpx.AsyncHTTPTransport(limits=limits, trust_env=True),
             max_idle_per_host=64,
             keepalive_expiry=30.0,
         )
-    return new_client(
+    client = new_client(
         UserAgent.AGENT,
         transport=transport,
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         limits=limits,
         trust_env=True,  # honours HTTPS_PROXY/NO_PROXY set by the addon deployment
     )
+    if plain is not None:
+        _PLAIN[client] = plain
+    return client
+
+
+def plain_transport(client: httpx.AsyncClient) -> PlainHTTPTransport | None:
+    """The plain-HTTP transport every ``http://`` request of ``client`` goes to, if any."""
+    return _PLAIN.get(client)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -167,36 +183,32 @@ async def stream(
     params: Mapping[str, str] | None = None,
     content: bytes | None = None,
 ) -> AsyncIterator[httpx.Response]:
-    """``client.stream(method, endpoint, ...)`` through the transport the client picks for
-    the URL (its mounts: proxies, ``--resolve``, the plain-HTTP transport), with its
-    timeouts and default headers, but not through its authentication, redirect and
-    cookie layers, which the agent's client has turned off (:func:`new_client`): building
-    and walking them cost about a third of the agent's CPU at 400 requests a second.
+    """``client.stream(method, endpoint, ...)``, with the client's timeouts and default
+    headers.
 
-    A request for the plain-HTTP transport goes to it as bytes: building and parsing an
-    ``httpx.URL`` and ``httpx.Request`` for it cost half of what remained. Its read and
+    A plain ``http://`` request of a client with the plain-HTTP transport
+    (:func:`plain_transport`) goes to it as bytes, past httpx's request, authentication,
+    redirect and cookie layers (which the agent's client has turned off, see
+    :func:`new_client`): building and walking them, then an ``httpx.URL`` and
+    ``httpx.Request``, cost most of the agent's CPU at 400 requests a second. Its read and
     write phases have no timeout of their own there: every call is made inside
     :meth:`RequestSlots.take`, whose deadline (the same request timeout) bounds the whole
-    exchange."""
+    exchange. Any other request (``https``, a proxy, ``--resolve``) goes through httpx's
+    public ``send``, which picks the transport (its mounts) itself."""
     target = _endpoint(endpoint)
-    transport = client._transport_for_url(target.url)  # httpx's own choice of transport
-    if target.origin is not None and isinstance(transport, PlainHTTPTransport):
-        response = await transport.send(
+    plain = _PLAIN.get(client)
+    if target.origin is not None and plain is not None:
+        response = await plain.send(
             target.origin,
             _plain_head(client, method, target, params, headers, content),
             content or b"",
             {"connect": client.timeout.connect},  # the slot's deadline bounds the rest
         )
     else:
-        request = httpx.Request(
-            method,
-            _request_url(target, params),
-            headers=_request_headers(client, headers),
-            content=content,
-            extensions={"timeout": client.timeout.as_dict()},
+        request = client.build_request(
+            method, _request_url(target, params), headers=headers, content=content
         )
-        response = await transport.handle_async_request(request)
-        response.request = request
+        response = await client.send(request, stream=True)
     try:
         yield response
     finally:

@@ -94,8 +94,8 @@ def render_rows(sizes: Sizes) -> list[Row]:
         at_scale = clusters >= 1000
         rows.append(
             Row("render", "full render (command)", workload, f"{full:.3f} s", f"floor {floor:.3f} s",
-                full / floor, "≤ 1.5× floor" if at_scale else "- (fixed costs dominate)",
-                full <= 1.5 * floor if at_scale else None)
+                full / floor, "≤ 1.2× floor" if at_scale else "- (fixed costs dominate)",
+                full <= 1.2 * floor if at_scale else None)
         )  # fmt: skip
         warm, layout = figures["full render in process"], figures["layout floor"]
         rows += [
@@ -112,8 +112,8 @@ def render_rows(sizes: Sizes) -> list[Row]:
             seconds = figures[what]
             rows.append(
                 Row("render", f"{what} (command)", workload, f"{seconds:.3f} s", f"full {full:.3f} s",
-                    seconds / full, "≤ 20 % of full" if at_scale else "- (interpreter start dominates)",
-                    seconds <= 0.2 * full if at_scale else None)
+                    seconds / full, "≤ 10 % of full" if at_scale else "- (interpreter start dominates)",
+                    seconds <= 0.1 * full if at_scale else None)
             )  # fmt: skip
         peak, output = figures["full render peak MB"], figures["output MB"]
         rows.append(
@@ -186,10 +186,10 @@ def sync_rows(sizes: Sizes) -> list[Row]:
     workload = f"{sizes.sync_scorers} Full scorers × {sizes.sync_delay * 1000:g} ms"
     return [
         Row("sync", "sync", workload, f"{fast.wall:.3f} s", f"sequential {sequential:.2f} s",
-            fast.wall / sequential, "≤ 1 s", fast.wall <= 1.0 and fast.inactive == 0),
+            fast.wall / sequential, "≤ 0.6 s", fast.wall <= 0.6 and fast.inactive == 0),
         Row("sync", "one hanging scorer", f"{workload}, timeout {timeout:g} s", f"{hang.wall:.3f} s",
-            f"timeout {timeout:g} s", hang.wall / timeout, "≤ timeout + 0.5 s, one Inactive",
-            hang.wall <= timeout + 0.5 and hang.inactive == 1),
+            f"timeout {timeout:g} s", hang.wall / timeout, "≤ timeout + 0.3 s, one Inactive",
+            hang.wall <= timeout + 0.3 and hang.inactive == 1),
     ]  # fmt: skip
 
 

@@ -20,7 +20,6 @@ quadratic step. ``python -m bench`` imports :func:`rows`.
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import subprocess
 import sys
@@ -265,9 +264,9 @@ QUICK = ((40, 4, 4), 20)
 
 def rows(*, quick: bool) -> list[tuple[str, str, str, str, float, str, bool]]:
     """``(what, workload, figure, baseline, ratio, target, met)`` of each row."""
-    # compiled as an install leaves it: a shell that sets PYTHONDONTWRITEBYTECODE would
-    # otherwise time compiling the compiler's sources
-    compileall.compile_dir(REPO / "dsf_compile", quiet=1)
+    from bench.render_bench import compile_packages
+
+    compile_packages()  # as an install leaves them
     (clusters, scorers, placements), policies = QUICK if quick else FULL
     fleet = _doubling(
         lambda root, k: generate_fleet(root, k * clusters, k * scorers, k * placements)

@@ -68,18 +68,29 @@ def _framing(
     headers: list[tuple[bytes, bytes]], keep_alive: bool, request: httpx.Request | None
 ) -> Framing:
     """How the body ends and whether the connection stays open, from the headers in order
-    (``keep_alive`` is the version's default: HTTP/1.1 keeps it, HTTP/1.0 does not)."""
+    (``keep_alive`` is the version's default: HTTP/1.1 keeps it, HTTP/1.0 does not).
+
+    RFC 9112 6.3: a ``Transfer-Encoding`` whose last coding is ``chunked`` frames the body
+    by chunks; any other one, by the end of the connection. A response with both
+    ``Transfer-Encoding`` and ``Content-Length`` is refused, as the RFC advises (3: it
+    "ought to be handled as an error", a sign of request smuggling or response splitting).
+    """
     lengths: set[bytes] = set()
-    chunked = False
+    chunked = coded = False
     for name, value in headers:
         lowered = name.lower()
         if lowered == b"content-length":
             lengths.add(value)
         elif lowered == b"transfer-encoding":
+            coded = True
             chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
             keep_alive = keep_alive and chunked  # else the body ends when the connection does
         elif lowered == b"connection":
             keep_alive = _connection_keeps_alive(value, keep_alive)
+    if coded and lengths:
+        raise httpx.RemoteProtocolError(
+            "a response framed by both Transfer-Encoding and Content-Length", request=request
+        )
     length = None if chunked or not lengths else _content_length(lengths, request)
     if length is None and not chunked:
         keep_alive = False  # read until the server closes

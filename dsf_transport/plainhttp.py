@@ -361,10 +361,20 @@ class _Body(httpx.AsyncByteStream):
                 raise httpx.RemoteProtocolError("malformed chunk size", request=self._request)
             size = int(size_text, 16)
             if size == 0:
-                while await self._read(reader.readuntil(b"\r\n")) != b"\r\n":
-                    pass  # trailers are ignored
+                await self._skip_trailers(reader)
                 return
             async for piece in self._sized(reader, size):
                 yield piece
             if await self._read(reader.readexactly(2)) != b"\r\n":
                 raise httpx.RemoteProtocolError("malformed chunked body", request=self._request)
+
+    async def _skip_trailers(self, reader: asyncio.StreamReader) -> None:
+        """Read past the trailer section (ignored): its bytes are counted, and more than a
+        head may hold (:data:`MAX_HEAD_BYTES`) is a protocol error, not an endless loop."""
+        counted = 0
+        while (line := await self._read(reader.readuntil(b"\r\n"))) != b"\r\n":
+            counted += len(line)
+            if counted > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError(
+                    "chunked body's trailers over the size of a head", request=self._request
+                )

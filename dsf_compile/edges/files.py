@@ -6,7 +6,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 import stat
 from pathlib import Path
 
@@ -93,7 +92,7 @@ def create_new(prefix: str, suffix: str, *, dir_fd: int) -> tuple[int, str]:
     (write-only) and the name.
     """
     for _ in range(100):
-        name = f"{prefix}{secrets.token_hex(TEMP_TOKEN_HEX // 2)}{suffix}"
+        name = f"{prefix}{os.urandom(TEMP_TOKEN_HEX // 2).hex()}{suffix}"
         try:
             return os.open(name, _CREATE, NEW_FILE_MODE, dir_fd=dir_fd), name
         except FileExistsError:

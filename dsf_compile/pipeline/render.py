@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dsf_compile.errors import (
     InputError,
 )
-from dsf_compile.pipeline.inputs import plan_fleet
+from dsf_compile.pipeline.inputs import plan_fleet, without_cyclic_gc
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
@@ -32,6 +32,11 @@ class RenderResult:
 
 def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
     """``render``: write ``rendered/`` atomically and minimally; with ``check``, only compare."""
+    with without_cyclic_gc():  # everything built here stays alive until it is written
+        return _render_fleet(root, check)
+
+
+def _render_fleet(root: Path, check: bool) -> RenderResult:
     from dsf_compile.edges.journal import debris_problems
     from dsf_compile.render.manifests import render_manifests
     from dsf_compile.render.reshard import applied_paths, check_reshard

@@ -22,13 +22,12 @@ settle it is the run metered step by step on the values (:mod:`.cel_cost`).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsf_compile.placement import cel_library, cel_values
+from dsf_compile.placement import cel_engine, cel_library, cel_values
 from dsf_compile.placement.cel_bound import Bound, cost_bound
 from dsf_compile.placement.cel_cost import (
     LIMIT_MESSAGE,
@@ -40,7 +39,6 @@ from dsf_compile.placement.cel_cost import (
     metered_cost,
 )
 from dsf_compile.placement.cel_cost_model import open_overloads
-from dsf_compile.placement.cel_engine import engine as cel
 from dsf_compile.placement.cel_library import (
     UNSUPPORTED_FUNCTIONS,
     UNSUPPORTED_VARIABLES,
@@ -54,11 +52,6 @@ from dsf_compile.placement.cel_syntax import (
     closed_nodes,
     parse,
 )
-
-# The interpreter logs every failing Python function through ``logging`` (and Python's
-# last-resort handler would print it): an evaluation error is an expected outcome here.
-logging.getLogger("cel").addHandler(logging.NullHandler())
-logging.getLogger("cel").propagate = False
 
 #: The variable OCM declares.
 VARIABLE = "managedCluster"
@@ -122,7 +115,7 @@ def compile_expression(source: str) -> CelExpression:
             source, error=f"compilation failed: longer than {MAX_EXPRESSION_CHARS} characters"
         )
     try:
-        program = cel.compile(source)
+        program = cel_engine.engine.compile(source)
     except (ValueError, RuntimeError, TypeError) as err:
         if _OPTIONAL_SYNTAX_RE.search(source):
             return CelExpression(
@@ -172,7 +165,7 @@ def _runnable(source: str) -> CelExpression:
         for offset, name in reversed(call_names(source)):
             if name == "matches":
                 renamed = renamed[:offset] + _RE2_MATCHES + renamed[offset + len(name) :]
-        program = cel.compile(renamed)
+        program = cel_engine.engine.compile(renamed)
     except (CelSyntaxError, ValueError, RuntimeError, TypeError):
         return CelExpression(source, unsupported="dsf cannot read it to bound its cost as OCM does")
     constants = Constants(closed_nodes(tree), open_overloads(tree, VARIABLE))
@@ -195,7 +188,7 @@ def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:
     most evaluations).
     """
 
-    return cel.Context(variables={VARIABLE: cluster}, functions=_functions(scores))
+    return cel_engine.engine.Context(variables={VARIABLE: cluster}, functions=_functions(scores))
 
 
 def _functions(scores: ScoreLookup) -> dict[str, Callable[..., Any]]:

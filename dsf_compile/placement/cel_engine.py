@@ -5,6 +5,10 @@
 checks a Placement would pay for it. The interpreter is the extension module ``cel.cel``
 alone: load that file and register it under its own name, so that a later ``import cel``
 reuses it (a PyO3 module is initialised once per process).
+
+Loading that extension costs tens of milliseconds, so it is loaded on first use
+(``cel_engine.engine``), not on import: ``validate`` of a fleet whose Placements hold no
+CEL expression never loads it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ _NAME = "cel.cel"
 
 
 def _load() -> ModuleType:
+    # The interpreter logs every failing Python function through ``logging`` (and Python's
+    # last-resort handler would print it): an evaluation error is an expected outcome here.
+    import logging
+
+    logging.getLogger("cel").addHandler(logging.NullHandler())
+    logging.getLogger("cel").propagate = False
     loaded = sys.modules.get(_NAME)
     if loaded is not None:
         return loaded
@@ -42,4 +52,10 @@ __all__ = ["engine"]
 if TYPE_CHECKING:
     import cel as engine  # the package's stubs type the loaded module
 else:
-    engine = _load()
+
+    def __getattr__(name: str) -> ModuleType:
+        """``engine``, loaded the first time it is asked for (PEP 562), then kept."""
+        if name != "engine":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        loaded = globals()["engine"] = _load()
+        return loaded

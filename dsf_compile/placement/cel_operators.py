@@ -14,8 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from dsf_compile.placement import cel_regex
-from dsf_compile.placement.cel_engine import engine as cel
+from dsf_compile.placement import cel_engine, cel_regex
 
 _INT64 = (-(2**63), 2**63 - 1)
 #: Types ordered within themselves (timestamps and durations come back from the
@@ -172,5 +171,5 @@ def delegate(name: str, member: bool, args: list[Any]) -> Any:
             if member
             else f"{name}({', '.join(names)})"
         )
-        program = _DELEGATED[key] = cel.compile(call)
+        program = _DELEGATED[key] = cel_engine.engine.compile(call)
     return program.execute({f"a{i}": a for i, a in enumerate(args)})

@@ -11,13 +11,12 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError
 
 from dsf_compile.edges.files import read_regular_file
 from dsf_compile.edges.journal_scope import Ownership
-from dsf_compile.edges.replacement import Replaced, replace_files
 from dsf_compile.edges.untrusted import first_string_problem, redact
 from dsf_compile.errors import ForeignJournalError, InputError, SyncError
 from dsf_compile.inputs.scorer import DynamicScorerSpec
@@ -26,6 +25,9 @@ from dsf_contract.fields import Frozen, Health, SyncMode
 from dsf_contract.problem import Problem
 from dsf_contract.scoring_api import ScorerConfig
 from dsf_contract.validation_errors import error_message, field_path
+
+if TYPE_CHECKING:
+    from dsf_compile.edges.replacement import Replaced
 
 LOCKFILE = "dsf.lock.json"
 #: A lockfile of thousands of scorers is a few MiB; anything far larger is not one.
@@ -176,6 +178,8 @@ def write_lockfile(root: Path, lock: Lockfile) -> Replaced:
     Raises :class:`SyncError` when it cannot be written (disk full, a folder in its
     place); the previous lockfile is then left as it was.
     """
+    from dsf_compile.edges.replacement import replace_files  # only sync writes it
+
     data = encode_lockfile(lock).encode("utf-8")
     try:  # the repository's folder as the user named it: links above it are followed
         return replace_files(

@@ -1,7 +1,7 @@
-"""``agent.transport.stream``: a request sent straight to the transport httpx picks for its
-URL is the request ``client.stream`` would have sent (URL and query, headers, timeouts),
-byte for byte when it goes to the plain-HTTP transport as bytes, and a proxy mounted on
-the client still carries it; no header can break out of its line."""
+"""``agent.transport.stream``: a request is the request ``client.stream`` would have sent
+(URL and query, headers, timeouts), byte for byte when it goes to the plain-HTTP transport
+as bytes, and a proxy in the environment still carries it; no header can break out of
+its line."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ import httpx
 import pytest
 
 from agent.errors import FetchError
-from agent.transport import _endpoint, _request_url, make_client, request_failures, stream
+from agent.transport import (
+    _endpoint,
+    _request_url,
+    make_client,
+    plain_transport,
+    request_failures,
+    stream,
+)
 from dsf_contract.failures import RequestFailure
 
 ENDPOINTS = [
@@ -66,24 +73,34 @@ async def test_a_request_carries_the_clients_headers_and_timeouts() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_mounted_proxy_transport_still_carries_the_request(
+async def test_a_proxy_in_the_environment_still_carries_the_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # with HTTP_PROXY set, the agent's client leaves every request to httpx's mounts
-    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
-    async with make_client(5.0) as client:
-        url = httpx.URL(ENDPOINTS[0])
-        proxied = client._transport_for_url(url)
-        seen: list[httpx.Request] = []
+    # with HTTP_PROXY set, the agent's client leaves every request to httpx, which sends
+    # it to the proxy (absolute-form request line), here a loopback one
+    lines: list[bytes] = []
 
-        async def handle(request: httpx.Request) -> httpx.Response:
-            seen.append(request)
-            return httpx.Response(204)
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines.append(head.split(b"\r\n", 1)[0])
+        writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+        await writer.drain()
+        writer.close()
 
-        monkeypatch.setattr(proxied, "handle_async_request", handle)
-        async with stream(client, "GET", ENDPOINTS[0], headers={}, params={"q": "1"}) as response:
-            assert response.status_code == 204
-    assert [str(r.url) for r in seen] == [ENDPOINTS[0] + "?q=1"]
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    try:
+        async with make_client(5.0) as client:
+            assert plain_transport(client) is None
+            async with stream(client, "GET", ENDPOINTS[0], headers={}, params={"q": "1"}) as answer:
+                assert answer.status_code == 204
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert lines == [f"GET {ENDPOINTS[0]}?q=1 HTTP/1.1".encode()]
 
 
 async def _heads_received(send: object) -> list[bytes]:

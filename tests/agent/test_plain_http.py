@@ -9,7 +9,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from agent.transport import make_client
+from agent.transport import make_client, plain_transport
 from dsf_transport.plainhttp import PlainHTTPTransport
 
 pytestmark = pytest.mark.asyncio
@@ -175,8 +175,21 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
         b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
         b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
+        # RFC 9112 6.3 (3): both framings in one response "ought to be handled as an
+        # error" (request smuggling, response splitting); neither is trusted
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nab",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2\r\nab\r\n0\r\n\r\n",
     ],
-    ids=["version", "status", "header", "lengths", "head-size"],
+    ids=[
+        "version",
+        "status",
+        "header",
+        "lengths",
+        "head-size",
+        "te-and-length",
+        "chunked-and-length",
+    ],
 )
 async def test_a_malformed_head_is_a_protocol_error(serve: Serve, reply: bytes) -> None:
     _, base = await serve(lambda head: reply)
@@ -198,6 +211,18 @@ async def test_a_malformed_chunked_body_is_a_protocol_error(serve: Serve, reply:
     _, base = await serve(lambda head: reply)
     async with _client() as client:
         with pytest.raises(httpx.RemoteProtocolError):
+            await client.get(base)
+
+
+async def test_trailers_are_read_past_within_a_head_s_size(serve: Serve) -> None:
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n"
+    few = chunked + b"X-Sum: 1\r\nX-Other: 2\r\n\r\n"
+    many = chunked + (b"X-Trailer: " + b"a" * 1000 + b"\r\n") * 100 + b"\r\n"
+    replies = iter([few, many])
+    _, base = await serve(lambda head: next(replies))
+    async with _client() as client:
+        assert (await client.get(base)).content == b"ab"
+        with pytest.raises(httpx.RemoteProtocolError, match="trailers"):
             await client.get(base)
 
 
@@ -251,11 +276,10 @@ async def test_make_client_uses_the_lean_transport_only_without_a_proxy(
     ):
         monkeypatch.delenv(name, raising=False)
     async with make_client(5.0) as client:
-        assert isinstance(client._transport, PlainHTTPTransport)
+        assert isinstance(plain_transport(client), PlainHTTPTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     async with make_client(5.0) as client:
-        assert not isinstance(client._transport, PlainHTTPTransport)
-        assert client._mounts  # httpx routes through the proxy
+        assert plain_transport(client) is None  # httpx's transports and proxy mounts
 
 
 async def test_cookies_are_not_kept(serve: Serve) -> None:
