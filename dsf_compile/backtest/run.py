@@ -213,7 +213,7 @@ def read_history(location: str, fleet: Fleet, window: Window) -> tuple[list[Seri
 def initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     if path is None:
         return ()
-    from dsf_compile.edges.hub_state import read_decisions
+    from dsf_compile.hubread.state import read_decisions
 
     return read_decisions(path)
 

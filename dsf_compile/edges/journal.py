@@ -50,8 +50,8 @@ from dsf_compile.edges.files import (
     find_debris,
 )
 from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.edges.tree import RENDERED, Tree, remove_quietly, where
 from dsf_compile.errors import DsfError, ForeignJournalError, InputError
-from dsf_compile.render.tree import RENDERED, Tree, remove_quietly, where
 from dsf_contract.escaping import terminal
 from dsf_contract.problem import Problem
 

@@ -27,8 +27,8 @@ from dsf_compile.edges.journal import (
     write_journal,
 )
 from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.edges.tree import Found, Tree, check_kind, remove_quietly, where
 from dsf_compile.errors import DsfError
-from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import Any
 from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.names import check_settings_names, scorer_path
+from dsf_compile.inputs.shard_limits import MAX_SHARDS, shard_digits
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
@@ -42,13 +43,7 @@ from dsf_compile.render.gitops import (
 )
 from dsf_compile.render.labels import MANAGED_BY
 from dsf_compile.render.placements import render_placements
-from dsf_compile.render.shards import (
-    MAX_SHARDS,
-    cluster_bytes,
-    shard_count,
-    shard_digits,
-    split_clusters,
-)
+from dsf_compile.render.shards import cluster_bytes, shard_count, split_clusters
 from dsf_compile.resolve.summaries import Plan
 from dsf_contract.fields import API_GROUP, API_VERSION
 from dsf_contract.summary import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary
