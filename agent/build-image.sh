@@ -12,8 +12,8 @@
 # 2. podman build (docker build when podman is absent) with --network none and
 #    --build-arg BASE_IMAGE=IMAGE, that folder as the build context: the wheels are
 #    installed again with --require-hashes, and a FROM scratch stage receives only what
-#    the agent loads (agent/image_rootfs.py): no shell, package manager or compiler.
-# 3. --sbom PATH: the image's CycloneDX JSON SBOM (agent/image_sbom.py, also inside the
+#    the agent loads (agent_image/rootfs.py): no shell, package manager or compiler.
+# 3. --sbom PATH: the image's CycloneDX JSON SBOM (agent_image/sbom.py, also inside the
 #    image at /usr/share/doc/dsf-agent/sbom.cdx.json) is copied to PATH.
 #
 # IMAGE: any image with python3 (3.11 or later) and its venv module, of the same
@@ -69,7 +69,9 @@ digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
 (house / "project.lock").write_text(f"{name}=={version} --hash=sha256:{digest}\n")
 PY
   print_digests "$wheelhouse"
-  cp agent/image_sbom.py "$wheelhouse/image_sbom.py"
+  # the image's build, run in its build stage from there (no wheel holds it)
+  mkdir "$wheelhouse/agent_image"
+  cp agent_image/*.py "$wheelhouse/agent_image/"
   stamp_python "$wheelhouse"
 }
 

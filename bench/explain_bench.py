@@ -20,7 +20,7 @@ import yaml
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
-from dsf_compile.edges.hub_state import read_scores  # noqa: E402
+from dsf_compile.hubread.state import read_scores  # noqa: E402
 from dsf_compile.inputs.placements import Placement  # noqa: E402
 from dsf_compile.placement.scheduler import Cluster, ScoreIndex, schedule  # noqa: E402
 

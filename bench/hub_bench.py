@@ -225,7 +225,7 @@ def verify_objects(placements: int, decisions: int) -> dict[str, list[dict[str, 
 
 def measure_verify(placements: int, decisions: int) -> dict[str, float]:
     """Seconds to validate the decisions (the read's floor) and to verify every Placement."""
-    from dsf_compile.edges.hub_state import validated_objects
+    from dsf_compile.hubread.state import validated_objects
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, PlacementDecision
     from dsf_compile.placement.decision_index import DecisionIndex
     from dsf_compile.placement.scheduler import ScoreIndex, schedule

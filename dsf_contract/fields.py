@@ -3,7 +3,7 @@
 The models of each format (the compiler's ``inputs/`` and ``sync/lock.py``, the
 contract's ``summary.py`` and ``scoring_api.py``) are built from these; the JSON Schemas in ``schemas/`` and the
 OpenAPI schemas of the rendered CRDs are generated from those models
-(``dsf_compile.edges.schemas``), so the models are the single definition of every format.
+(``dsf_compile.pipeline.schemas``), so the models are the single definition of every format.
 """
 
 from __future__ import annotations

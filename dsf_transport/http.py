@@ -49,6 +49,7 @@ class UserAgent(StrEnum):
 
     AGENT = f"{PROGRAM}/{__version__}"
     SYNC = "dsf-compile-sync/1"
+    BACKTEST = "dsf-compile-backtest/1"  # its score history's reads (Prometheus-compatible)
     CI = "dsf-compile-ci/1"
     SCORER_CHECK = "dsf-scorer-check"
 

@@ -33,7 +33,7 @@ SAME_TEXT_OTHER_THING = {
     ("dsf_compile/commands/table.py", "--hub-kubeconfig"),
     ("dsf_compile/commands/parser.py", "--hub-kubeconfig"),
     ("dsf_compile/commands/mcp_server.py", "--hub-kubeconfig"),
-    ("dsf_compile/edges/schemas.py", "summaries"),
+    ("dsf_compile/pipeline/schemas.py", "summaries"),
     ("samples/llm_forecast_scorer.py", "--max-response-bytes"),
     ("dsf_compile/render/dashboard.py", "dsf-agent"),
     ("dsf_compile/render/dashboard.py", "dynamic-scoring"),

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsf_compile.commands.cli import run
+from dsf_compile.edges.tree import Tree
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render import fastpath, settle
 from dsf_compile.render.fastpath_cache import CACHE
 from dsf_compile.render.manifests import render_manifests
-from dsf_compile.render.tree import Tree
 from tests.fleet_repo import REPO_ROOT, copy_fleet, run_command
 
 

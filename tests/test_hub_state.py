@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dsf_compile.edges import hub_state
 from dsf_compile.edges.hub import HubAccess
-from dsf_compile.edges.hub_state import read_decisions, read_hub, read_scores
 from dsf_compile.errors import InputError
+from dsf_compile.hubread import state as hub_state
+from dsf_compile.hubread.state import read_decisions, read_hub, read_scores
 from dsf_compile.inputs import load
 from dsf_compile.inputs.settings import HubSettings
 from tests.agent.agent_fakes import FakeKube

@@ -188,3 +188,22 @@ def test_sync_still_removes_its_own_temporary_files_and_names_them(
         f"removed 1 temporary file(s) of its own (.dsf.lock.json.{HEX}.dsf-tmp)\n"
     ) in err
     assert not own.exists() and other.read_text() == "theirs"
+
+
+def test_the_journal_records_are_typed_and_written_as_before() -> None:
+    """A plan's renames and removals are named records, written as the lists of three and
+    two strings the recovery (and a journal of an earlier release) reads."""
+    from dsf_compile.edges.journal import Plan, Removal, Rename
+    from dsf_compile.edges.journal_scope import JournalState
+
+    staged, old = f".a.yaml.{HEX}.dsf-tmp", f".a.yaml.{HEX}.dsf-old"
+    plan = Plan((Rename("x/a.yaml", staged, old),), (Removal("x/b.yaml", old),))
+    document = json.loads(plan.text())
+    assert document == {
+        "journal": 1,
+        "state": "commit",
+        "renames": [["x/a.yaml", staged, old]],
+        "removals": [["x/b.yaml", old]],
+    }
+    assert document["state"] == JournalState.COMMIT
+    assert plan.renames[0].backup == old and plan.removals[0].path == "x/b.yaml"

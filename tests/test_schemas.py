@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from dsf_compile.commands.cli import run
-from dsf_compile.edges.schemas import SCHEMAS, encode_schema
+from dsf_compile.pipeline.schemas import SCHEMAS, encode_schema
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from dsf_compile.backtest.history import Series
+from dsf_compile.backtest.rebuilt_scores import ScoreHistory, ScorerRule
 from dsf_compile.backtest.report import Window
-from dsf_compile.backtest.scores import ScoreHistory, ScorerRule
 
 
 def first_covered(series: Sequence[Series], window: Window) -> int:

@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dsf_compile.backtest.scores import ScoreHistory, _CoordinateHistory
+from dsf_compile.backtest.rebuilt_scores import ScoreHistory, _CoordinateHistory
 from dsf_compile.inputs.placements import Placement
+from dsf_compile.placement.cel import reads_scores
 from dsf_compile.placement.prioritizers import (
     Reads,
     balance_score,
@@ -30,7 +31,7 @@ from dsf_compile.placement.prioritizers import (
     reads_of,
     steady_score,
 )
-from dsf_compile.placement.scheduler import PlacementResult
+from dsf_compile.placement.scheduler import PlacementResult, compile_cached
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 #: What the Placements of one replay may precompute together for all steps (steps ×
@@ -95,7 +96,7 @@ def volatile(placement: Placement) -> bool:
     if any(t.tolerationSeconds is not None for t in spec.tolerations):
         return True
     return any(
-        "scores" in expression
+        reads_scores(compile_cached(expression))
         for predicate in spec.predicates
         if predicate.requiredClusterSelector is not None
         and predicate.requiredClusterSelector.celSelector is not None

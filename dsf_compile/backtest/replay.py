@@ -31,15 +31,21 @@ from dsf_compile.backtest.fast import (
     plan_for,
     volatile,
 )
-from dsf_compile.backtest.scores import ABSENT, ScoreHistory
+from dsf_compile.backtest.rebuilt_scores import ABSENT, ScoreHistory
 from dsf_compile.inputs.placements import (
     ManagedClusterSetBinding,
     Placement,
     PlacementDecision,
 )
-from dsf_compile.placement.cel import CelExpression
+from dsf_compile.placement.cel import CelExpression, reads_scores
 from dsf_compile.placement.prioritizers import Reads, configured_prioritizers, reads_of
-from dsf_compile.placement.scheduler import Cluster, PlacementResult, ScoreIndex, schedule
+from dsf_compile.placement.scheduler import (
+    Cluster,
+    PlacementResult,
+    ScoreIndex,
+    compile_cached,
+    schedule,
+)
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,15 @@ class StepIndex(ScoreIndex):
 
     def cel_true(self, expression: CelExpression, cluster: Cluster) -> bool:
         """As :meth:`ScoreIndex.cel_true`, once per run for an expression without ``scores``."""
-        if self.static is not None and "scores" not in expression.source:
+        if self.static is not None and not _reads_scores(expression.source):
             return self.static.cel_true(expression, cluster)
         return super().cel_true(expression, cluster)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reads_scores(source: str) -> bool:
+    """:func:`reads_scores` once per expression, not once per cluster and step."""
+    return reads_scores(compile_cached(source))
 
 
 def _step_scores(
@@ -156,7 +168,7 @@ def replay(
                 result = schedule(placement, clusters, bindings, index, decisions.all, at)
                 record = _record(result, inputs[position], history, step)
                 track.records.append(record)
-                track.warnings.update(_lasting(result.warnings))
+                track.warnings.update(_lasting(result))
                 if plan is True:  # the first call: the candidates are known now
                     plans[position], batches[position] = _first_plan(
                         placement, result, record, history, decisions, position, step
@@ -284,9 +296,7 @@ def _loss(result: PlacementResult) -> int:
     return sum(best) - decided
 
 
-#: Warnings that name a step's scores or times: said per step, not once for the replay.
-_PER_STEP = ("expired at", "no such score for", "no AddOnPlacementScores were given")
-
-
-def _lasting(warnings: Sequence[str]) -> list[str]:
-    return [w for w in warnings if not any(part in w for part in _PER_STEP)]
+def _lasting(result: PlacementResult) -> list[str]:
+    """The warnings said once for the replay: not those of a step's scores (the scheduler
+    marks them ``momentary``), which the step records say."""
+    return [w for w in result.warnings if w not in result.momentary]

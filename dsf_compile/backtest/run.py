@@ -2,7 +2,7 @@
 the working tree as the replay reads it, the window, the history read, the scores
 rebuilt and replayed, the ``--steady`` sweep and the warnings of each Placement.
 
-I/O at the edges: the inputs and the history are read here, :mod:`.scores` and
+I/O at the edges: the inputs and the history are read here, :mod:`.rebuilt_scores` and
 :mod:`.replay` are pure, :mod:`.report` prints.
 """
 
@@ -24,15 +24,17 @@ from dsf_compile.backtest.history import (
     Series,
     read_export_file,
 )
+from dsf_compile.backtest.rebuilt_scores import ScorerRule, rebuild_all
 from dsf_compile.backtest.replay import Track, replay
 from dsf_compile.backtest.report import PlacementReport, Totals, Window, totals_of
-from dsf_compile.backtest.scores import ScorerRule, rebuild_all
 from dsf_compile.errors import InputError, UsageError
 from dsf_compile.inputs.placements import Placement, PlacementDecision
-from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.validate import Inputs
+from dsf_compile.placement.cel import score_names
 from dsf_compile.placement.prioritizers import STEADY
-from dsf_compile.resolve.summaries import Resolutions
+from dsf_compile.placement.scheduler import compile_cached
+from dsf_compile.render.agent_overrides import cluster_overrides, override_aggregation
+from dsf_compile.resolve.summaries import ClusterPlan, Resolutions
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.problem import Problem
 from dsf_contract.scores import SCORE_KIND
@@ -40,7 +42,6 @@ from dsf_contract.scores import SCORE_KIND
 _DURATION = re.compile(r"^(?:[0-9]{1,9}(?:ms|s|m|h|d|w))+$")
 _PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
-_SCORES_CALL = re.compile(r"""\bscores\s*\(\s*(?:"([^"\\]{1,253})"|'([^'\\]{1,253})')\s*\)""")
 DEFAULT_DAYS = 7
 #: 9999-12-31T23:59:59Z: the last second RFC 3339 (and the report) can write.
 _LAST_SECOND = 253_402_300_799
@@ -139,7 +140,7 @@ def used_resources(placements: Sequence[Placement]) -> set[str]:
             selector = predicate.requiredClusterSelector
             cel = selector.celSelector if selector is not None else None
             for expression in (cel.celExpressions or ()) if cel is not None else ():
-                used |= {a or b for a, b in _SCORES_CALL.findall(expression)}
+                used |= score_names(compile_cached(expression))
     return used
 
 
@@ -213,7 +214,7 @@ def read_history(location: str, fleet: Fleet, window: Window) -> tuple[list[Seri
 def initial_decisions(path: str | None) -> tuple[PlacementDecision, ...]:
     if path is None:
         return ()
-    from dsf_compile.edges.hub_state import read_decisions
+    from dsf_compile.hubread.state import read_decisions
 
     return read_decisions(path)
 
@@ -250,17 +251,15 @@ def _aggregation(inputs: Inputs) -> Callable[[str, str], Aggregation]:
     """The fold each cluster's agent uses per score name: agent.aggregate, then the
     overrides selecting the cluster (later ones win), else ``last``."""
     labels = {c.model.metadata.name: c.model.metadata.labels for c in inputs.clusters}
-    agent = inputs.settings.agent
+    settings = inputs.settings
     cache: dict[str, dict[str, Aggregation]] = {}
 
     def how(cluster: str, score_name: str) -> Aggregation:
         found = cache.get(cluster)
-        if found is None:
-            found = dict(agent.aggregate)
-            for override in agent.overrides:
-                if selects_cluster(override, cluster, labels.get(cluster, {})):
-                    found.update(override.aggregate or {})
-            cache[cluster] = found
+        if found is None:  # as render gives the cluster's agent (render/agent_overrides.py)
+            plan = ClusterPlan(cluster, dict(labels.get(cluster, {})), ())
+            merged = override_aggregation(cluster_overrides(settings, plan))
+            found = cache[cluster] = {**settings.agent.aggregate, **merged}
         return found.get(score_name, "last")
 
     return how

@@ -108,7 +108,7 @@ async def _read(base: str, reader: HistoryReader) -> list[Series]:
     token = os.environ.get(TOKEN_VARIABLE, "")
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with new_client(
-        UserAgent.SYNC, transport=None, timeout=timeout, headers=headers
+        UserAgent.BACKTEST, transport=None, timeout=timeout, headers=headers
     ) as client:
         exported = await _export(client, base, reader, budget)
         if not exported:

@@ -23,7 +23,7 @@ from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
     from dsf_compile.edges.hub import HubAccess
-    from dsf_compile.edges.hub_state import HubState
+    from dsf_compile.hubread.state import HubState
 
 
 EXIT_OK, EXIT_INVALID, EXIT_FAILURE = 0, 1, 2
@@ -80,7 +80,7 @@ def hub_state_of(args: argparse.Namespace, root: Path) -> HubState | None:
         )
     if not from_hub and args.scores is None and args.decisions is None:
         return None  # before the import: a no-op --check must not load the models
-    from dsf_compile.edges.hub_state import HubState, read_decisions, read_hub, read_scores
+    from dsf_compile.hubread.state import HubState, read_decisions, read_hub, read_scores
 
     if from_hub:
         from dsf_compile.pipeline.inputs import load_settings
@@ -93,7 +93,7 @@ def hub_state_of(args: argparse.Namespace, root: Path) -> HubState | None:
 
 def no_scores() -> HubState:
     """An empty hub state: every AddOnPlacementScore counts 0."""
-    from dsf_compile.edges.hub_state import HubState
+    from dsf_compile.hubread.state import HubState
 
     return HubState(None, ())
 
@@ -131,6 +131,8 @@ class Call:
     out: TextIO
     err: TextIO
     report: Reporter
+    #: The parser that read ``args``: ``completion`` prints its script from it.
+    parser: argparse.ArgumentParser
 
     @property
     def writes(self) -> bool:

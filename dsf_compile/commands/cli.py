@@ -52,11 +52,18 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
     try:
         # --help, --version and usage messages go where this run prints, as everything else
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            args = parser.parse_args(argv)
         command = BY_NAME[args.command]
         cli_parser.check_format(command, args.format)
         call = Call(
-            command, args, _root(command, args), out, err, _reporter(command, args, out, err)
+            command,
+            args,
+            _root(command, args),
+            out,
+            err,
+            _reporter(command, args, out, err),
+            parser,
         )
     except UsageError as error:
         named = _command_named(argv)

@@ -36,7 +36,7 @@ from dsf_compile.errors import (
 )
 
 if TYPE_CHECKING:
-    from dsf_compile.edges.hub_state import HubState
+    from dsf_compile.hubread.state import HubState
     from dsf_compile.placement.decision_changes import DecisionChange
     from dsf_compile.render.changes import Changes
     from dsf_compile.sync.lock import LockEntry
@@ -355,7 +355,7 @@ def handle_scorer_check(call: Call) -> int:
 
 def handle_schemas(call: Call) -> int:
     """``schemas``: ``schemas/`` written (``--check``: exit 1 when stale)."""
-    from dsf_compile.edges.schemas import write_schemas
+    from dsf_compile.pipeline.schemas import write_schemas
 
     check = call.args.check
     stale = write_schemas(call.root / "schemas", check=check, notice=call.say)
@@ -407,7 +407,5 @@ def handle_completion(call: Call) -> int:
     """A static completion script for the shell, generated from the parser by shtab."""
     import shtab
 
-    from dsf_compile.commands.cli import build_parser
-
-    call.out.write(shtab.complete(build_parser(), shell=call.args.shell))
+    call.out.write(shtab.complete(call.parser, shell=call.args.shell))
     return EXIT_OK

@@ -22,9 +22,9 @@ from dsf_compile.commands.mcp_models import (
     ScoresAvailable,
     ValidationReport,
 )
-from dsf_compile.edges.hub_state import HubState, read_hub, read_scores
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import DsfError, InputError
+from dsf_compile.hubread.state import HubState, read_hub, read_scores
 from dsf_contract.fields import parse_time
 from dsf_contract.scores import CONDITION_TYPE
 

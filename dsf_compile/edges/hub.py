@@ -23,10 +23,9 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dsf_compile.errors import DsfError
-from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.bounded_json import load_json
 from dsf_transport.http import causes, connect_failure
 from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in
@@ -63,7 +62,23 @@ class HubReadError(DsfError):
         super().__init__("\n".join(self.lines))
 
 
-def _budget(settings: HubSettings) -> Budget:
+class HubBounds(Protocol):
+    """The bounds of one command's hub read (``hub:`` in ``dsf.yaml``, its model
+    ``HubSettings`` in :mod:`dsf_compile.inputs.settings`); the edge reads only these."""
+
+    @property
+    def timeoutSeconds(self) -> float: ...
+    @property
+    def pageSize(self) -> int: ...
+    @property
+    def maxPages(self) -> int: ...
+    @property
+    def maxItems(self) -> int: ...
+    @property
+    def maxBytes(self) -> int: ...
+
+
+def _budget(settings: HubBounds) -> Budget:
     """The deadline and byte budget of one command's hub read, shared by every connection."""
     return Budget(
         settings.timeoutSeconds,
@@ -78,7 +93,7 @@ def _budget(settings: HubSettings) -> Budget:
 class HubSession:
     """One command's reads from a hub; use :func:`open_hub`."""
 
-    def __init__(self, api: Any, budget: Budget, settings: HubSettings) -> None:
+    def __init__(self, api: Any, budget: Budget, settings: HubBounds) -> None:
         self._api = api
         self._budget = budget
         self._settings = settings
@@ -237,7 +252,7 @@ def _api_client(access: HubAccess) -> Any:
 
 
 @contextlib.contextmanager
-def open_hub(access: HubAccess, settings: HubSettings) -> Iterator[HubSession]:
+def open_hub(access: HubAccess, settings: HubBounds) -> Iterator[HubSession]:
     """A session on the hub ``access`` names; its deadline starts now."""
     from kubernetes import client  # only the commands that read a hub need it
 

@@ -37,8 +37,9 @@ import stat
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsf_compile.edges.files import (
     JOURNAL,
@@ -49,9 +50,9 @@ from dsf_compile.edges.files import (
     create_new,
     find_debris,
 )
-from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.edges.journal_scope import JournalState, Ownership
+from dsf_compile.edges.tree import RENDERED, Tree, remove_quietly, where
 from dsf_compile.errors import DsfError, ForeignJournalError, InputError
-from dsf_compile.render.tree import RENDERED, Tree, remove_quietly, where
 from dsf_contract.escaping import terminal
 from dsf_contract.problem import Problem
 
@@ -90,53 +91,83 @@ def lock(tree: Tree, operation: int, error: type[DsfError]) -> None:
 # ---------------------------------------------------------------- the journal
 
 
+class Rename(NamedTuple):
+    """A staged file a committed journal moves into place (a list of three in the journal)."""
+
+    path: str  # relative to the folder
+    staged: str  # the staged file's name beside it
+    backup: str  # the previous file's second name, kept until the end; "" when there was none
+
+
+class Removal(NamedTuple):
+    """A file a committed journal deletes (a list of two in the journal)."""
+
+    path: str
+    backup: str  # the name it is renamed away to before it is deleted
+
+
 @dataclass(frozen=True)
 class Plan:
-    """A committed journal: ``renames`` (path, staged name, backup name or ``""``) and
-    ``removals`` (path, backup name)."""
+    """A committed journal: every rename and every removal of the update."""
 
-    renames: tuple[tuple[str, str, str], ...] = ()
-    removals: tuple[tuple[str, str], ...] = ()
+    renames: tuple[Rename, ...] = ()
+    removals: tuple[Removal, ...] = ()
 
     def text(self) -> str:
-        body = {"journal": 1, "state": "commit", "renames": self.renames}
+        body = {"journal": 1, "state": JournalState.COMMIT, "renames": self.renames}
         return json.dumps({**body, "removals": self.removals}, separators=(",", ":")) + "\n"
 
 
 def staging(folders: Sequence[str]) -> str:
     """The journal while staging: the folders the staging creates (an undo removes them)."""
-    return json.dumps({"journal": 1, "state": "staging", "folders": list(folders)}) + "\n"
+    body = {"journal": 1, "state": JournalState.STAGING, "folders": list(folders)}
+    return json.dumps(body) + "\n"
+
+
+@dataclass(frozen=True)
+class FoundJournal:
+    """The journal a folder holds (``present``), its ``state`` (``None`` when it is not
+    one dsf wrote in full: then nothing of it is trusted, and it is only undone), a
+    committed journal's plan and the folders a staging one made."""
+
+    present: bool = False
+    state: JournalState | None = None
+    plan: Plan | None = None
+    made: tuple[str, ...] = ()
+
+
+_UNREADABLE = FoundJournal(present=True)
 
 
 def _parse_plan(document: dict[str, Any]) -> Plan:
     """The plan of a committed journal its command's :class:`Ownership` accepted."""
-    renames = tuple(tuple(entry) for entry in document["renames"])
-    removals = tuple(tuple(entry) for entry in document["removals"])
+    renames = tuple(Rename(*entry) for entry in document["renames"])
+    removals = tuple(Removal(*entry) for entry in document["removals"])
     return Plan(renames, removals)
 
 
-def _read_journal(tree: Tree, scope: Ownership) -> tuple[str, Plan | None, list[str]]:
-    """The journal's state (``""`` when there is none, ``staging``, ``commit``, or
-    ``unreadable``), a committed journal's plan, and the folders a staging one made.
+def _read_journal(tree: Tree, scope: Ownership) -> FoundJournal:
+    """The journal in ``tree``: its state, a committed journal's plan, and the folders a
+    staging one made.
 
     Raises :class:`InputError` for a journal that names anything its command does not
     write (:meth:`Ownership.refusals`): then nothing is touched.
     """
     found = tree.read(JOURNAL)  # a link or a folder at its name is refused, never followed
     if found is None:
-        return "", None, []
+        return FoundJournal()
     try:
         document = json.loads((found.data or b"").decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return "unreadable", None, []
+        return _UNREADABLE
     if not isinstance(document, dict) or document.get("journal") != 1:
-        return "unreadable", None, []
+        return _UNREADABLE
     refused = scope.refusals(document, where(JOURNAL, tree.label))
     if refused:
         raise ForeignJournalError(refused)
-    if document["state"] == "staging":
-        return "staging", None, list(document["folders"])
-    return "commit", _parse_plan(document), []
+    if document["state"] == JournalState.STAGING:
+        return FoundJournal(True, JournalState.STAGING, made=tuple(document["folders"]))
+    return FoundJournal(True, JournalState.COMMIT, plan=_parse_plan(document))
 
 
 def write_journal(tree: Tree, text: str, *, durable: bool) -> None:
@@ -166,13 +197,21 @@ def drop_journal(tree: Tree) -> None:
 # ---------------------------------------------------------------- recovery
 
 
+class RecoveryAction(StrEnum):
+    """What the next run did with a killed one's journal."""
+
+    NONE = ""  # there was none: only temporary files, if any, were removed
+    FINISHED = "finished"  # a committed journal: its renames and removals done
+    UNDONE = "undone"  # any other: what it staged removed
+
+
 @dataclass(frozen=True)
 class Recovery:
     """What the next run found of a killed one, and did about it: every file it touched,
     named under ``label``."""
 
     label: str = ""
-    action: str = ""  # "finished", "undone", or "" (no journal: only temporary files)
+    action: RecoveryAction = RecoveryAction.NONE
     why: str = ""
     removed: tuple[str, ...] = ()  # temporary files removed
     placed: tuple[str, ...] = ()  # staged files a finished update moved into place
@@ -181,12 +220,12 @@ class Recovery:
 
     @property
     def found(self) -> bool:
-        return bool(self.action or self.removed)
+        return self.action is not RecoveryAction.NONE or bool(self.removed)
 
     def line(self) -> str:
         """One line for the user: what was found, what was done and why, and every file
         it touched."""
-        verb = {"finished": "finished", "undone": "undid"}.get(self.action, "")
+        verb = _VERBS[self.action]
         done = f"{verb} its update ({self.why}); " if verb else ""
         if self.placed:
             done += f"put {len(self.placed)} file(s) in place ({', '.join(self.placed)}); "
@@ -231,11 +270,16 @@ class Debris:
         )
 
 
-_WHY = {
-    "commit": "it was killed while moving the staged files into place, after every new file "
-    "had been staged and the plan written",
-    "staging": "it was killed while staging the new files, before any file was replaced",
-    "unreadable": "its journal is not one dsf wrote in full, so nothing of it is trusted",
+_VERBS = {
+    RecoveryAction.NONE: "",
+    RecoveryAction.FINISHED: "finished",
+    RecoveryAction.UNDONE: "undid",
+}
+_WHY: dict[JournalState | None, str] = {
+    JournalState.COMMIT: "it was killed while moving the staged files into place, after "
+    "every new file had been staged and the plan written",
+    JournalState.STAGING: "it was killed while staging the new files, before any file was replaced",
+    None: "its journal is not one dsf wrote in full, so nothing of it is trusted",
 }
 
 
@@ -297,21 +341,22 @@ def recover(tree: Tree, scope: Ownership, folders: Sequence[str] | None = None) 
     folders to sweep (default: the whole tree)."""
     if not tree.exists:
         return Recovery(tree.label)
-    state, plan, made = _read_journal(tree, scope)
+    found = _read_journal(tree, scope)
+    plan = found.plan
     placed, deleted = _finish(tree, plan) if plan is not None else ((), ())
-    removed = _sweep(tree, scope, folders)
-    for key in sorted(made, reverse=True):  # deepest first; only those left empty
+    removed = tuple(_sweep(tree, scope, folders))
+    for key in sorted(found.made, reverse=True):  # deepest first; only those left empty
         with contextlib.suppress(InputError):  # a link on the way: nothing of ours there
             tree.folder(key.rpartition("/")[0])  # its parent open, if it is still there
             tree.remove_folder(key)
-    if state:
-        drop_journal(tree)
-        os.fsync(tree.fds[""])
-    action = {"": "", "commit": "finished"}.get(state, "undone")
-    journal = where(JOURNAL, tree.label) if state else ""
-    return Recovery(
-        tree.label, action, _WHY.get(state, ""), tuple(removed), placed, deleted, journal
-    )
+    if not found.present:
+        return Recovery(tree.label, removed=removed)
+    drop_journal(tree)
+    os.fsync(tree.fds[""])
+    finished = found.state is JournalState.COMMIT
+    action = RecoveryAction.FINISHED if finished else RecoveryAction.UNDONE
+    journal = where(JOURNAL, tree.label)
+    return Recovery(tree.label, action, _WHY[found.state], removed, placed, deleted, journal)
 
 
 def _finish(tree: Tree, plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -328,7 +373,7 @@ def _finish(tree: Tree, plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if folder is not None and not _exists(folder, kept) and _is_regular(folder, name):
             os.unlink(name, dir_fd=folder)
             deleted.append(where(relative, tree.label))
-    prune(tree, [p for p, _ in plan.removals])
+    prune(tree, [removal.path for removal in plan.removals])
     return tuple(placed), tuple(deleted)
 
 

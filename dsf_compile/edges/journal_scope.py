@@ -15,10 +15,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from dsf_compile.edges.files import BACKUP_SUFFIX, STAGED_SUFFIX, TEMPORARY
 from dsf_contract.problem import Problem
+
+
+class JournalState(StrEnum):
+    """Where the update a journal records stood: its ``state`` field."""
+
+    STAGING = "staging"  # the new files were being staged: nothing replaced yet
+    COMMIT = "commit"  # every file staged and the whole plan written: the commit point
+
 
 MAX_JOURNAL_ENTRIES = 1_000_000
 """More renames than any real tree holds: a larger journal was not written by dsf."""
@@ -65,13 +74,13 @@ class Ownership:
         """Every entry of a parsed journal that this command could not have written."""
         said: list[tuple[str, str]] = []
         state = document.get("state")
-        if state == "staging":
+        if state == JournalState.STAGING:
             said += self._folders(document.get("folders"))
-        elif state == "commit":
+        elif state == JournalState.COMMIT:
             said += self._entries(document, "renames", 3)
             said += self._entries(document, "removals", 2)
         else:
-            said.append(("state", "must be staging or commit"))
+            said.append(("state", f"must be {JournalState.STAGING} or {JournalState.COMMIT}"))
         tail = "a journal dsf-compile did not write for this command; nothing was touched"
         tail += f" (remove {journal} if no dsf-compile was killed here)"
         problems = [Problem(journal, 1, 1, f, f"{m}: {tail}") for f, m in said[:_NAMED]]

@@ -7,17 +7,21 @@ recovery; this module carries the update out.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from dsf_compile.edges.files import BACKUP_SUFFIX, JOURNAL, STAGED_SUFFIX, create_new
 from dsf_compile.edges.journal import (
     Plan,
     Recovery,
+    Removal,
+    Rename,
     drop_journal,
     lock,
     prune,
@@ -27,8 +31,26 @@ from dsf_compile.edges.journal import (
     write_journal,
 )
 from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.edges.tree import Found, Tree, check_kind, remove_quietly, where
 from dsf_compile.errors import DsfError
-from dsf_compile.render.tree import Found, Tree, check_kind, remove_quietly, where
+
+
+class Staged(NamedTuple):
+    """A new file staged beside its target, in the folder ``folder`` (a descriptor)."""
+
+    path: str  # relative to the tree
+    folder: int
+    name: str  # the target's name in ``folder``
+    staged: str  # the staged file's name there
+    backup: str  # the previous file's second name ("" when there is none to keep)
+
+
+class Undo(NamedTuple):
+    """A rename to take back on failure: ``backup`` to ``name`` (``""``: remove ``name``)."""
+
+    folder: int
+    backup: str
+    name: str
 
 
 @dataclass
@@ -46,8 +68,8 @@ class Replacement:
     existing: Collection[str]
     error: type[DsfError]
     durable: bool = False
-    staged: list[tuple[str, int, str, str, str]] = field(default_factory=list)
-    undo: list[tuple[int, str, str]] = field(default_factory=list)  # folder, from, to
+    staged: list[Staged] = field(default_factory=list)
+    undo: list[Undo] = field(default_factory=list)
     journaled: bool = False
 
     def run(self, writes: Sequence[tuple[str, bytes]], removals: Sequence[str]) -> list[str]:
@@ -60,8 +82,10 @@ class Replacement:
             if self.journaled:  # not flushed: a kill keeps it, and it only undoes
                 write_journal(self.tree, staging(self._new_folders(writes)), durable=False)
             self._stage(writes)
-            gone = tuple((p, temporary_name(p.rpartition("/")[2], BACKUP_SUFFIX)) for p in removals)
-            plan = Plan(tuple((p, s, kept) for p, _, _, s, kept in self.staged), gone)
+            gone = tuple(
+                Removal(p, temporary_name(p.rpartition("/")[2], BACKUP_SUFFIX)) for p in removals
+            )
+            plan = Plan(tuple(Rename(f.path, f.staged, f.backup) for f in self.staged), gone)
             if self.journaled:
                 write_journal(self.tree, plan.text(), durable=True)
         except OSError as err:
@@ -85,8 +109,7 @@ class Replacement:
     def _check_removals(self, removals: Sequence[str]) -> None:
         """Before anything changes: every file to delete is a regular file in a writable folder."""
         for relative in removals:
-            folder, name = self.tree.locate(relative)
-            assert folder is not None  # it was read a moment ago
+            folder, name = self._located(relative)  # it was read a moment ago
             mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
             check_kind(relative, mode, stat.S_ISREG, "a regular file", self.tree.label)
             if not os.access(".", os.W_OK, dir_fd=folder):
@@ -110,16 +133,25 @@ class Replacement:
     def _stage(self, writes: Sequence[tuple[str, bytes]]) -> None:
         """Write every file beside its target as a new ``.NAME.<random>.dsf-tmp``, flushed."""
         for relative, data in writes:
-            folder, name = self.tree.locate(relative, create=True)
-            assert folder is not None
+            folder, name = self._located(relative, create=True)
             fd, staged = create_new(f".{name}.", STAGED_SUFFIX, dir_fd=folder)
             kept = temporary_name(name, BACKUP_SUFFIX) if relative in self.existing else ""
-            self.staged.append((relative, folder, name, staged, kept))
+            self.staged.append(Staged(relative, folder, name, staged, kept))
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
                 if self.durable:
                     out.flush()
                     os.fsync(out.fileno())
+
+    def _located(self, relative: str, *, create: bool = False) -> tuple[int, str]:
+        """The descriptor of the folder holding ``relative``, and the file's name in it;
+        a folder gone meanwhile is an :class:`OSError`, as any other failed access."""
+        folder, name = self.tree.locate(relative, create=create)
+        if folder is None:
+            raise FileNotFoundError(
+                errno.ENOENT, "its folder is gone", where(relative, self.tree.label)
+            )
+        return folder, name
 
     def _replace_all(self, plan: Plan) -> None:
         for _, folder, name, staged, kept in self.staged:
@@ -129,14 +161,13 @@ class Replacement:
                 except FileNotFoundError:
                     kept = ""  # gone meanwhile: nothing to put back
             os.replace(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
-            self.undo.append((folder, kept, name))
+            self.undo.append(Undo(folder, kept, name))
         # Renamed away, not unlinked: renaming moves the name (never a link's target) and
         # can be undone until the whole update succeeded.
         for relative, kept in plan.removals:
-            at, name = self.tree.locate(relative)
-            assert at is not None
+            at, name = self._located(relative)
             os.rename(name, kept, src_dir_fd=at, dst_dir_fd=at)
-            self.undo.append((at, kept, name))
+            self.undo.append(Undo(at, kept, name))
 
     def _roll_back(self) -> str:
         """Undo every rename, remove staged files and new folders; say what could not be
@@ -163,19 +194,21 @@ class Replacement:
         """After success: drop the previous files, prune folders the removals emptied,
         then the journal."""
         leftovers = []
-        kept = [(p, k) for p, _, k in plan.renames if k] + list(plan.removals)
-        for relative, backup in kept:
+        kept = [Removal(r.path, r.backup) for r in plan.renames if r.backup]
+        for relative, backup in kept + list(plan.removals):
             folder, _ = self.tree.locate(relative)
             try:
-                assert folder is not None
-                os.unlink(backup, dir_fd=folder)
+                if folder is not None:
+                    os.unlink(backup, dir_fd=folder)
             except FileNotFoundError:
                 pass  # the previous file had gone before it could be kept
-            except (OSError, AssertionError):
+            except OSError:
+                folder = None
+            if folder is None:
                 leftovers.append(
                     where(f"{relative.rpartition('/')[0]}/{backup}".lstrip("/"), self.tree.label)
                 )
-        prune(self.tree, [p for p, _ in plan.removals])
+        prune(self.tree, [removal.path for removal in plan.removals])
         if self.journaled and not leftovers:
             try:
                 os.unlink(JOURNAL, dir_fd=self.tree.fds[""])

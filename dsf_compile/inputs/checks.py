@@ -15,7 +15,7 @@ reading this table loads no stage it does not run.
 
 The Placements' checks (score references, CEL, tolerations, coordinates, the
 PlacementOptimizations) have their own registry, ``CHECKS`` of
-``dsf_compile/placement/checks.py`` (run by its ``check_placements`` and
+:mod:`dsf_compile.placement.checks` (run by its ``check_placements`` and
 ``check_optimizations``), at the ``resolve`` stage, against the scores the scorers
 publish, and only for a fleet with a ``placements/`` folder: named here, not imported,
 so a fleet without Placements loads none of their models.
@@ -51,7 +51,7 @@ CrossFileRun = Callable[[CrossFile], list[Problem]]
 
 
 @dataclass(frozen=True)
-class Check:
+class InputCheck:
     """One bad-input check: its name, its stage, what it refuses (one line), and what runs it."""
 
     name: str
@@ -66,21 +66,21 @@ _LOAD = "dsf_compile.inputs.load"
 _SCHEMA = "dsf_compile.inputs.schema"
 _SUMMARIES = "dsf_compile.resolve.summaries"
 
-CHECKS: tuple[Check, ...] = (
+CHECKS: tuple[InputCheck, ...] = (
     # ------------------------------------------------------------------ load
-    Check(
+    InputCheck(
         "folder",
         Stage.LOAD,
         "input folders are folders; names plain; no links, FIFOs or deep nesting",
         f"{_LOAD}:list_input_files",
     ),
-    Check(
+    InputCheck(
         "file",
         Stage.LOAD,
         "each file readable, bounded in size, non-empty, well-formed bounded YAML",
         f"{_LOAD}:read_yaml_file",
     ),
-    Check(
+    InputCheck(
         "debris",
         Stage.LOAD,
         "no journal or temporary file of dsf-compile's anywhere in the repository "
@@ -88,166 +88,166 @@ CHECKS: tuple[Check, ...] = (
         "dsf_compile.edges.journal:debris_problems",
     ),
     # ---------------------------------------------------------------- schema
-    Check(
+    InputCheck(
         "credentials",
         Stage.SCHEMA,
         "no token/password field, user:password@ URL or secret query parameter in Git",
         f"{_SCHEMA}:precheck",
     ),
-    Check(
+    InputCheck(
         "model",
         Stage.SCHEMA,
         "each document valid against its kind's model (wording: dsf_contract/validation_errors.py)",
         f"{_SCHEMA}:validate_model",
     ),
-    Check(
+    InputCheck(
         "kind-by-folder",
         Stage.SCHEMA,
         "scorers/, clusters/ and placements/ each hold only their kinds",
         "dsf_compile.inputs.collect:collect",
     ),
-    Check(
+    InputCheck(
         "config-name",
         Stage.SCHEMA,
         "the DynamicScoringConfig is named as the framework reads it",
         "dsf_compile.inputs.collect:collect",
     ),
-    Check(
+    InputCheck(
         "sync-resolve",
         Stage.SCHEMA,
         "dsf.yaml sync.resolve entries parse and map each address once",
         "dsf_compile.inputs.settings_checks:check_resolve_entries",
     ),
     # ------------------------------------------------------------ cross-file
-    Check(
+    InputCheck(
         "unique-scorers",
         Stage.CROSS_FILE,
         "each scorer name once over scorers/",
         cross_file.check_unique_scorers,
     ),
-    Check(
+    InputCheck(
         "scorer-namespace",
         Stage.CROSS_FILE,
         "a scorer's namespace, when written, is dsf.yaml hubNamespace",
         cross_file.check_scorer_namespaces,
     ),
-    Check(
+    InputCheck(
         "external-secrets",
         Stage.CROSS_FILE,
         "every Secret a scorer names has a remote key, and every remote key a user",
         cross_file.check_secrets,
     ),
-    Check(
+    InputCheck(
         "unique-clusters",
         Stage.CROSS_FILE,
         "each cluster name once over clusters/",
         cross_file.check_unique_clusters,
     ),
-    Check(
+    InputCheck(
         "placement-objects",
         Stage.CROSS_FILE,
         "placements/ objects unique per kind and namespace; bindings named after their set",
         cross_file.check_placement_objects,
     ),
-    Check(
+    InputCheck(
         "default-image",
         Stage.CROSS_FILE,
         "warn when agent.image would default to an image nothing publishes",
         cross_file.check_image,
     ),
-    Check(
+    InputCheck(
         "derived-names",
         Stage.CROSS_FILE,
         "names derived from scorers/ and placements/ neither collide nor overflow",
         cross_file.check_object_names,
     ),
-    Check(
+    InputCheck(
         "addon-names",
         Stage.CROSS_FILE,
         "every name addonName derives fits the label it ends up in",
         cross_file.check_addon_names,
     ),
-    Check(
+    InputCheck(
         "one-config",
         Stage.CROSS_FILE,
         "one DynamicScoringConfig in clusters/",
         cross_file.check_one_config,
     ),
-    Check(
+    InputCheck(
         "masks-select",
         Stage.CROSS_FILE,
         "each mask selects a cluster of a wholly read inventory",
         cross_file.check_masks_clusters,
     ),
-    Check(
+    InputCheck(
         "overrides-select",
         Stage.CROSS_FILE,
         "each agent.overrides entry selects a cluster of a wholly read inventory",
         cross_file.check_overrides_clusters,
     ),
-    Check(
+    InputCheck(
         "agent-resources",
         Stage.CROSS_FILE,
         "agent requests within limits: the fleet's, and each cluster's merged",
         cross_file.check_resources,
     ),
     # --------------------------------------------------------------- resolve
-    Check(
+    InputCheck(
         "scorer-summary",
         Stage.RESOLVE,
         "each scorer resolves to a complete, valid summary (its /config, then its spec)",
         "dsf_compile.resolve.scorer:resolve_scorer",
     ),
-    Check(
+    InputCheck(
         "spec-only-scorers",
         Stage.RESOLVE,
         "without the lockfile: configSyncMode None scorers resolve, masks name their scores",
         f"{_SUMMARIES}:check_spec_only_scorers",
     ),
-    Check(
+    InputCheck(
         "unique-scores",
         Stage.RESOLVE,
         "no two scorers publish the same score name or AddOnPlacementScore name",
         f"{_SUMMARIES}:check_unique_scores",
     ),
-    Check(
+    InputCheck(
         "synced-scorers",
         Stage.RESOLVE,
         "every Full scorer has a lockfile entry; masks name a score some scorer publishes",
         f"{_SUMMARIES}:check_synced_scorers",
     ),
-    Check(
+    InputCheck(
         "lock-entries",
         Stage.RESOLVE,
         "render: entries match their spec (else sync again); warn on Inactive and orphan entries",
         f"{_SUMMARIES}:resolve_fleet",
     ),
-    Check(
+    InputCheck(
         "prerequisites",
         Stage.RESOLVE,
         "info, once the inputs are valid: what the hub needs for the kinds of placements/",
         "dsf_compile.inputs.prerequisites:prerequisite_notes",
     ),
     # ---------------------------------------------------------------- render
-    Check(
+    InputCheck(
         "template-variables",
         Stage.RENDER,
         "only the known {{VARIABLES}} in the AddOnTemplate, by dsf.yaml field",
         "dsf_compile.render.template_variables:check_template_variables",
     ),
-    Check(
+    InputCheck(
         "shard-budget",
         Stage.RENDER,
         "render.shardBytes asks for at most the shards render makes; names fit with more digits",
         "dsf_compile.render.manifests:render_manifests",
     ),
-    Check(
+    InputCheck(
         "manifestwork-size",
         Stage.RENDER,
         "each cluster's ManifestWork within OCM's size limit",
         "dsf_compile.render.manifests:render_cluster_works",
     ),
-    Check(
+    InputCheck(
         "reshard",
         Stage.RENDER,
         "a change of the shard count prunes no cluster",
@@ -256,7 +256,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def cross_file_checks() -> tuple[Check, ...]:
+def cross_file_checks() -> tuple[InputCheck, ...]:
     """The checks ``validate`` runs over every document read, in the order of :data:`CHECKS`."""
     return tuple(check for check in CHECKS if check.stage is Stage.CROSS_FILE)
 

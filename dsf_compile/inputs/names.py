@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsf_compile.edges.files import TEMP_NAME_EXTRA
-from dsf_compile.render.shards import shard_digits as digits_of
+from dsf_compile.inputs.shard_limits import shard_digits as digits_of
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
 from dsf_contract.scores import OCM_CLUSTER_GROUP

@@ -22,7 +22,7 @@ from dsf_compile.inputs.agent_settings import (
     AgentSettings,
 )
 from dsf_compile.inputs.inventory import LabelSelector
-from dsf_compile.render.shards import MAX_SHARDS
+from dsf_compile.inputs.shard_limits import MAX_SHARDS
 from dsf_contract.fields import (
     DnsLabel,
     DnsSubdomain,

@@ -2,5 +2,6 @@
 
 One module per command family wires the stages together and is where their I/O is
 called: :mod:`.inputs` (settings, inputs, validate, plan), :mod:`.render`, :mod:`.sync`
-(scorers and clusters) and :mod:`.placements` (explain, optimize, verify, decisions).
+(scorers and clusters), :mod:`.placements` (explain, optimize, verify, decisions),
+:mod:`.backtest`, :mod:`.schemas` (the JSON Schemas of the models) and :mod:`.init`.
 """

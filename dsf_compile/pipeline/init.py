@@ -89,10 +89,10 @@ def _empty_repository(git: Path) -> bool:
 def _write_fleet(root: Path, action: Action) -> None:
     """The scaffold, its lockfile, ``schemas/`` and ``rendered/`` in ``root``."""
     from dsf_compile.edges.files import atomic_write
-    from dsf_compile.edges.schemas import write_schemas
     from dsf_compile.inputs.agent_image import default_image
     from dsf_compile.pipeline.inputs import validate_fleet
     from dsf_compile.pipeline.render import render_fleet
+    from dsf_compile.pipeline.schemas import write_schemas
     from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile
 
     image = default_image(f"https://github.com/{action.repository}")

@@ -1,7 +1,7 @@
 """``explain``, ``diff``'s decision changes, ``optimize`` and ``explain --verify``.
 
 OCM's scheduler (:mod:`dsf_compile.placement`) replayed over the inputs and a hub's state
-(:mod:`dsf_compile.edges.hub_state`); ``optimize`` writes its plans under
+(:mod:`dsf_compile.hubread.state`); ``optimize`` writes its plans under
 ``placements/optimized/`` through :mod:`dsf_compile.edges.journal`.
 """
 
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.edges.hub import HubAccess
-    from dsf_compile.edges.hub_state import HubState
+    from dsf_compile.hubread.state import HubState
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
     from dsf_compile.inputs.validate import Inputs
     from dsf_compile.placement.decision_changes import DecisionChange
@@ -190,9 +190,9 @@ def read_rendered_placements(
     root: Path,
 ) -> tuple[list[Placement], list[ManagedClusterSetBinding]]:
     """The Placements and bindings as committed in ``rendered/hub/placements/``."""
+    from dsf_compile.edges.tree import RENDERED
     from dsf_compile.inputs.names import PLACEMENTS_FOLDER
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
-    from dsf_compile.render.tree import RENDERED
 
     files, problems = list_input_files(root, f"{RENDERED}/{PLACEMENTS_FOLDER}")
     placements: list[Placement] = []
@@ -297,7 +297,7 @@ def verify_hub(root: Path, access: HubAccess, names: Sequence[str], at: datetime
     Every chosen Placement gets a typed verdict (compared and agreeing or differing, not
     simulated, unreadable); a name given that the hub does not list is a usage error.
     """
-    from dsf_compile.edges.hub_state import read_hub_replay
+    from dsf_compile.hubread.state import read_hub_replay
     from dsf_compile.placement.decision_index import DecisionIndex
     from dsf_compile.placement.scheduler import ScoreIndex, schedule
     from dsf_compile.placement.verify import (

@@ -38,9 +38,9 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
 
 def _render_fleet(root: Path, check: bool) -> RenderResult:
     from dsf_compile.edges.journal import debris_problems
+    from dsf_compile.edges.tree import RENDERED
     from dsf_compile.render.manifests import render_manifests
     from dsf_compile.render.reshard import applied_paths, check_reshard
-    from dsf_compile.render.tree import RENDERED
     from dsf_compile.render.write import compare_tree, write_tree
 
     plan = plan_fleet(root)

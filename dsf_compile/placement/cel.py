@@ -23,7 +23,7 @@ settle it is the run metered step by step on the values (:mod:`.cel_cost`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,8 @@ from dsf_compile.placement.cel_syntax import (
 
 #: The variable OCM declares.
 VARIABLE = "managedCluster"
+#: The member function that reads a cluster's AddOnPlacementScores (sdk-go's clusterScores).
+SCORES_FUNCTION = "scores"
 #: An expression longer than this is refused before it is parsed (the parser recurses).
 MAX_EXPRESSION_CHARS = 10_000
 #: CEL's standard functions and macros (cel-go's standard declarations).
@@ -72,7 +74,7 @@ _STANDARD = frozenset(
 _RE2_MATCHES = "dsfRe2Matches"
 #: The functions supplied here, by name: strings, lists and regex, then the object types.
 LIBRARY = {**cel_library.FUNCTIONS, **cel_values.FUNCTIONS}
-_KNOWN = _STANDARD | set(LIBRARY) | {"scores"}
+_KNOWN = _STANDARD | set(LIBRARY) | {SCORES_FUNCTION}
 #: Variables a macro binds: ``list.exists(x, …)``.
 _BOUND_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 #: The regex functions. The Kubernetes library compiles a constant pattern of ``find``
@@ -179,6 +181,38 @@ def is_constant(expression: CelExpression) -> bool:
     if tree is None or expression.constants is None:
         return False
     return tree[0] == "lit" or id(tree) in expression.constants.closed
+
+
+def _scores_calls(expression: CelExpression) -> Iterator[Any]:
+    """Every call of ``scores`` in the expression's parsed tree."""
+    stack = [expression.tree] if expression.tree is not None else []
+    while stack:
+        node = stack.pop()
+        if node[0] == "call" and node[1] == SCORES_FUNCTION:
+            yield node
+        stack.extend(children(node))
+
+
+def score_names(expression: CelExpression) -> frozenset[str]:
+    """The AddOnPlacementScore names the expression reads with ``X.scores(NAME)``, NAME a
+    string literal, as CEL reads it (spaces, either quote, raw or escaped: the parser
+    decodes it); a name computed at run time is not known here."""
+    return frozenset(
+        node[3][0][1]
+        for node in _scores_calls(expression)
+        if node[2] is not None
+        and len(node[3]) == 1
+        and node[3][0][0] == "lit"
+        and isinstance(node[3][0][1], str)
+    )
+
+
+def reads_scores(expression: CelExpression) -> bool:
+    """Whether the expression may call ``scores()`` (its result then depends on the
+    scores, not on the cluster alone); an expression that was not parsed may."""
+    if expression.tree is None:
+        return SCORES_FUNCTION in expression.source
+    return any(True for _ in _scores_calls(expression))
 
 
 def cluster_context(cluster: Mapping[str, Any], scores: ScoreLookup) -> Any:

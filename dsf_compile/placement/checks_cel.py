@@ -8,7 +8,6 @@ that cannot be checked here, a warning. Registered in :mod:`.checks`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 
 from dsf_compile.inputs.located import Located
@@ -19,6 +18,7 @@ from dsf_compile.placement.cel import (
     bad_constant_patterns,
     evaluate,
     is_constant,
+    score_names,
 )
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
 from dsf_compile.placement.check_subjects import CheckedPlacement
@@ -27,7 +27,6 @@ from dsf_compile.placement.scheduler import Cluster, compile_cached
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
 
-_SCORES_CALL_RE = re.compile(r"""\.\s*scores\s*\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)""")
 #: How many inventory clusters an expression is tried on to learn its result type.
 _TRIED_CLUSTERS = 64
 _CEL_TYPES = {int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
@@ -49,8 +48,7 @@ def cel_expressions(placement: CheckedPlacement) -> Iterator[Problem]:
             yield located.problem(pointer, f"not checked: {compiled.unsupported}", "warning")
             continue
         catalog = placement.fleet.catalog
-        for match in _SCORES_CALL_RE.finditer(source):
-            name = match.group(1) if match.group(1) is not None else match.group(2)
+        for name in sorted(score_names(compiled)):
             if name not in catalog.scores and catalog.complete:
                 yield located.problem(pointer, unknown_score(name, catalog))
         clusters = placement.fleet.groups.clusters

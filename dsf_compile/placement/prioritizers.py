@@ -90,8 +90,11 @@ def score_prioritizers(
     decisions: DecisionIndex,
     at: datetime,
     warnings: list[str],
+    momentary: list[str],
 ) -> list[PrioritizerResult]:
-    """Steps 4 and 5: every prioritizer's score for the clusters left; warnings appended."""
+    """Steps 4 and 5: every prioritizer's score for the clusters left; warnings appended,
+    and to ``momentary`` those true of this moment's scores only (none given, absent,
+    expired), which a replay over time says per step."""
     names = [c.name for c in left]
     own = decisions.own_clusters(placement.metadata.namespace, placement.metadata.name)
     step = _Step(left, names, frozenset(own), placement, decisions)
@@ -114,8 +117,9 @@ def score_prioritizers(
         results.append(PrioritizerResult(prioritizer.name, prioritizer.weight, values))
     results.sort(key=lambda r: r.name)
     if no_scores and any(p.coordinate.type == "AddOn" for p in prioritizers):
-        warnings.append("no AddOnPlacementScores were given: every AddOn score is 0")
-    warnings += _zero_and_expired(addon_zero, expired)
+        momentary.append("no AddOnPlacementScores were given: every AddOn score is 0")
+    momentary += _zero_and_expired(addon_zero, expired)
+    warnings += momentary
     warnings += _failing_scores(index, used_resources, set(names))
     twice = sorted(n for n, k in Counter(p.name for p in prioritizers).items() if k > 1)
     if twice:

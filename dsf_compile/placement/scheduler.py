@@ -94,6 +94,9 @@ class PlacementResult:
     decisions: tuple[str, ...] = ()
     unscheduled: int = 0
     warnings: tuple[str, ...] = ()
+    #: Those of ``warnings`` true of this moment's scores only (none given, absent,
+    #: expired): a replay over time says them per step, not once for the run.
+    momentary: tuple[str, ...] = ()
     #: Step 7: the decision groups in order, and the PlacementDecisions OCM writes.
     decision_groups: tuple[DecisionGroupStatus, ...] = ()
     placement_decisions: tuple[DecisionObject, ...] = ()
@@ -207,6 +210,8 @@ class Scored:
     misconfigured: Misconfigured | None
     #: What steps 2 to 5 said, in order (the spread policy, the misconfiguration, scores).
     warnings: tuple[str, ...]
+    #: Those of them true of this moment's scores only (see ``PlacementResult.momentary``).
+    momentary: tuple[str, ...] = ()
 
 
 def scores_step(run: Run, weights: Weights, left: Filtered) -> Scored:
@@ -223,6 +228,7 @@ def scores_step(run: Run, weights: Weights, left: Filtered) -> Scored:
             "and decides no cluster"
         )
         return Scored((), (), misconfigured, tuple(warnings))
+    momentary: list[str] = []
     results = score_prioritizers(
         weights.prioritizers,
         left.kept,
@@ -232,8 +238,9 @@ def scores_step(run: Run, weights: Weights, left: Filtered) -> Scored:
         run.decisions,
         run.at,
         warnings,
+        momentary,
     )
-    return Scored(left.kept, tuple(results), None, tuple(warnings))
+    return Scored(left.kept, tuple(results), None, tuple(warnings), tuple(momentary))
 
 
 @dataclass(frozen=True)
@@ -300,6 +307,7 @@ def decide(run: Run, sets: ClusterSets, left: Filtered, selection: Selection) ->
         decisions=selection.decisions,
         unscheduled=selection.unscheduled,
         warnings=(*run.no_effect, *sets.warnings, *scored.warnings, *said),
+        momentary=scored.momentary,
         decision_groups=groups,
         placement_decisions=decision_objects(placement.metadata.name, groups),
         conditions=conditions(counts, misconfigured),

@@ -4,7 +4,7 @@ Everything comes from the hub — its Placements, ManagedClusters, ManagedCluste
 bindings, AddOnPlacementScores and PlacementDecisions — and nothing from Git: the
 question is whether the replay and OCM agree on the same state (a gap in the replay, or
 a hub whose scheduler has not caught up), not what a change in Git would do. Pure: the
-objects are read by :mod:`dsf_compile.edges.hub_state`.
+objects are read by :mod:`dsf_compile.hubread.state`.
 """
 
 from __future__ import annotations

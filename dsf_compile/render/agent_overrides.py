@@ -8,6 +8,7 @@ The CA bundle itself travels in the cluster's ManifestWork (:mod:`cluster_object
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,12 +21,22 @@ from dsf_compile.render.agent_names import AGENT_CONTAINER, AGENT_NAME, CA_FILE
 from dsf_compile.render.gitops import WAVE_CLUSTER_CONFIG
 from dsf_compile.render.template_variables import AGGREGATE_VARIABLE, CA_FILE_VARIABLE
 from dsf_compile.resolve.summaries import ClusterPlan
+from dsf_contract.agent_cli import Aggregation
 
 
 def cluster_overrides(settings: Settings, cluster: ClusterPlan) -> list[AgentOverride]:
     """The agent overrides that select ``cluster``, in order (name glob and label selector:
     both must)."""
     return [o for o in settings.agent.overrides if selects_cluster(o, cluster.name, cluster.labels)]
+
+
+def override_aggregation(overrides: Sequence[AgentOverride]) -> dict[str, Aggregation]:
+    """The fold per score name ``overrides`` set (the overrides of one cluster, in order):
+    merged key by key, later ones winning, over ``agent.aggregate``."""
+    merged: dict[str, Aggregation] = {}
+    for override in overrides:
+        merged.update(override.aggregate or {})
+    return merged
 
 
 def _merge_resources(base: dict[str, Any], extra: Resources | None) -> dict[str, Any]:
@@ -49,9 +60,8 @@ class _Merged:
 
 
 def _merged(settings: Settings, overrides: list[AgentOverride]) -> _Merged:
-    merged = _Merged()
+    merged = _Merged(aggregate=dict(override_aggregation(overrides)))
     for override in overrides:
-        merged.aggregate.update(override.aggregate or {})
         merged.ca_bundle = merged.ca_bundle or override.caBundle is not None
         merged.image = override.image or merged.image
         if override.nodeSelector is not None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import difflib
 
+from dsf_compile.edges.tree import RENDERED
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.shards import RESHARD_PROCEDURE, files_by_shard, reshard
-from dsf_compile.render.tree import RENDERED
 from dsf_contract.escaping import code_fence, markdown, terminal
 
 

@@ -8,7 +8,7 @@ Pure. Layout (one object per file, a ``kustomization.yaml`` in every folder):
 - ``hub/addon/…``                            the agent's addon (:mod:`dsf_compile.render.addon`)
 - ``clusters/<cluster>/manifestwork.yaml``   the ManifestWork carrying the summary ConfigMap
 - ``clusters/<cluster>/…``                   the cluster's ManagedClusterAddOn (and overrides)
-- ``hub/placements/<namespace>/…``           the objects of ``placements/`` (:mod:`dsf_compile.render.placements`)
+- ``hub/placements/<namespace>/…``           the objects of ``placements/`` (:mod:`dsf_compile.render.hub_placements`)
 - ``fleet/``, ``bootstrap/``                 GitOps wiring (:mod:`dsf_compile.render.gitops`)
 - ``shards/<k>/<cluster>/…``                 instead of ``clusters/``, past ``render.shardBytes``
   (:mod:`dsf_compile.render.shards`)
@@ -22,6 +22,7 @@ from typing import Any
 from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs.names import check_settings_names, scorer_path
+from dsf_compile.inputs.shard_limits import MAX_SHARDS, shard_digits
 from dsf_compile.render.addon import render_addon
 from dsf_compile.render.cluster_objects import cluster_objects
 from dsf_compile.render.crds import render_crds
@@ -40,15 +41,9 @@ from dsf_compile.render.gitops import (
     render_bootstrap,
     render_kustomizations,
 )
+from dsf_compile.render.hub_placements import render_placements
 from dsf_compile.render.labels import MANAGED_BY
-from dsf_compile.render.placements import render_placements
-from dsf_compile.render.shards import (
-    MAX_SHARDS,
-    cluster_bytes,
-    shard_count,
-    shard_digits,
-    split_clusters,
-)
+from dsf_compile.render.shards import cluster_bytes, shard_count, split_clusters
 from dsf_compile.resolve.summaries import Plan
 from dsf_contract.fields import API_GROUP, API_VERSION
 from dsf_contract.summary import CONFIG_MAP_KEY, CONFIG_MAP_NAME, CONFIG_NAME, Summary

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsf_compile.edges.journal_scope import SAFE_PATH
+from dsf_compile.edges.tree import RENDERED, Tree, refuse
 from dsf_compile.errors import InputError
-from dsf_compile.render.tree import RENDERED, Tree, refuse
 from dsf_contract.problem import Problem
 
 RECORD = ".dsf-files"

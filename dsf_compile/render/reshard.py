@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dsf_compile.edges.tree import Tree
 from dsf_compile.errors import DsfError
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.render.record import read_owned
@@ -39,7 +40,6 @@ from dsf_compile.render.shards import (
     shard_of,
 )
 from dsf_compile.render.shards import RESHARD_PROCEDURE as PROCEDURE
-from dsf_compile.render.tree import Tree
 from dsf_contract.problem import Problem
 
 _POINTER = ("render", "shards")

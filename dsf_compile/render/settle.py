@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from dsf_compile.edges.files import create_new
+from dsf_compile.edges.tree import MAX_READ_BYTES, OPEN_DIRECTORY, OPEN_FILE, Tree, remove_quietly
 from dsf_compile.errors import InputError
 from dsf_compile.render.changes import Settled
 from dsf_compile.render.record import RECORD
-from dsf_compile.render.tree import MAX_READ_BYTES, OPEN_DIRECTORY, OPEN_FILE, Tree, remove_quietly
 
 _CACHE_FOLDER = ".dsf-cache"
 _TICK_WAIT_SECONDS = 0.05

@@ -36,12 +36,10 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from dsf_compile.inputs.shard_limits import shard_digits
+
 CLUSTERS_FOLDER = "clusters"
 SHARDS_FOLDER = "shards"
-#: The most shards a fleet may have (``render.shards``, or what the byte budget asks for):
-#: 1,024 Applications already carry about 460,000 clusters of 100 scorers, and a tiny
-#: budget must not make render generate millions of folders.
-MAX_SHARDS = 1024
 #: Where the procedure for a change of the count is; the messages point there.
 RESHARD_PROCEDURE = "docs/gitops.md#changing-the-number-of-shards"
 
@@ -73,11 +71,6 @@ def shard_of(cluster: str, count: int) -> int:
     """The shard of ``cluster`` among ``count``: stable, and spread evenly by the hash."""
     digest = hashlib.sha256(cluster.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count
-
-
-def shard_digits(count: int) -> int:
-    """How wide the shard numbers of ``count`` shards are: at least 2 (``shards/07``)."""
-    return max(2, len(str(count - 1)))
 
 
 def shard_folder(index: int, count: int) -> str:

@@ -8,10 +8,10 @@ writes files; here only what render adds: the ownership record written with the 
 from __future__ import annotations
 
 from dsf_compile.edges.replacement import Replacement
+from dsf_compile.edges.tree import Tree
 from dsf_compile.errors import RenderError
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import RECORD, record_text
-from dsf_compile.render.tree import Tree
 
 
 def update_tree(tree: Tree, existing: set[str], changes: Changes, files: dict[str, str]) -> None:

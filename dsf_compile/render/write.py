@@ -19,7 +19,7 @@ killed: the journal (``dsf_compile.edges.journal``) lets the next run finish or 
 not write are never touched.
 
 Here: the comparison; the lock and the journal are ``dsf_compile.edges.journal``'s; the settling is ``settle.py``. ``rendered/`` is hostile input, opened
-without following links (``tree.py``); the record is ``record.py``, the update's
+without following links (:mod:`dsf_compile.edges.tree`); the record is ``record.py``, the update's
 staging and undo ``tree_update.py``; the changes are reported by ``changes_text.py``.
 """
 
@@ -31,11 +31,11 @@ from pathlib import Path
 
 from dsf_compile.edges.journal import inspect, lock, recover
 from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.edges.tree import RENDERED, Tree
 from dsf_compile.errors import RenderError
 from dsf_compile.render.changes import Changes
 from dsf_compile.render.record import read_owned
 from dsf_compile.render.settle import Clock, settle
-from dsf_compile.render.tree import RENDERED, Tree
 from dsf_compile.render.tree_update import update_tree
 
 #: What a journal in ``rendered/`` may name: any file of it (the record among them).

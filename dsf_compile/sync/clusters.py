@@ -148,7 +148,7 @@ def read_managed_clusters(access: HubAccess, settings: HubSettings) -> list[dict
     the scheduled sync would propose removing a cluster the hub still has.
     """
     from dsf_compile.edges.hub import HubReadError, format_object_problems, item_label
-    from dsf_compile.edges.hub_state import list_managed_clusters
+    from dsf_compile.hubread.state import list_managed_clusters
 
     items = list_managed_clusters(access, settings)
     problems: list[str] = []

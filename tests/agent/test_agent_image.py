@@ -193,6 +193,10 @@ def test_the_image_is_small_and_holds_nothing_but_the_agent(
     paths = {e.name.lstrip("./") for e in entries}
     for left_out in ("test", "idlelib", "tkinter", "ensurepip", "pydoc_data", "lib2to3"):
         assert not any(f"/python3.11/{left_out}/" in path for path in paths), left_out
+    # nor the image's own build (agent_image/: run from the build context, never shipped)
+    build = sorted(p for p in paths if "/agent_image/" in p or "/agent/image_" in p)
+    assert not build, build
+    assert any(p.endswith("/site-packages/agent/cycle.pyc") for p in paths)
     for shell in ("/bin/sh", "/bin/bash", "/usr/bin/apt-get", "/usr/bin/dpkg", "/usr/bin/gcc"):
         done = subprocess.run(
             ["podman", "run", "--rm", "--network", "none", "--entrypoint", shell, image, "-c", "true"],

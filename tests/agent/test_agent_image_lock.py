@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.image_deps import runtime_distributions
+from agent_image.deps import runtime_distributions
 from tests.fleet_repo import REPO_ROOT
 
 pytestmark = pytest.mark.integration

@@ -66,7 +66,7 @@ def test_folded_items_are_computed_without_a_loop_over_the_steps(
     """1,000 items of two series each over 2,000 steps: the dense item rows are folded
     by numpy over all steps at once; the agent's per-cycle fold (one call per step and
     item, the old way) is never called for them."""
-    from dsf_compile.backtest import scores
+    from dsf_compile.backtest import rebuilt_scores as scores
     from dsf_compile.backtest.history import Series
 
     calls = 0

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from dsf_compile.backtest.history import HistoryReader
+from dsf_compile.backtest.rebuilt_scores import ScorerRule, rebuild_all
 from dsf_compile.backtest.replay import replay
-from dsf_compile.backtest.scores import ScorerRule, rebuild_all
 from dsf_compile.inputs.inventory import ClusterTaint
 from dsf_compile.inputs.placements import AddOnPlacementScore, ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.settings import HistorySettings
@@ -163,7 +163,7 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _objects(history: object, step: int) -> list[AddOnPlacementScore]:
     """The rebuilt AddOnPlacementScores at ``step`` as the hub would hold them."""
-    from dsf_compile.backtest.scores import ABSENT, ScoreHistory
+    from dsf_compile.backtest.rebuilt_scores import ABSENT, ScoreHistory
 
     assert isinstance(history, ScoreHistory)
     out: list[AddOnPlacementScore] = []

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsf_compile.backtest.history import HistoryReader
-from dsf_compile.backtest.scores import ABSENT, EXPIRED, VALID, ScorerRule, rebuild_object
+from dsf_compile.backtest.rebuilt_scores import ABSENT, EXPIRED, VALID, ScorerRule, rebuild_object
 from dsf_compile.inputs.settings import HistorySettings
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.placement_scores import fold_scores

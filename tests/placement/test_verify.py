@@ -316,7 +316,7 @@ def test_each_decision_is_read_once_for_every_placement(monkeypatch: pytest.Monk
     from datetime import UTC, datetime
 
     from bench.hub_bench import VERIFY_CLUSTERS, verify_objects
-    from dsf_compile.edges.hub_state import validated_objects
+    from dsf_compile.hubread.state import validated_objects
     from dsf_compile.inputs.placements import ManagedClusterSetBinding, PlacementDecision
     from dsf_compile.placement.decision_index import DecisionIndex
     from dsf_compile.placement.scheduler import ScoreIndex, schedule

@@ -1,10 +1,10 @@
 """The agent image's root filesystem: only what running the agent loads, copied out of the
 build stage into a folder the image's ``FROM scratch`` stage takes whole.
 
-    /opt/dsf-agent/bin/python -m agent.image_rootfs DEST   # in the build stage
+    /opt/dsf-agent/bin/python -m agent_image.rootfs DEST   # in the build stage
 
 Run with the agent's virtual environment, after its wheels are installed. It imports the
-agent as :mod:`agent.image_deps` does (the modules it loads lazily too), opens a TLS
+agent as :mod:`agent_image.deps` does (the modules it loads lazily too), opens a TLS
 context, and then copies, each at its own path under ``DEST``:
 
 - the virtual environment whole (its Python sources compiled, see below);
@@ -127,7 +127,7 @@ class RootFs:
 
 def exercise() -> None:
     """Load what the agent loads while it runs, not only at import time."""
-    from agent.image_deps import import_agent
+    from agent_image.deps import import_agent
 
     import_agent()
     ssl.create_default_context().load_default_certs()
@@ -302,7 +302,7 @@ def build(dest: Path) -> RootFs:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agent.image_rootfs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m agent_image.rootfs", description=__doc__)
     parser.add_argument("dest", type=Path, help="an empty or absent folder")
     args = parser.parse_args(argv)
     rootfs = build(args.dest)

@@ -1,8 +1,8 @@
 """The agent image's SBOM: a CycloneDX 1.6 JSON document of what its root filesystem holds.
 
-    python image_sbom.py --rootfs DIR --wheels DIR --name NAME --version V --out FILE
+    python -m agent_image.sbom --rootfs DIR --wheels DIR --name NAME --version V --out FILE
 
-Run in the image's build stage, after :mod:`agent.image_rootfs` filled ``DIR``, by a
+Run in the image's build stage, after :mod:`agent_image.rootfs` filled ``DIR``, by a
 virtual environment of its own holding ``cyclonedx-python-lib`` (OWASP CycloneDX's Python
 library, installed from the hash-pinned ``agent/sbom-tools.lock``); it imports nothing of
 the agent, so that environment needs nothing else. Components:
@@ -228,7 +228,7 @@ def build_bom(rootfs: Path, wheels: Path, name: str, version: str) -> Bom:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="image_sbom.py", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m agent_image.sbom", description=__doc__)
     parser.add_argument("--rootfs", type=Path, required=True)
     parser.add_argument("--wheels", type=Path, required=True)
     parser.add_argument("--name", required=True)

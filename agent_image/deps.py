@@ -4,8 +4,8 @@
 compiler's scipy, mcp... stay out of the image, and its Containerfile removes the
 compiler's own package) plus exactly the distributions printed here, pinned to the versions installed where it runs:
 
-    python3 -m agent.image_deps            # one "name==version" per line
-    python3 -m agent.image_deps --check    # in the image: every module the agent loads imports
+    python3 -m agent_image.deps            # one "name==version" per line
+    python3 -m agent_image.deps --check    # in the image: every module the agent loads imports
 
 The set is found, not listed by hand: the agent's modules are imported (those it imports
 lazily too: the Kubernetes client) and the distributions of every module then
@@ -91,7 +91,7 @@ def runtime_distributions() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[1])
     code = (
         "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-        "from agent.image_deps import _discover; _discover()"
+        "from agent_image.deps import _discover; _discover()"
     )
     done = subprocess.run(
         [sys.executable, "-S", "-c", code, json.dumps([root, *sys.path])],
@@ -105,7 +105,7 @@ def runtime_distributions() -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m agent.image_deps", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python3 -m agent_image.deps", description=__doc__)
     parser.add_argument(
         "--check", action="store_true", help="only import what the agent runs with (in the image)"
     )
