@@ -19,7 +19,6 @@ from dsf_compile.commands.call import (
     NO_SCORES_WARNING,
     SCORER_TOKEN_VARIABLE,
     Call,
-    format_unchanged,
     hub_access,
     hub_state_of,
     no_scores,
@@ -36,13 +35,9 @@ from dsf_compile.errors import (
 )
 
 if TYPE_CHECKING:
+    from dsf_compile.commands.reporters import Replay
     from dsf_compile.edges.hub_state import HubState
-    from dsf_compile.placement.decision_changes import DecisionChange
-    from dsf_compile.render.changes import Changes
     from dsf_compile.sync.lock import LockEntry
-
-    #: ``diff``'s replay: each reported Placement, and the moment judged.
-    Replay = tuple[list[DecisionChange], datetime]
 
 
 def handle_validate(call: Call) -> int:
@@ -166,7 +161,7 @@ def handle_check(call: Call) -> int:
 
         at = args.at or judged_at(call, hub_state, lambda: score_windows(checked.scorers))
         replay = decision_changes(call.root, hub_state, at, inputs=checked.inputs), at
-    _show_changes(call, changes, replay)
+    call.report.changes(changes, replay)
     if changes is None or changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
@@ -193,36 +188,6 @@ def judged_at(call: Call, state: HubState, windows: Callable[[], Mapping[str, in
         return now()
     call.say(f"judged at {format_time(moment)}, the newest write in --scores (--at chooses)")
     return moment
-
-
-def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) -> None:
-    """The changes (and the replayed decisions) as records, or as text or Markdown on stdout.
-
-    The replay's modules are imported only with a replay: a no-op check stays light."""
-    from dsf_compile.render.changes_text import change_records, format_changes
-
-    if call.structured:
-        stale = changes is not None and not changes.empty
-        records = change_records(changes) if changes is not None else []
-        call.report.result(stale=stale, changes=records)
-        if replay is not None:
-            from dsf_compile.placement.decision_changes import decision_record
-            from dsf_compile.placement.scheduler import format_time
-
-            replayed, at = replay
-            decisions = [decision_record(change) for change in replayed]
-            call.report.result(at=format_time(at), decisions=decisions)
-        return
-    style = "markdown" if call.args.format == "markdown" else "text"
-    if changes is None:
-        call.out.write(format_unchanged(style))
-        return
-    call.out.write(format_changes(changes, style))
-    if replay is not None:
-        from dsf_compile.placement.decision_changes import format_decision_changes
-
-        replayed, at = replay
-        call.out.write(format_decision_changes(replayed, style, at))
 
 
 def handle_optimize(call: Call) -> int:
@@ -258,7 +223,6 @@ def handle_explain(call: Call) -> int:
     if args.verify:
         return _verify(call)
     from dsf_compile.pipeline.placements import explain_fleet
-    from dsf_compile.placement import explain
 
     hub_state = hub_state_of(args, call.root)
     inputs = None
@@ -274,18 +238,13 @@ def handle_explain(call: Call) -> int:
     results = explain_fleet(call.root, args.placements, state, at, inputs=inputs)
     if hub_state is None:  # said before the table, which would look like real decisions
         call.report.warn(NO_SCORES_WARNING)
-    if call.structured:
-        call.report.result(**explain.explain_document(results, at))
-        return EXIT_OK
-    formatter = explain.format_markdown if args.format == "markdown" else explain.format_text
-    call.out.write(formatter(results, at))
+    call.report.explanation(results, at)
     return EXIT_OK
 
 
 def handle_backtest(call: Call) -> int:
     """``backtest``: the Placements replayed over the score history; exit 1 over
     ``--max-changes-per-day`` (the report printed all the same), 2 when nothing compared."""
-    from dsf_compile.backtest.report import REPORTERS, report_document
     from dsf_compile.pipeline.backtest import BacktestRequest, run_backtest
 
     args = call.args
@@ -311,10 +270,7 @@ def handle_backtest(call: Call) -> int:
             "out of memory replaying the history: lower history.maxPoints in dsf.yaml, "
             "or replay a shorter window"
         ) from None
-    if call.structured:
-        call.report.result(**report_document(outcome.report))
-    else:
-        call.out.write(REPORTERS[call.args.format](outcome.report))
+    call.report.backtest(outcome.report)
     if outcome.over:
         call.report.failed(outcome.over, "over --max-changes-per-day")
         return EXIT_INVALID
@@ -333,13 +289,7 @@ def _verify(call: Call) -> int:
     from dsf_compile.placement import verify
 
     found = verify_hub(call.root, hub_access(args), args.placements, args.at or now())
-    if call.structured:  # every verdict a record, the drifts among them
-        call.report.result(**verify.verification_document(found))
-        return verify.exit_code(found)
-    for line in verify.not_compared_lines(found):
-        call.say(line)
-    call.out.write(verify.format_drifts(found))
-    call.say(verify.summary(found))
+    call.report.verification(found)
     return verify.exit_code(found)
 
 
