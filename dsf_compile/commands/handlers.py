@@ -354,10 +354,14 @@ def handle_ci(call: Call) -> int:
 
 
 def handle_completion(call: Call) -> int:
-    """A static completion script for the shell, generated from the parser by shtab."""
+    """A static completion script for the shell, generated from the parser by shtab; a
+    PATH option completes file names, a folder's (``--root``, ``init DIR``) folders."""
     import shtab
 
     from dsf_compile.commands.cli import build_parser
+    from dsf_compile.commands.parser import with_completions
 
-    call.out.write(shtab.complete(build_parser(), shell=call.args.shell))
+    hints = {"file": shtab.FILE, "directory": shtab.DIRECTORY}
+    parser = with_completions(build_parser(), hints)
+    call.out.write(shtab.complete(parser, shell=call.args.shell))
     return EXIT_OK
