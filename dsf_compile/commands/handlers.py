@@ -212,8 +212,7 @@ def handle_optimize(call: Call) -> int:
         shown = ", ".join(plan.left_out[:20])
         more = f" and {len(plan.left_out) - 20} more" if len(plan.left_out) > 20 else ""
         left_out = f"; left out: {shown}{more}" if plan.left_out else ""
-        line = f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"
-        print(safe_message(line), file=call.err)
+        call.say(f"{plan.path} {state_word} (objective {plan.objective}{left_out})")
     return EXIT_OK
 
 
