@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsf_contract.escaping import github_message, github_property, terminal
+from dsf_contract.escaping import github_message, github_property, markdown, terminal
 
 
 @dataclass(frozen=True, order=True)
@@ -35,9 +35,22 @@ class Problem:
             f"{self.path}:{self.line}:{self.column}: {self.severity}: {where}{self.message}"
         )
 
-    def format_github(self) -> str:
-        """A GitHub workflow command (``::error file=…,line=…,col=…::message``)."""
+    def format_github(self, prefix: str = "") -> str:
+        """A GitHub workflow command: ``::error file=…,line=…,col=…::message`` (no ``line``
+        for a whole file, no ``file`` for a problem about none); ``prefix`` goes before the
+        message (``ci`` names its check there)."""
         level = {"error": "error", "info": "notice"}.get(self.severity, "warning")
         where = f"{self.field}: " if self.field else ""
-        text = github_message(f"{where}{self.message}")
-        return f"::{level} file={github_property(self.path)},line={self.line},col={self.column}::{text}"
+        text = github_message(f"{prefix}{where}{self.message}")
+        if self.path in ("", "."):
+            return f"::{level}::{text}"
+        place = f"file={github_property(self.path)}"
+        if self.line:
+            place += f",line={self.line},col={max(self.column, 1)}"
+        return f"::{level} {place}::{text}"
+
+    def format_markdown(self) -> str:
+        """One Markdown line: ``severity: PATH:LINE:COLUMN: field: message``, escaped."""
+        where = f"{self.path}:{self.line}:{self.column}" if self.line else self.path
+        field = f"{self.field}: " if self.field else ""
+        return f"{self.severity}: {markdown(where)}: {markdown(field + self.message)}"

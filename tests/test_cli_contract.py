@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -207,19 +206,14 @@ def test_every_command_help_has_a_description_and_an_example(command: str) -> No
     assert example.lstrip().startswith(f"dsf-compile {command}")
 
 
-def test_completion_scripts(tmp_path: Path) -> None:
+def test_completion_scripts() -> None:
     code, bash, _ = cli("completion", "bash")
     assert code == 0
     assert "validate" in bash and "--format" in bash
-    if shutil.which("bash"):
-        script = tmp_path / "dsf-compile.bash"
-        script.write_text(bash)
-        checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stderr
     for shell in ("zsh", "fish"):
         code, text, _ = cli("completion", shell)
         assert code == 0 and "scorer-check" in text
-    assert cli("completion", "tcsh")[0] == 2
+    assert cli("completion", "tcsh")[0] == 2  # each shell's own check: tests/test_completion.py
 
 
 # ------------------------------------------------------------------------- colour

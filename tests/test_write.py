@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile.errors import RenderError
-from dsf_compile.render.changes_text import format_changes
+from dsf_compile.render.changes_text import changes_markdown, changes_text
 from dsf_compile.render.record import RECORD
 from dsf_compile.render.write import compare_tree, write_tree
 
@@ -107,9 +107,9 @@ def test_compare_and_format(tmp_path: Path) -> None:
         ["x.yaml"],
         ["gone.yaml"],
     )
-    text = format_changes(changes, "text")
+    text = changes_text(changes)
     assert "changed: rendered/x.yaml  ConfigMap ns/x\n" in text
     assert "-data: 1\n+data: 2\n" in text
-    markdown = format_changes(changes, "markdown")
+    markdown = changes_markdown(changes)
     assert "| changed | `rendered/x.yaml` | ConfigMap ns/x |" in markdown
     assert "```diff" in markdown

@@ -20,7 +20,7 @@ import pytest
 from dsf_compile.commands.cli import run
 from dsf_compile.edges import journal
 from dsf_compile.errors import RenderError
-from dsf_compile.render.changes_text import format_changes
+from dsf_compile.render.changes_text import changes_markdown, changes_text
 from dsf_compile.render.record import RECORD
 from dsf_compile.render.write import compare_tree, write_tree
 from tests.file_faults import fail_at
@@ -183,8 +183,8 @@ def test_a_file_that_is_not_utf8_is_reported_not_shown(tmp_path: Path) -> None:
     changes = compare_tree(tmp_path, {"a.yaml": "a: 1\n"})
     assert list(changes.changed) == ["a.yaml"]
     assert list(changes.removed) == ["b.yaml"]
-    for style in ("text", "markdown"):
-        text = format_changes(changes, style)
+    for printer in (changes_text, changes_markdown):
+        text = printer(changes)
         assert "\x00" not in text and "binary" not in text and "unreadable" not in text
         assert "the current file is not shown: it is not UTF-8 text" in text
     assert write_tree(tmp_path, {"a.yaml": "a: 1\n"}).changed
@@ -194,7 +194,7 @@ def test_a_file_that_is_not_utf8_is_reported_not_shown(tmp_path: Path) -> None:
 def test_a_foreign_file_is_compared_but_never_shown(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(f"{SECRET}\n")
     changes = compare_tree(tmp_path, {"a.yaml": "a: 1\n"})
-    text = format_changes(changes, "text") + format_changes(changes, "markdown")
+    text = changes_text(changes) + changes_markdown(changes)
     assert SECRET not in text
     assert "not written by dsf-compile" in text
 

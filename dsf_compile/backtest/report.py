@@ -1,14 +1,15 @@
 """The replay summed up per Placement (one data structure), and its reporters by format.
 
 :func:`summarize` turns a :class:`~dsf_compile.backtest.replay.Track` into a
-:class:`PlacementReport`; :data:`REPORTERS` prints a :class:`Report` as ``text``,
-``markdown`` (a summary table and a Mermaid ``gantt`` per Placement) or ``json``.
+:class:`PlacementReport`; :func:`format_text`, :func:`format_markdown` (a summary table
+and a Mermaid ``gantt`` per Placement) and :func:`report_document` (JSON) print a
+:class:`Report`; the reporter of ``--format`` (:mod:`dsf_compile.commands.reporters`)
+chooses which.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from dsf_compile.backtest.fast import StepRecord
 from dsf_compile.backtest.replay import Track
 from dsf_compile.placement.state import format_time
-from dsf_contract.escaping import json_text, markdown, terminal
+from dsf_contract.escaping import markdown, terminal
 
 #: Clusters a gantt chart shows at most (the most selected first).
 GANTT_CLUSTERS = 20
@@ -203,12 +204,6 @@ def _placement_document(found: PlacementReport, report: Report) -> dict[str, Any
     return document
 
 
-def format_json(report: Report) -> str:
-    """``--format json``: the document, indented, ending with a newline."""
-    text = json.dumps(report_document(report), indent=2, ensure_ascii=False, allow_nan=False)
-    return json_text(text) + "\n"
-
-
 # ------------------------------------------------------------------ text
 
 
@@ -364,11 +359,3 @@ def duration_text(seconds: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
-
-
-#: One reporter per format, chosen by ``--format``.
-REPORTERS: Mapping[str, Callable[[Report], str]] = {
-    "text": format_text,
-    "markdown": format_markdown,
-    "json": format_json,
-}

@@ -9,7 +9,6 @@ I/O at the edges: the inputs and the history are read here, :mod:`.rebuilt_score
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -35,45 +34,17 @@ from dsf_compile.placement.prioritizers import STEADY
 from dsf_compile.placement.scheduler import compile_cached
 from dsf_compile.render.agent_overrides import cluster_overrides, override_aggregation
 from dsf_compile.resolve.summaries import ClusterPlan, Resolutions
+from dsf_compile.times import duration_seconds, window_bound
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.problem import Problem
 from dsf_contract.scores import SCORE_KIND
 
-_DURATION = re.compile(r"^(?:[0-9]{1,9}(?:ms|s|m|h|d|w))+$")
-_PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w)")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 DEFAULT_DAYS = 7
-#: 9999-12-31T23:59:59Z: the last second RFC 3339 (and the report) can write.
-_LAST_SECOND = 253_402_300_799
 NOTES = (
     "samples are what the scraper saw (scrape times, not the agents' cycle times)",
     "a failing scorer whose gauge stays published is seen as valid, while the hub expires it",
     "ds_* label values are cut to 256 characters, item names are not",
 )
-
-
-def duration_seconds(text: str) -> float:
-    """``5m``, ``1h30m``, ``7d`` → seconds; UsageError otherwise."""
-    if not _DURATION.match(text):
-        raise UsageError(f"{text!r} is not a duration like 30s, 5m, 1h or 7d")
-    return sum(int(n) * _UNITS[unit] for n, unit in _PART.findall(text))
-
-
-def moment(text: str, now: datetime) -> int:
-    """A ``--from``/``--to``: RFC 3339, or a duration back from ``now``; seconds since the
-    epoch, from 1970 to 9999 (a usage error otherwise)."""
-    from dsf_contract.fields import parse_time
-
-    if _DURATION.match(text):
-        found = int(now.timestamp() - duration_seconds(text))
-    else:
-        try:
-            found = int(parse_time(text).timestamp())
-        except (ValueError, OverflowError) as err:
-            raise UsageError(f"{text!r}: {err}") from None
-    if not 0 <= found <= _LAST_SECOND:
-        raise UsageError(f"{text!r}: a time between 1970 and 9999 is expected")
-    return found
 
 
 @dataclass(frozen=True)
@@ -165,8 +136,8 @@ def replay_window(
 ) -> Window:
     """The steps of ``(--from, --to, --step)`` as given (None: the default)."""
     start_text, end_text, step_text = span
-    end = moment(end_text, now) if end_text else int(now.timestamp())
-    start = moment(start_text, now) if start_text else end - DEFAULT_DAYS * 86_400
+    end = window_bound(end_text, now) if end_text else int(now.timestamp())
+    start = window_bound(start_text, now) if start_text else end - DEFAULT_DAYS * 86_400
     if start > end:
         raise UsageError("--from is after --to")
     if step_text:

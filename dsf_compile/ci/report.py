@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsf_compile.ci.steps import MAX_ANNOTATIONS, Outcome
-from dsf_contract.escaping import github_message, github_property, markdown
-from dsf_contract.problem import Problem
+from dsf_contract.escaping import markdown
 
 #: The hidden marker the pull request's one comment is found again by.
 MARKER = "<!-- dsf-compile:report -->"
@@ -51,12 +50,7 @@ def _listed(outcome: Outcome) -> list[str]:
     if not shown:
         return []
     lines = [f"**`{outcome.name}`**\n"]
-    for problem in shown[:MAX_LISTED]:
-        where = f"{problem.path}:{problem.line}:{problem.column}" if problem.line else problem.path
-        field = f"{problem.field}: " if problem.field else ""
-        lines.append(
-            f"- {problem.severity}: {markdown(where)}: {markdown(field + problem.message)}"
-        )
+    lines += [f"- {problem.format_markdown()}" for problem in shown[:MAX_LISTED]]
     if len(shown) > MAX_LISTED:
         lines.append(f"- … and {len(shown) - MAX_LISTED} more (the log's annotations)")
     return [*lines, ""]
@@ -67,21 +61,8 @@ def annotation_lines(outcomes: Sequence[Outcome]) -> list[str]:
     lines = []
     for outcome in outcomes:
         for problem in outcome.problems[:MAX_ANNOTATIONS]:
-            lines.append(annotation(problem, outcome.name))
+            lines.append(problem.format_github(f"{outcome.name}: "))
     return lines
-
-
-def annotation(problem: Problem, check: str) -> str:
-    """``::error file=…,line=…,col=…::…`` (``::error::…`` for a problem about no file)."""
-    level = {"error": "error", "info": "notice"}.get(problem.severity, "warning")
-    field = f"{problem.field}: " if problem.field else ""
-    message = github_message(f"{check}: {field}{problem.message}")
-    if problem.path in ("", "."):
-        return f"::{level}::{message}"
-    where = f"file={github_property(problem.path)}"
-    if problem.line:
-        where += f",line={problem.line},col={max(problem.column, 1)}"
-    return f"::{level} {where}::{message}"
 
 
 def cut(text: str, limit: int, where: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dsf_compile.backtest.gate import ChangesLimit, parse_limit
-from dsf_compile.commands.parser import Option
+from dsf_compile.commands.parser import DECISIONS, Completion, Option
 
 
 def changes_limit(text: str) -> ChangesLimit:
@@ -17,15 +17,24 @@ def changes_limit(text: str) -> ChangesLimit:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+HISTORY = Option(
+    "--history",
+    "URL|PATH",
+    "a Prometheus-compatible API's base URL, or a VictoriaMetrics export file (.gz too)",
+    complete=Completion.FILE,
+    required=True,
+)
+MAX_CHANGES_PER_DAY = Option(
+    "--max-changes-per-day",
+    "N",
+    "exit 1 when a reported Placement changes its decisions more often",
+    type=changes_limit,
+)
+
 #: ``backtest``'s own arguments (``--format`` is every command's), in ``--help``'s order.
 BACKTEST_OPTIONS = (
     Option("placements", "NAMESPACE/NAME", "report these (default: all)", nargs="*"),
-    Option(
-        "--history",
-        "URL|PATH",
-        "a Prometheus-compatible API's base URL, or a VictoriaMetrics export file (.gz too)",
-        required=True,
-    ),
+    HISTORY,
     Option("--from", "TIME", "RFC 3339 or 7d, 36h… back", dest="start"),
     Option("--to", "TIME", "RFC 3339 or a duration back", dest="end"),
     Option(
@@ -33,14 +42,14 @@ BACKTEST_OPTIONS = (
         "DURATION",
         "30s, 5m, 1h… (default: the smallest interval of the scorers the Placements use)",
     ),
-    Option("--decisions", "PATH", "PlacementDecisions before the first step"),
+    DECISIONS.where("PlacementDecisions before the first step"),
     Option("--steady", "W[,W...]", "replay once more per Steady weight W (-10..10)"),
-    Option("--baseline", "PATH", "the JSON of an earlier run to compare"),
+    Option("--baseline", "PATH", "the JSON of an earlier run to compare", complete=Completion.FILE),
+    MAX_CHANGES_PER_DAY,
     Option(
-        "--max-changes-per-day",
-        "N",
-        "exit 1 when a reported Placement changes its decisions more often",
-        type=changes_limit,
+        "--save-history",
+        "PATH",
+        "write what was read as an export file",
+        complete=Completion.FILE,
     ),
-    Option("--save-history", "PATH", "write what was read as an export file"),
 )

@@ -98,16 +98,6 @@ def no_scores() -> HubState:
     return HubState(None, ())
 
 
-def format_unchanged(style: str) -> str:
-    """What ``check``/``diff`` print for an unchanged tree (as ``format_changes`` would)."""
-    if style == "markdown":
-        from dsf_compile.render.changes import Changes
-        from dsf_compile.render.changes_text import format_changes
-
-        return format_changes(Changes(), style)
-    return ""
-
-
 def now() -> datetime:
     """The current moment, in UTC (what ``--at`` defaults to)."""
     return datetime.now(UTC)

@@ -19,7 +19,6 @@ from dsf_compile.commands.call import (
     NO_SCORES_WARNING,
     SCORER_TOKEN_VARIABLE,
     Call,
-    format_unchanged,
     hub_access,
     hub_state_of,
     no_scores,
@@ -36,13 +35,9 @@ from dsf_compile.errors import (
 )
 
 if TYPE_CHECKING:
+    from dsf_compile.commands.reporters import Replay
     from dsf_compile.hubread.state import HubState
-    from dsf_compile.placement.decision_changes import DecisionChange
-    from dsf_compile.render.changes import Changes
     from dsf_compile.sync.lock import LockEntry
-
-    #: ``diff``'s replay: each reported Placement, and the moment judged.
-    Replay = tuple[list[DecisionChange], datetime]
 
 
 def handle_validate(call: Call) -> int:
@@ -166,7 +161,7 @@ def handle_check(call: Call) -> int:
 
         at = args.at or judged_at(call, hub_state, lambda: score_windows(checked.scorers))
         replay = decision_changes(call.root, hub_state, at, inputs=checked.inputs), at
-    _show_changes(call, changes, replay)
+    call.report.changes(changes, replay)
     if changes is None or changes.empty:
         call.say("rendered/ is up to date")
         return EXIT_OK
@@ -195,36 +190,6 @@ def judged_at(call: Call, state: HubState, windows: Callable[[], Mapping[str, in
     return moment
 
 
-def _show_changes(call: Call, changes: Changes | None, replay: Replay | None) -> None:
-    """The changes (and the replayed decisions) as records, or as text or Markdown on stdout.
-
-    The replay's modules are imported only with a replay: a no-op check stays light."""
-    from dsf_compile.render.changes_text import change_records, format_changes
-
-    if call.structured:
-        stale = changes is not None and not changes.empty
-        records = change_records(changes) if changes is not None else []
-        call.report.result(stale=stale, changes=records)
-        if replay is not None:
-            from dsf_compile.placement.decision_changes import decision_record
-            from dsf_compile.placement.scheduler import format_time
-
-            replayed, at = replay
-            decisions = [decision_record(change) for change in replayed]
-            call.report.result(at=format_time(at), decisions=decisions)
-        return
-    style = "markdown" if call.args.format == "markdown" else "text"
-    if changes is None:
-        call.out.write(format_unchanged(style))
-        return
-    call.out.write(format_changes(changes, style))
-    if replay is not None:
-        from dsf_compile.placement.decision_changes import format_decision_changes
-
-        replayed, at = replay
-        call.out.write(format_decision_changes(replayed, style, at))
-
-
 def handle_optimize(call: Call) -> int:
     """``optimize``: every PlacementOptimization solved and its plan written."""
     from dsf_compile.pipeline.placements import fleet_score_windows, optimize_fleet
@@ -247,8 +212,7 @@ def handle_optimize(call: Call) -> int:
         shown = ", ".join(plan.left_out[:20])
         more = f" and {len(plan.left_out) - 20} more" if len(plan.left_out) > 20 else ""
         left_out = f"; left out: {shown}{more}" if plan.left_out else ""
-        line = f"dsf-compile: {plan.path} {state_word} (objective {plan.objective}{left_out})"
-        print(safe_message(line), file=call.err)
+        call.say(f"{plan.path} {state_word} (objective {plan.objective}{left_out})")
     return EXIT_OK
 
 
@@ -258,7 +222,6 @@ def handle_explain(call: Call) -> int:
     if args.verify:
         return _verify(call)
     from dsf_compile.pipeline.placements import explain_fleet
-    from dsf_compile.placement import explain
 
     hub_state = hub_state_of(args, call.root)
     inputs = None
@@ -274,18 +237,13 @@ def handle_explain(call: Call) -> int:
     results = explain_fleet(call.root, args.placements, state, at, inputs=inputs)
     if hub_state is None:  # said before the table, which would look like real decisions
         call.report.warn(NO_SCORES_WARNING)
-    if call.structured:
-        call.report.result(**explain.explain_document(results, at))
-        return EXIT_OK
-    formatter = explain.format_markdown if args.format == "markdown" else explain.format_text
-    call.out.write(formatter(results, at))
+    call.report.explanation(results, at)
     return EXIT_OK
 
 
 def handle_backtest(call: Call) -> int:
     """``backtest``: the Placements replayed over the score history; exit 1 over
     ``--max-changes-per-day`` (the report printed all the same), 2 when nothing compared."""
-    from dsf_compile.backtest.report import REPORTERS, report_document
     from dsf_compile.pipeline.backtest import BacktestRequest, run_backtest
 
     args = call.args
@@ -311,10 +269,7 @@ def handle_backtest(call: Call) -> int:
             "out of memory replaying the history: lower history.maxPoints in dsf.yaml, "
             "or replay a shorter window"
         ) from None
-    if call.structured:
-        call.report.result(**report_document(outcome.report))
-    else:
-        call.out.write(REPORTERS[call.args.format](outcome.report))
+    call.report.backtest(outcome.report)
     if outcome.over:
         call.report.failed(outcome.over, "over --max-changes-per-day")
         return EXIT_INVALID
@@ -333,13 +288,7 @@ def _verify(call: Call) -> int:
     from dsf_compile.placement import verify
 
     found = verify_hub(call.root, hub_access(args), args.placements, args.at or now())
-    if call.structured:  # every verdict a record, the drifts among them
-        call.report.result(**verify.verification_document(found))
-        return verify.exit_code(found)
-    for line in verify.not_compared_lines(found):
-        call.say(line)
-    call.out.write(verify.format_drifts(found))
-    call.say(verify.summary(found))
+    call.report.verification(found)
     return verify.exit_code(found)
 
 
@@ -404,8 +353,13 @@ def handle_ci(call: Call) -> int:
 
 
 def handle_completion(call: Call) -> int:
-    """A static completion script for the shell, generated from the parser by shtab."""
+    """A static completion script for the shell, generated from the parser by shtab; a
+    PATH option completes file names, a folder's (``--root``, ``init DIR``) folders."""
     import shtab
 
-    call.out.write(shtab.complete(call.parser, shell=call.args.shell))
+    from dsf_compile.commands.parser import with_completions
+
+    hints = {"file": shtab.FILE, "directory": shtab.DIRECTORY}
+    parser = with_completions(call.parser, hints)
+    call.out.write(shtab.complete(parser, shell=call.args.shell))
     return EXIT_OK

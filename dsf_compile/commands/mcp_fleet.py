@@ -25,7 +25,7 @@ from dsf_compile.commands.mcp_models import (
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import DsfError, InputError
 from dsf_compile.hubread.state import HubState, read_hub, read_scores
-from dsf_contract.fields import parse_time
+from dsf_compile.times import parse_moment
 from dsf_contract.scores import CONDITION_TYPE
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ class Fleet:
 
 
 def _moment(at: str | None) -> datetime:
-    return parse_time(at) if at else datetime.now(UTC)
+    """A tool's ``at``: RFC 3339 as ``--at`` takes it (the one time parser), else now."""
+    return parse_moment(at) if at else datetime.now(UTC)
 
 
 def _scorer_infos(validated: Validated) -> list[ScorerInfo]:

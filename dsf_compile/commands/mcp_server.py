@@ -38,7 +38,15 @@ from dsf_compile.commands.mcp_models import (
     ScorerInfo,
     ValidationReport,
 )
-from dsf_compile.commands.parser import CONTEXT, ROOT_HELP, Option, add_options
+from dsf_compile.commands.parser import (
+    CONTEXT,
+    HUB_KUBECONFIG,
+    ROOT,
+    SCORES,
+    Completion,
+    Option,
+    add_options,
+)
 from dsf_compile.commands.repository import find_repository
 from dsf_compile.edges.hub import HubAccess
 from dsf_compile.edges.untrusted import safe_message
@@ -209,10 +217,8 @@ def serve_http(server: Any, args: argparse.Namespace) -> None:
 
 #: Where the scores come from: a snapshot or a hub, not both.
 _SOURCE_OPTIONS = (
-    Option(
-        "--scores", "PATH", "AddOnPlacementScores snapshot (file or folder; relative to --root)"
-    ),
-    Option("--hub-kubeconfig", "PATH", "read scores from a hub (list only)"),
+    SCORES.where("AddOnPlacementScores snapshot (file or folder; relative to --root)"),
+    HUB_KUBECONFIG.where("read scores from a hub (list only)"),
 )
 #: Serving over HTTP instead of stdio.
 _HTTP_OPTIONS = (
@@ -222,6 +228,7 @@ _HTTP_OPTIONS = (
         "PATH",
         "bearer token every HTTP request must carry (or the environment variable "
         "DSF_MCP_TOKEN); required to listen beyond loopback",
+        complete=Completion.FILE,
     ),
     Option(
         "--allow-host",
@@ -237,7 +244,7 @@ def _parser() -> argparse.ArgumentParser:
     """``dsf-mcp``'s options."""
     parser = argparse.ArgumentParser(prog="dsf-mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dsf-mcp {__version__}")
-    parser.add_argument("--root", help=ROOT_HELP)
+    add_options(parser, (ROOT.where(ROOT.help, metavar=None),))
     add_options(parser.add_mutually_exclusive_group(), _SOURCE_OPTIONS)
     add_options(parser, (CONTEXT, *_HTTP_OPTIONS))
     return parser

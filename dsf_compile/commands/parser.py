@@ -10,10 +10,11 @@ is added with ``SUPPRESS`` so that it only overrides what was given before the n
 from __future__ import annotations
 
 import argparse
+import enum
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -35,21 +36,87 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-class Option:
-    """One row of an option table: a flag (or a positional's name), its metavar and help,
-    and any other keyword ``add_argument`` takes (``dest``, ``type``, ``nargs``…)."""
+class Completion(enum.Enum):
+    """What a shell completes an option's value with (``dsf-compile completion``)."""
 
-    def __init__(self, flag: str, metavar: str | None, help: str, **keywords: Any) -> None:
-        self.flag = flag
-        self.keywords: dict[str, Any] = {"help": help, **keywords}
-        if metavar is not None:  # flags (store_true) take none
-            self.keywords["metavar"] = metavar
+    FILE = "file"
+    DIRECTORY = "directory"
+
+
+#: The attribute of an argparse action holding its :class:`Completion`.
+COMPLETION_ATTRIBUTE = "dsf_completion"
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row of an option table: a flag (or a positional's name), its metavar, help,
+    value type and completion, and how argparse stores it. Each option is defined once;
+    a command that gives it another role says so with :meth:`where`."""
+
+    flag: str
+    metavar: str | None
+    help: str
+    type: Callable[[str], Any] | None = None
+    complete: Completion | None = None
+    action: str | None = None
+    nargs: str | None = None
+    default: Any = _UNSET
+    dest: str | None = None
+    choices: tuple[str, ...] | None = None
+    required: bool = False
+
+    def where(self, help: str, **changes: Any) -> Option:
+        """This option, as one command uses it: its own help (and ``changes``), the same
+        flag, value, type and completion."""
+        return replace(self, help=help, **changes)
+
+    def as_input(self, help: str, **changes: Any) -> Option:
+        """This option as an input of ``ci`` (the GitHub Action's): text passed on to the
+        command that reads it, empty when not given."""
+        given = {"help": help, "type": None, "default": "", "required": False, **changes}
+        return replace(self, **given)
+
+    def arguments(self) -> dict[str, Any]:
+        """``add_argument``'s keywords."""
+        given = {
+            "help": self.help,
+            "metavar": self.metavar,
+            "type": self.type,
+            "action": self.action,
+            "nargs": self.nargs,
+            "dest": self.dest,
+            "choices": self.choices,
+        }
+        keywords: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+        if self.default is not _UNSET:
+            keywords["default"] = self.default
+        if self.required:
+            keywords["required"] = True
+        return keywords
+
+
+def with_completions(
+    parser: argparse.ArgumentParser, hints: Mapping[str, object]
+) -> argparse.ArgumentParser:
+    """``parser`` with each option's :class:`Completion` set as its completion script's
+    ``hints[completion.value]`` (shtab's ``action.complete``), in every subcommand."""
+    for action in parser._actions:
+        completion = getattr(action, COMPLETION_ATTRIBUTE, None)
+        if isinstance(completion, Completion):
+            action.complete = hints[completion.value]  # type: ignore[attr-defined]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                with_completions(sub, hints)
+    return parser
 
 
 def add_options(parser: argparse._ActionsContainer, options: Iterable[Option]) -> None:
     """Add each row of ``options`` to ``parser`` (or to a group of it), in order."""
     for option in options:
-        parser.add_argument(option.flag, **option.keywords)
+        action = parser.add_argument(option.flag, **option.arguments())
+        if option.complete is not None:
+            setattr(action, COMPLETION_ATTRIBUTE, option.complete)
 
 
 @dataclass(frozen=True)
@@ -96,12 +163,7 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
 def _add_global_options(
     parser: argparse.ArgumentParser, formats: Sequence[str], default: object
 ) -> None:
-    parser.add_argument(
-        "--root",
-        metavar="DIR",
-        default=default,
-        help=ROOT_HELP,
-    )
+    add_options(parser, (ROOT.where(ROOT.help, default=default),))
     if formats:
         parser.add_argument(
             "--format",
@@ -151,15 +213,19 @@ def seconds(text: str) -> float:
 
 
 def moment(text: str) -> datetime:
-    """An RFC 3339 time (``--at``)."""
-    from dsf_contract.fields import parse_time  # not on the no-op path: it imports pydantic
+    """An RFC 3339 time (``--at``; :mod:`dsf_compile.times` parses every time typed)."""
+    from dsf_compile.times import parse_moment
 
     try:
-        return parse_time(text)
+        return parse_moment(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+# -------------------------------------------------------------- the shared options
+
+#: The repository, for every command that works on one (and ``dsf-mcp``).
+ROOT = Option("--root", "DIR", ROOT_HELP, complete=Completion.DIRECTORY)
 #: The hub's context, for every command that reads a hub (``--hub-kubeconfig``, else
 #: ``$KUBECONFIG``, else ``~/.kube/config``, as kubectl finds it).
 CONTEXT = Option(
@@ -169,22 +235,36 @@ CONTEXT = Option(
     "--hub-kubeconfig, else $KUBECONFIG (files merged as kubectl merges them), else "
     "~/.kube/config",
 )
+SCORES = Option(
+    "--scores",
+    "PATH",
+    "AddOnPlacementScores: a YAML/JSON file or folder",
+    complete=Completion.FILE,
+)
+DECISIONS = Option(
+    "--decisions",
+    "PATH",
+    "PlacementDecisions: a YAML/JSON file or folder",
+    complete=Completion.FILE,
+)
+HUB_KUBECONFIG = Option(
+    "--hub-kubeconfig",
+    "PATH",
+    "read scores, decisions and bindings from a hub (list only)",
+    complete=Completion.FILE,
+)
+AT = Option(
+    "--at",
+    "RFC3339",
+    "judge validUntil and toleration times at this moment (default: now)",
+    type=moment,
+    default=None,
+)
+STRICT = Option(
+    "--strict", None, "warnings are errors (exit 1 when there are any)", action="store_true"
+)
 
 
 def state_options(*, hub: bool) -> tuple[Option, ...]:
     """``--scores``/``--decisions``/``--at`` (and ``--hub-kubeconfig``): the hub state to replay."""
-    files = (
-        Option("--scores", "PATH", "AddOnPlacementScores: a YAML/JSON file or folder"),
-        Option("--decisions", "PATH", "PlacementDecisions: a YAML/JSON file or folder"),
-    )
-    from_hub = Option(
-        "--hub-kubeconfig", "PATH", "read scores, decisions and bindings from a hub (list only)"
-    )
-    at = Option(
-        "--at",
-        "RFC3339",
-        "judge validUntil and toleration times at this moment (default: now)",
-        type=moment,
-        default=None,
-    )
-    return (*files, *((from_hub, CONTEXT) if hub else ()), at)
+    return (SCORES, DECISIONS, *((HUB_KUBECONFIG, CONTEXT) if hub else ()), AT)

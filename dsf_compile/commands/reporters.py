@@ -1,13 +1,17 @@
 """How ``dsf-compile`` prints what a command found: one reporter per ``--format``.
 
 A command hands its reporter the same things whatever the format: problems (located
-findings), status lines, and its result as plain data. The text reporter prints problems
-and status lines on stderr (in colour on a terminal, never with ``NO_COLOR``); the GitHub
-one prints problems as workflow annotations; the JSON one prints a single document on
-stdout when the command ends, problems as records ``{path, line, column, severity,
-field, message}``. The command's own human output (a diff, a decision table) is written
-by the command for the text-like formats; :attr:`Reporter.structured` says whether it
-must give data instead. A new format is one class and one entry in :data:`REPORTERS`.
+findings), status lines, and each result it has — the changes of ``render --check`` and
+``diff`` (with the replayed decisions), ``explain``'s explanation, ``explain --verify``'s
+verdicts, ``backtest``'s report — or plain data (:meth:`Reporter.result`). The text
+reporter prints problems and status lines on stderr (in colour on a terminal, never with
+``NO_COLOR``) and each result as text on stdout; the Markdown one prints the results as
+Markdown (a pull-request comment); the GitHub one prints problems as workflow
+annotations; the JSON one prints a single document on stdout when the command ends,
+problems as records ``{path, line, column, severity, field, message}``. Each format's
+words for one result live beside its data (``changes_text``, ``explain_markdown``,
+``report_document``…); which of them is printed is chosen here, and only here. A new
+format is one class and one entry in :data:`REPORTER_BY_NAME`.
 """
 
 from __future__ import annotations
@@ -16,11 +20,22 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any, ClassVar, TextIO
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from dsf_compile.edges.untrusted import safe_message
 from dsf_contract.escaping import json_text
 from dsf_contract.problem import Problem
+
+if TYPE_CHECKING:
+    from dsf_compile.backtest.report import Report
+    from dsf_compile.placement.decision_changes import DecisionChange
+    from dsf_compile.placement.scheduler import PlacementResult
+    from dsf_compile.placement.verify import Verification
+    from dsf_compile.render.changes import Changes
+
+    #: ``diff``'s replay: each reported Placement, and the moment judged.
+    Replay = tuple[Sequence[DecisionChange], datetime]
 
 #: Errors first (what stops the command before what does not), then by place.
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -112,12 +127,75 @@ class Reporter:
     def close(self, code: int) -> None:
         """The command is done with exit ``code``: structured formats print their document now."""
 
+    # ------------------------------------------------------------- each result type
+
+    def changes(self, changes: Changes | None, replay: Replay | None) -> None:
+        """``render --check``/``diff``: what would change (None: nothing to compare, the
+        tree is current) and the Placements whose decisions would move."""
+        from dsf_compile.placement.decision_changes import decision_changes_text
+        from dsf_compile.render.changes_text import changes_text
+
+        if changes is not None:
+            self.out.write(changes_text(changes))
+            if replay is not None:
+                self.out.write(decision_changes_text(replay[0]))
+
+    def explanation(self, results: Sequence[PlacementResult], at: datetime) -> None:
+        """``explain``: the scheduler's steps per Placement."""
+        from dsf_compile.placement.explain import Explanation, explain_text
+
+        self.out.write(explain_text(Explanation.of(results, at)))
+
+    def verification(self, found: Verification) -> None:
+        """``explain --verify``: what was not compared (stderr), each drift (stdout), the
+        summary (stderr)."""
+        from dsf_compile.placement import verify
+
+        for line in verify.not_compared_lines(found):
+            self.say(line)
+        self.out.write(verify.drifts_text(found))
+        self.say(verify.summary(found))
+
+    def backtest(self, report: Report) -> None:
+        """``backtest``: a table per Placement, then its timeline."""
+        from dsf_compile.backtest.report import format_text
+
+        self.out.write(format_text(report))
+
+
+class MarkdownReporter(Reporter):
+    """Results as Markdown on stdout (a pull-request comment); problems as text on stderr,
+    or as annotations under GitHub Actions."""
+
+    def changes(self, changes: Changes | None, replay: Replay | None) -> None:
+        from dsf_compile.placement.decision_changes import decision_changes_markdown
+        from dsf_compile.render.changes import Changes
+        from dsf_compile.render.changes_text import changes_markdown
+
+        self.out.write(changes_markdown(Changes() if changes is None else changes))
+        if changes is not None and replay is not None:
+            self.out.write(decision_changes_markdown(*replay))
+
+    def explanation(self, results: Sequence[PlacementResult], at: datetime) -> None:
+        from dsf_compile.placement.explain import Explanation, explain_markdown
+
+        self.out.write(explain_markdown(Explanation.of(results, at)))
+
+    def backtest(self, report: Report) -> None:
+        from dsf_compile.backtest.report import format_markdown
+
+        self.out.write(format_markdown(report))
+
 
 class GithubReporter(Reporter):
     """Problems as GitHub workflow annotations (``::error file=…,line=…,col=…::…``)."""
 
     def _problem_line(self, problem: Problem) -> str:
         return safe_message(problem.format_github())
+
+
+class GithubMarkdownReporter(MarkdownReporter, GithubReporter):
+    """``--format markdown`` under GitHub Actions: Markdown results, annotated problems."""
 
 
 class JsonReporter(Reporter):
@@ -149,6 +227,34 @@ class JsonReporter(Reporter):
     def error(self, lines: Sequence[str], path: str = "") -> None:
         self._problems.extend(error_problem(line, path) for line in lines)
 
+    def changes(self, changes: Changes | None, replay: Replay | None) -> None:
+        from dsf_compile.render.changes_text import change_records
+
+        stale = changes is not None and not changes.empty
+        self.result(stale=stale, changes=change_records(changes) if changes is not None else [])
+        if replay is not None:
+            from dsf_compile.placement.decision_changes import decision_record
+            from dsf_compile.placement.scheduler import format_time
+
+            replayed, at = replay
+            decisions = [decision_record(change) for change in replayed]
+            self.result(at=format_time(at), decisions=decisions)
+
+    def explanation(self, results: Sequence[PlacementResult], at: datetime) -> None:
+        from dsf_compile.placement.explain import explain_document
+
+        self.result(**explain_document(results, at))
+
+    def verification(self, found: Verification) -> None:
+        from dsf_compile.placement.verify import verification_document
+
+        self.result(**verification_document(found))  # every verdict a record, drifts among them
+
+    def backtest(self, report: Report) -> None:
+        from dsf_compile.backtest.report import report_document
+
+        self.result(**report_document(report))
+
     def close(self, code: int) -> None:
         # ok only with exit 0: a stale tree (exit 1) is not ok, whatever else held
         document: dict[str, Any] = {"command": self.command, "ok": code == 0}
@@ -160,11 +266,10 @@ class JsonReporter(Reporter):
         self.out.write(json_text(encoded) + "\n")
 
 
-#: Every ``--format``'s reporter, by name. ``markdown`` is a text-like format: its
-#: command writes Markdown on stdout; problems are printed as text.
-REPORTERS: dict[str, Callable[[str, TextIO, TextIO], Reporter]] = {
+#: Every ``--format``'s reporter, by name (the one table of output formats).
+REPORTER_BY_NAME: dict[str, Callable[[str, TextIO, TextIO], Reporter]] = {
     "text": Reporter,
-    "markdown": Reporter,
+    "markdown": MarkdownReporter,
     "github": GithubReporter,
     "json": JsonReporter,
 }
@@ -174,8 +279,9 @@ def reporter_for(
     name: str, command: str, out: TextIO, err: TextIO, environ: dict[str, str] | None = None
 ) -> Reporter:
     """The reporter of ``--format name``; under GitHub Actions (``GITHUB_ACTIONS=true``)
-    problems are annotations unless the format was asked for by name as ``text``/``json``."""
+    problems are annotations unless the format was asked for by name as ``text``/``json``
+    (``markdown`` keeps its Markdown results)."""
     env = os.environ if environ is None else environ
     if name == "markdown" and env.get("GITHUB_ACTIONS") == "true":
-        name = "github"
-    return REPORTERS[name](command, out, err)
+        return GithubMarkdownReporter(command, out, err)
+    return REPORTER_BY_NAME[name](command, out, err)

@@ -8,9 +8,20 @@ the completion scripts and the docs' checks all read this table.
 from __future__ import annotations
 
 from dsf_compile.commands import handlers
-from dsf_compile.commands.backtest_options import BACKTEST_OPTIONS
+from dsf_compile.commands.backtest_options import BACKTEST_OPTIONS, HISTORY, MAX_CHANGES_PER_DAY
 from dsf_compile.commands.call import SCORER_TOKEN_VARIABLE
-from dsf_compile.commands.parser import CONTEXT, Command, Option, seconds, state_options
+from dsf_compile.commands.parser import (
+    AT,
+    CONTEXT,
+    HUB_KUBECONFIG,
+    SCORES,
+    STRICT,
+    Command,
+    Completion,
+    Option,
+    seconds,
+    state_options,
+)
 
 # ------------------------------------------------------------ each command's options
 
@@ -22,14 +33,10 @@ def _check(folder: str) -> Option:
     )
 
 
-_VALIDATE_OPTIONS = (
-    Option(
-        "--strict", None, "warnings are errors (exit 1 when there are any)", action="store_true"
-    ),
-)
+_VALIDATE_OPTIONS = (STRICT,)
 _SYNC_OPTIONS = (
     Option("names", "NAME", "refresh only these scorers", nargs="*"),
-    Option("--strict", None, "exit 1 when a scorer is Inactive", action="store_true"),
+    STRICT.where("exit 1 when a scorer is Inactive"),
     Option(
         "--allow-mass-failure",
         None,
@@ -57,12 +64,9 @@ _SYNC_OPTIONS = (
         "instead of the scorers: list the hub's ManagedClusters into clusters/discovered.yaml",
         action="store_true",
     ),
-    Option(
-        "--hub-kubeconfig",
-        "PATH",
+    HUB_KUBECONFIG.where(
         "kubeconfig of the hub, for --clusters (read-only: one list call; default: "
-        "$KUBECONFIG, else ~/.kube/config)",
-        default=None,
+        "$KUBECONFIG, else ~/.kube/config)"
     ),
     CONTEXT,
 )
@@ -110,7 +114,14 @@ _SCORER_CHECK_OPTIONS = (
     ),
 )
 _INIT_OPTIONS = (
-    Option("dir", "DIR", "the new repository's folder (default: this one)", nargs="?", default="."),
+    Option(
+        "dir",
+        "DIR",
+        "the new repository's folder (default: this one)",
+        complete=Completion.DIRECTORY,
+        nargs="?",
+        default=".",
+    ),
     Option(
         "--action",
         "OWNER/REPO@REF",
@@ -129,22 +140,18 @@ _CI_OPTIONS = (
         "$GITHUB_EVENT_PATH; none: the checks alone)",
         default="",
     ),
-    Option(
-        "--scores",
-        "PATH",
+    SCORES.as_input(
         "AddOnPlacementScores to replay the decisions on (default: snapshots/ when it "
-        "holds YAML or JSON files)",
-        default="",
+        "holds YAML or JSON files)"
     ),
-    Option("--at", "RFC3339", "judge the scores at this moment (default: diff's)", default=""),
-    Option(
-        "--history",
-        "URL|PATH",
-        "against the base: backtest the last 7 days of this history, base and head (default: none)",
-        default="",
+    AT.as_input("judge the scores at this moment (default: diff's)"),
+    HISTORY.as_input(
+        "against the base: backtest the last 7 days of this history, base and head (default: none)"
     ),
-    Option("--max-changes-per-day", "N", "backtest's gate (default: none)", default=""),
-    Option("--strict", "true|false", "validate --strict", choices=_YES_NO, default="false"),
+    MAX_CHANGES_PER_DAY.as_input("backtest's gate (default: none)"),
+    STRICT.as_input(
+        "validate --strict", metavar="true|false", action=None, choices=_YES_NO, default="false"
+    ),
     Option(
         "--comment",
         "true|false",
@@ -152,7 +159,13 @@ _CI_OPTIONS = (
         choices=_YES_NO,
         default="false",
     ),
-    Option("--report", "PATH", "write the Markdown report here too", default=""),
+    Option(
+        "--report",
+        "PATH",
+        "write the Markdown report here too",
+        complete=Completion.FILE,
+        default="",
+    ),
 )
 _COMPLETION_OPTIONS = (Option("shell", None, "the shell", choices=("bash", "zsh", "fish")),)
 

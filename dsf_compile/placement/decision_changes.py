@@ -139,14 +139,9 @@ def decision_record(change: DecisionChange) -> dict[str, object]:
     }
 
 
-def format_decision_changes(
-    changes: Sequence[DecisionChange], style: str, at: datetime | None = None
-) -> str:
+def decision_changes_text(changes: Sequence[DecisionChange]) -> str:
     """``placement NS/NAME: a, b -> b, c`` lines, each after its warnings (group moves and
-    margins indented below), or a Markdown table for a pull request, each Placement's
-    warnings listed before the table. ``at``: the moment judged, said in Markdown."""
-    if style == "markdown":
-        return _markdown(changes, at)
+    margins indented below)."""
     return "".join(_text(change) for change in changes)
 
 
@@ -158,7 +153,9 @@ def _text(change: DecisionChange) -> str:
     return head + warned + row + below
 
 
-def _markdown(changes: Sequence[DecisionChange], at: datetime | None) -> str:
+def decision_changes_markdown(changes: Sequence[DecisionChange], at: datetime | None) -> str:
+    """A Markdown table for a pull request, each Placement's warnings listed before the
+    table; ``at``: the moment judged."""
     moment = f"Replayed at {format_time(at)}.\n\n" if at is not None else ""
     title = f"\n### Placement decisions\n\n{moment}"
     moved = [c for c in changes if c.changed]

@@ -1,23 +1,22 @@
-"""Scheduler results → the ``explain`` output: one :class:`Explanation`, one reporter per format.
+"""Scheduler results → the ``explain`` output: one :class:`Explanation`, printed per format.
 
 Pure formatting: the results come from :func:`dsf_compile.placement.scheduler.schedule`.
 :class:`Explanation` sorts them by namespace then name and builds each Placement's
-:class:`PlacementRows` once; :data:`REPORTERS` prints it as ``text``, ``markdown`` or
-``json`` (the document :func:`explain_document`). A new format is one function and one
-entry there. What ``diff`` says of a Placement whose outcome moves is in
+:class:`PlacementRows` once; :func:`explain_text` and :func:`explain_markdown` print it,
+:func:`explain_document` is the JSON document. The reporter of ``--format``
+(:mod:`dsf_compile.commands.reporters`) chooses which. What ``diff`` says of a Placement whose outcome moves is in
 :mod:`dsf_compile.placement.decision_changes`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from dsf_compile.placement.scheduler import PlacementResult, format_time
-from dsf_contract.escaping import json_text, markdown, terminal
+from dsf_contract.escaping import markdown, terminal
 
 
 @dataclass(frozen=True)
@@ -89,34 +88,8 @@ def explain_document(results: Sequence[PlacementResult], at: datetime) -> dict[s
     return {"at": format_time(at), "placements": [_placement_document(r) for r in ordered]}
 
 
-def format_explanation(results: Sequence[PlacementResult], at: datetime, name: str) -> str:
-    """``explain --format NAME``: the reporter of that name over the results."""
-    return REPORTERS[name](Explanation.of(results, at))
-
-
-def format_json(results: Sequence[PlacementResult], at: datetime) -> str:
-    """``explain --format json``."""
-    return format_explanation(results, at, "json")
-
-
-def format_text(results: Sequence[PlacementResult], at: datetime) -> str:
-    """``explain --format text``."""
-    return format_explanation(results, at, "text")
-
-
-def format_markdown(results: Sequence[PlacementResult], at: datetime) -> str:
-    """``explain --format markdown``."""
-    return format_explanation(results, at, "markdown")
-
-
-def _json_report(explanation: Explanation) -> str:
-    """The document, indented, ending with a newline."""
-    document = explain_document(explanation.results, explanation.at)
-    return json_text(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
-
-
-def _text_report(explanation: Explanation) -> str:
-    """Per Placement, a table of the clusters left after step 3, columns aligned."""
+def explain_text(explanation: Explanation) -> str:
+    """``explain``'s text: per Placement, a table of the clusters left after step 3, columns aligned."""
     lines = [f"at {format_time(explanation.at)}"]
     for found in explanation.placements:
         lines += ["", f"placement {found.title}{found.state}"]
@@ -145,8 +118,8 @@ def _text_table(found: PlacementRows) -> list[str]:
     ]
 
 
-def _markdown_report(explanation: Explanation) -> str:
-    """The same tables, for a pull-request comment."""
+def explain_markdown(explanation: Explanation) -> str:
+    """``explain --format markdown``: the same tables, for a pull-request comment."""
     lines = [f"Placements at `{format_time(explanation.at)}`"]
     for found in explanation.placements:
         lines += ["", f"#### `{found.title}`{found.state}", ""]
@@ -176,14 +149,6 @@ def _markdown_table(found: PlacementRows) -> list[str]:
 
 def _markdown_list(items: Sequence[str]) -> list[str]:
     return ["", *(f"- {item}" for item in items)] if items else []
-
-
-#: One reporter per ``explain --format``, over the same :class:`Explanation`.
-REPORTERS: Mapping[str, Callable[[Explanation], str]] = {
-    "text": _text_report,
-    "markdown": _markdown_report,
-    "json": _json_report,
-}
 
 
 def _placement_document(result: PlacementResult) -> dict[str, Any]:

@@ -197,7 +197,7 @@ def compare(result: PlacementResult, hub: DecisionIndex) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def format_drifts(verification: Verification) -> str:
+def drifts_text(verification: Verification) -> str:
     """``placement NS/NAME differs from the hub`` and the differences, indented (stdout)."""
     out = []
     for drift in verification.of(Outcome.DIFFER):

@@ -1,5 +1,6 @@
-"""A :class:`Changes` for people: a unified diff (``render --check``, ``diff``) or a
-Markdown pull-request comment (``diff --format markdown``).
+"""A :class:`Changes` for people: a unified diff (``render --check``, ``diff``), a
+Markdown pull-request comment (``diff --format markdown``) or JSON records; the reporter
+of ``--format`` (:mod:`dsf_compile.commands.reporters`) chooses which.
 
 The current bytes of a file the compiler did not write, or could not read as text, are
 never printed; every other line of a file from the pull request is escaped for the
@@ -45,13 +46,11 @@ def _hidden(changes: Changes, relative: str) -> str:
     return f"  (the current file is not shown: {changes.hidden[relative]})\n"
 
 
-def format_changes(changes: Changes, style: str) -> str:
-    """The changes as text (``render --check``, ``diff``) or as a Markdown PR comment.
+def changes_text(changes: Changes) -> str:
+    """The changes as text (``render --check``, ``diff``): a unified diff per file.
 
     The current bytes of a file listed in ``changes.hidden`` are never printed.
     """
-    if style == "markdown":
-        return _format_markdown(changes)
     out = []
     count = _count_changed(changes)
     if count:
@@ -97,7 +96,8 @@ def _shards_changed(changes: Changes) -> str:
     )
 
 
-def _format_markdown(changes: Changes) -> str:
+def changes_markdown(changes: Changes) -> str:
+    """The changes as a Markdown pull-request comment (``diff --format markdown``)."""
     if changes.empty:
         return "### dsf-compile diff\n\nNo change to `rendered/`.\n"
     shards = _shards_changed(changes)

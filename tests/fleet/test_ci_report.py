@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dsf_compile.ci.report import COMMENT_LIMIT, MARKER, annotation, cut, report
+from dsf_compile.ci.report import COMMENT_LIMIT, MARKER, cut, report
 from dsf_compile.ci.steps import Outcome
 from dsf_contract.problem import Problem
 
@@ -23,11 +23,11 @@ def test_what_the_inputs_say_is_escaped() -> None:
 
 
 def test_an_annotation_stays_one_command() -> None:
-    line = annotation(HOSTILE, "validate")
+    line = HOSTILE.format_github("validate: ")
     assert line.startswith("::error file=scorers/x`<b>`.yaml,line=3,col=5::validate: spec.a|b: ")
     assert "\n" not in line and "%0A::error::forged" in line
-    assert annotation(Problem(".", 0, 0, "", "down"), "backtest") == "::error::backtest: down"
-    info = annotation(Problem("a.yaml", 0, 0, "", "x", "info"), "validate")
+    assert Problem(".", 0, 0, "", "down").format_github("backtest: ") == "::error::backtest: down"
+    info = Problem("a.yaml", 0, 0, "", "x", "info").format_github("validate: ")
     assert info == "::notice file=a.yaml::validate: x"
 
 

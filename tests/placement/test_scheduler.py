@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsf_compile.commands.reporters import REPORTER_BY_NAME
 from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import (
     AddOnPlacementScore,
@@ -18,12 +20,7 @@ from dsf_compile.inputs.placements import (
     Placement,
     PlacementDecision,
 )
-from dsf_compile.placement.explain import (
-    explain_document,
-    format_json,
-    format_markdown,
-    format_text,
-)
+from dsf_compile.placement.explain import explain_document
 from dsf_compile.placement.scheduler import (
     Cluster,
     PlacementResult,
@@ -731,9 +728,19 @@ def example_results() -> list[PlacementResult]:
     return [gpu, cel]
 
 
+def printed(format_name: str) -> str:
+    """What ``explain --format format_name`` prints of :func:`example_results` on stdout."""
+    out = io.StringIO()
+    reporter = REPORTER_BY_NAME[format_name]("explain", out, io.StringIO())
+    reporter.explanation(example_results(), AT)
+    reporter.close(0)
+    return out.getvalue()
+
+
 def test_explain_json_has_the_specs_shape() -> None:
-    document = json.loads(format_json(example_results(), AT))
-    assert list(document) == ["at", "placements"]
+    document = json.loads(printed("json"))
+    assert list(document) == ["command", "ok", "problems", "at", "placements"]
+    del document["command"], document["ok"], document["problems"]
     assert document["at"] == "2026-11-22T00:00:00Z"
     cel, gpu = document["placements"]  # sorted by namespace then name
     assert list(gpu) == [
@@ -812,7 +819,7 @@ def test_explain_json_has_the_specs_shape() -> None:
 
 
 def test_explain_text_is_a_table_per_placement() -> None:
-    text = format_text(example_results(), AT)
+    text = printed("text")
     assert "placement default/cel\n" in text
     assert "  PlacementDecision gpu-inference-decision-1: worker02" in text
     assert "  margins over the best cluster left out: worker02 +105" in text
@@ -837,7 +844,7 @@ def test_explain_text_is_a_table_per_placement() -> None:
 
 
 def test_explain_markdown_escapes_table_cells() -> None:
-    markdown = format_markdown(example_results(), AT)
+    markdown = printed("markdown")
     assert "| worker02 | 75×3 | 100×1 | 325 | yes |" in markdown
     assert "#### `default/gpu-inference`" in markdown
     assert "|---|---:|---:|---:|:---:|" in markdown
