@@ -39,9 +39,7 @@ from dsf_contract.failures import RequestFailure
 from dsf_transport.kube_bounds import StopReadError
 from tests.agent.agent_fakes import Reply, Request
 from tests.agent.agent_probes import value
-from tests.agent.conftest import AgentProcess
-from tests.agent.fleet_apis import CLUSTER, SA_TOKEN, FleetApis, fleet_apis, poll_until
-from tests.agent.test_agent_compliance import (
+from tests.agent.compliance_fleet import (
     CLAIM,
     STABLE,
     fleet,
@@ -51,6 +49,8 @@ from tests.agent.test_agent_compliance import (
     scored,
     start_agent,
 )
+from tests.agent.conftest import AgentProcess
+from tests.agent.fleet_apis import CLUSTER, SA_TOKEN, FleetApis, fleet_apis, poll_until
 
 pytestmark = pytest.mark.timeout(180)
 
