@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet_repo import REPO_ROOT, TOP_LEVEL_FLEET, copy_fleet
+from tests.podman_images import podman_environment
 
 #: The top-level fleet's paths, as an absolute path names them: a fork edits, grows or
 #: replaces that fleet, so no test may read it (tests/fixtures/example-fleet is the tests').
@@ -40,3 +41,9 @@ sys.addaudithook(_top_level_fleet_guard)
 def fleet(tmp_path: Path) -> Path:
     """The example fleet in a temporary folder, rendered/ included."""
     return copy_fleet(tmp_path / "fleet")
+
+
+@pytest.fixture(scope="module")
+def podman_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """podman's environment with this module's own ``containers.conf``; skips without podman."""
+    return podman_environment(tmp_path_factory.mktemp("podman"))

@@ -1,5 +1,6 @@
 """Checks of rendered objects shared by the tests: OCM's CRDs as JSON Schema validators
-(as strict as the API server: unknown fields fail), and real kustomize over a folder."""
+(as strict as the API server: unknown fields fail), real kustomize over a folder, and
+the rendered tree's files and per-cluster bytes (what a shard budget counts)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,22 @@ def kustomize(folder: Path) -> list[dict[str, Any]]:
 def identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     meta = obj["metadata"]
     return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def rendered_files(root: Path) -> dict[str, bytes]:
+    """Every file of ``root/rendered`` by its path there, the journal's list apart."""
+    folder = root / "rendered"
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".dsf-files"
+    }
+
+
+def cluster_bytes(root: Path) -> int:
+    """The bytes of every per-cluster object of an unsharded render (what the budget counts)."""
+    return sum(
+        len(data)
+        for path, data in rendered_files(root).items()
+        if path.startswith("clusters/") and not path.endswith("/kustomization.yaml")
+    )

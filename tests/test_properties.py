@@ -2,12 +2,15 @@
 
 Any input gives either a result or one of the project's own errors (:class:`DsfError`),
 never another exception; and every problem points at one of the inputs, at a line >= 0.
+The generated inputs are tallied by outcome, and each test asserts its tally: both
+outcomes were reached, so a strategy that only ever made refused input fails.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,8 +147,9 @@ def _assert_located(problems: tuple[Problem, ...] | list[Problem], paths: set[st
         assert "\n" not in problem.format(), problem
 
 
-def _compile(documents: list[Document], lock: Lockfile) -> None:
-    """validate + resolve; only the project's errors may escape, and they must be located."""
+def _compile(documents: list[Document], lock: Lockfile) -> str:
+    """validate + resolve; only the project's errors may escape, and they must be located.
+    The outcome: ``resolved``, ``refused`` (located problems) or ``error`` (another DsfError)."""
     paths = {d.path for d in documents} | {LOCKFILE}
     try:
         inputs = validate_documents(documents, Settings())
@@ -155,8 +159,10 @@ def _compile(documents: list[Document], lock: Lockfile) -> None:
     except InputError as error:
         assert error.problems
         _assert_located(error.problems, paths)
+        return "refused"
     except DsfError:
-        pass
+        return "error"
+    return "resolved"
 
 
 # --------------------------------------------------------------------- loading
@@ -190,30 +196,49 @@ def test_parse_yaml_never_raises_on_yaml_punctuation(text: str) -> None:
 # ------------------------------------------------------------------ resolution
 
 
-@MODEST
-@given(st.lists(st.tuples(st.sampled_from(PATHS), json_values | shaped), max_size=6))
-def test_arbitrary_documents_give_a_result_or_our_error(data: list[tuple[str, Any]]) -> None:
-    _compile(_documents_from(data), BASE_LOCK)
+def test_arbitrary_documents_give_a_result_or_our_error() -> None:
+    tally: Counter[str] = Counter()
+
+    @MODEST
+    @given(st.lists(st.tuples(st.sampled_from(PATHS), json_values | shaped), max_size=6))
+    def one(data: list[tuple[str, Any]]) -> None:
+        tally[_compile(_documents_from(data), BASE_LOCK)] += 1
+
+    one()
+    assert tally["resolved"] and tally["refused"], tally
 
 
-@MODEST
-@given(st.data())
-def test_perturbed_fleet_gives_a_result_or_our_error(data: st.DataObject) -> None:
-    index = data.draw(st.integers(min_value=0, max_value=len(BASE_DOCUMENTS) - 1))
-    documents = list(BASE_DOCUMENTS)
-    changed = data.draw(perturbed(documents[index].data))
-    documents[index : index + 1] = _documents_from([(documents[index].path, changed)])
-    _compile(documents, BASE_LOCK)
+def test_perturbed_fleet_gives_a_result_or_our_error() -> None:
+    tally: Counter[str] = Counter()
+
+    @MODEST
+    @given(st.data())
+    def one(data: st.DataObject) -> None:
+        index = data.draw(st.integers(min_value=0, max_value=len(BASE_DOCUMENTS) - 1))
+        documents = list(BASE_DOCUMENTS)
+        changed = data.draw(perturbed(documents[index].data))
+        documents[index : index + 1] = _documents_from([(documents[index].path, changed)])
+        tally[_compile(documents, BASE_LOCK)] += 1
+
+    one()
+    assert tally["resolved"] and tally["refused"], tally
 
 
-@MODEST
-@given(perturbed(BASE_CONFIGS["cpu-scorer"]))
-def test_perturbed_scorer_config_gives_a_result_or_our_error(config: Any) -> None:
-    try:
-        lock = _lock({"cpu-scorer": config})
-    except ValidationError:
-        reject()  # not a /config document: reading the lockfile refuses it before resolution
-    _compile(BASE_DOCUMENTS, lock)
+def test_perturbed_scorer_config_gives_a_result_or_our_error() -> None:
+    tally: Counter[str] = Counter()
+
+    @MODEST
+    @given(perturbed(BASE_CONFIGS["cpu-scorer"]))
+    def one(config: Any) -> None:
+        try:
+            lock = _lock({"cpu-scorer": config})
+        except ValidationError:
+            tally["not a config"] += 1
+            reject()  # not a /config document: reading the lockfile refuses it before resolution
+        tally[_compile(BASE_DOCUMENTS, lock)] += 1
+
+    one()
+    assert tally["resolved"] and tally["refused"], tally
 
 
 def test_the_base_fleet_resolves() -> None:

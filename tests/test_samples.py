@@ -258,7 +258,9 @@ def test_prediction_scores_stay_in_range(seed: int) -> None:
         series({"pod": str(i)}, [rng.uniform(-1e6, 1e6) for _ in range(rng.randint(1, 30))])
         for i in range(5)
     ]
-    for result in prediction_scorer.scorer("m")(data):
+    results = prediction_scorer.scorer("m")(data)
+    assert [r["metric"]["pod"] for r in results] == [str(i) for i in range(5)]  # each scored
+    for result in results:
         assert math.isfinite(result["score"])
         assert -100 <= result["score"] <= 100
 

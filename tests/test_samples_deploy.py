@@ -2,7 +2,7 @@
 ``samples/build-image.sh`` run as each Deployment says, then checked by ``scorer-check``.
 
 The image is built from the Debian base the agent's image test makes with ``mmdebstrap``
-(:func:`tests.agent.test_agent_image.debian_base`), with podman and runc; a container
+(:func:`tests.podman_images.debian_base`), with podman and runc; a container
 runs with the Deployment's args (its port moved to a free one: the containers share the
 host's network), env, user, read-only root and emptyDirs.
 """
@@ -25,8 +25,9 @@ import yaml
 
 from dsf_compile.commands.cli import run
 from tests.agent.conftest import free_port
-from tests.agent.test_agent_image import debian_base, podman, podman_env  # noqa: F401
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
+from tests.image_locks import lock_entries, normalize
+from tests.podman_images import debian_base, podman
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +117,7 @@ def test_every_deployment_wires_its_token_from_the_secret(built: list[dict[str, 
 
 
 @pytest.fixture(scope="module")
-def image(podman_env: dict[str, str]) -> Iterator[str]:  # noqa: F811
+def image(podman_env: dict[str, str]) -> Iterator[str]:
     base = debian_base(podman_env)
     done = subprocess.run(
         [str(REPO_ROOT / "samples" / "build-image.sh"), "--base", base, "--tag", SAMPLES_IMAGE],
@@ -175,7 +176,7 @@ def wait_healthy(url: str, env: dict[str, str], name: str) -> None:
 
 def test_image_runs_each_sample_as_its_deployment_says(
     image: str,
-    podman_env: dict[str, str],  # noqa: F811
+    podman_env: dict[str, str],
     built: list[dict[str, Any]],
     tmp_path: Path,
 ) -> None:
@@ -198,10 +199,8 @@ def test_image_runs_each_sample_as_its_deployment_says(
 
 def test_the_image_holds_the_locked_distributions_only(
     image: str,
-    podman_env: dict[str, str],  # noqa: F811
+    podman_env: dict[str, str],
 ) -> None:
-    from tests.agent.test_agent_image_lock import lock_entries, normalize
-
     listed = podman(
         podman_env, "run", "--rm", "--entrypoint", "/opt/dsf-samples/bin/python", image, "-c",
         "import importlib.metadata as m\n"

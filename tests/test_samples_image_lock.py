@@ -1,5 +1,5 @@
 """The samples' image holds exactly the artifacts that were tested, as the agent's does
-(:mod:`tests.agent.test_agent_image_lock`): ``samples/requirements.lock`` pins what the
+(``tests/agent/test_agent_image_lock.py``): ``samples/requirements.lock`` pins what the
 samples import and everything that pulls in, at the versions the tests run with, by
 SHA-256; ``samples/build-image.sh`` downloads them with ``pip --require-hashes`` and refuses
 a wheel a pip source substitutes before anything is built, and the build installs them
@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.agent.test_agent_image import debian_base, podman_env  # noqa: F401
-from tests.agent.test_agent_image_lock import evil_wheel, lock_entries, normalize, pip
 from tests.fleet_repo import REPO_ROOT
+from tests.image_locks import evil_wheel, lock_entries, normalize, pip
+from tests.podman_images import debian_base
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +139,7 @@ def test_a_substituted_version_is_refused(genuine: Path, tmp_path: Path) -> None
 
 def test_the_build_refuses_a_wheel_tampered_with_in_its_context(
     genuine: Path,
-    podman_env: dict[str, str],  # noqa: F811
+    podman_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     base = debian_base(podman_env)

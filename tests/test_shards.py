@@ -18,7 +18,7 @@ import yaml
 
 from bench.render_bench import generate_fleet
 from dsf_compile.render.shards import shard_count, shard_folder, shard_of
-from tests.rendered_checks import identity, kustomize
+from tests.rendered_checks import cluster_bytes, identity, kustomize, rendered_files
 
 CLUSTERS = 60
 SCORERS = 4
@@ -36,24 +36,6 @@ def dsf(root: Path, *args: str, expect: int = 0) -> subprocess.CompletedProcess[
     )
     assert done.returncode == expect, done.stderr[-3000:]
     return done
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    folder = root / "rendered"
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != ".dsf-files"
-    }
-
-
-def cluster_bytes(root: Path) -> int:
-    """The bytes of every per-cluster object of an unsharded render (what the budget counts)."""
-    return sum(
-        len(data)
-        for path, data in tree(root).items()
-        if path.startswith("clusters/") and not path.endswith("/kustomization.yaml")
-    )
 
 
 def add_cluster(root: Path, name: str) -> None:
@@ -99,7 +81,7 @@ def test_shard_count_is_the_smallest_power_of_two_under_the_budget() -> None:
 
 
 def test_every_object_is_in_exactly_one_application(fleet: Path, budget: int) -> None:
-    files = tree(fleet)
+    files = rendered_files(fleet)
     folders = shard_folders(fleet)
     assert folders == [shard_folder(i, 8) for i in range(8)]
     assert not (fleet / "rendered" / "clusters").exists()
@@ -170,10 +152,10 @@ def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
 
 
 def test_one_cluster_more_or_less_rewrites_one_shard(fleet: Path) -> None:
-    before = tree(fleet)
+    before = rendered_files(fleet)
     add_cluster(fleet, "cluster-9000")
     dsf(fleet, "render")
-    after = tree(fleet)
+    after = rendered_files(fleet)
     shard = shard_folder(shard_of("cluster-9000", 8), 8)
     changed = _changed(before, after)
     assert changed == {
@@ -190,7 +172,8 @@ def test_one_cluster_more_or_less_rewrites_one_shard(fleet: Path) -> None:
     dsf(fleet, "render")
     shard = shard_folder(shard_of(gone, 8), 8)
     assert {
-        p.split("/", 2)[0] + "/" + p.split("/", 2)[1] for p in _changed(after, tree(fleet))
+        p.split("/", 2)[0] + "/" + p.split("/", 2)[1]
+        for p in _changed(after, rendered_files(fleet))
     } == {shard}
 
 
@@ -219,20 +202,20 @@ def test_the_no_op_fast_path_sees_a_change_inside_a_shard(fleet: Path) -> None:
 def test_at_the_budget_or_by_default_the_fleet_is_not_sharded(tmp_path: Path) -> None:
     generate_fleet(tmp_path, CLUSTERS, SCORERS)
     dsf(tmp_path, "render")
-    unsharded = tree(tmp_path)
+    unsharded = rendered_files(tmp_path)
     assert not any(p.startswith("shards/") for p in unsharded)
     (tmp_path / "dsf.yaml").write_text(
         f"render:\n  shardBytes: {cluster_bytes(tmp_path)}\n", encoding="utf-8"
     )
     dsf(tmp_path, "render")
-    assert tree(tmp_path) == unsharded
+    assert rendered_files(tmp_path) == unsharded
     # one byte fewer asks for two shards: refused while clusters are rendered unsharded
     (tmp_path / "dsf.yaml").write_text(
         f"render:\n  shardBytes: {cluster_bytes(tmp_path) - 1}\n", encoding="utf-8"
     )
     refused = dsf(tmp_path, "render", expect=1)
     assert "1 → 2 shards: 60 clusters move" in refused.stderr
-    assert tree(tmp_path) == unsharded
+    assert rendered_files(tmp_path) == unsharded
     # pinned, the layout moves (loudly), and back to the same bytes when unpinned
     (tmp_path / "dsf.yaml").write_text(
         f"render:\n  shardBytes: {cluster_bytes(tmp_path) - 1}\n  shards: 2\n", encoding="utf-8"
@@ -244,7 +227,7 @@ def test_at_the_budget_or_by_default_the_fleet_is_not_sharded(tmp_path: Path) ->
     dsf(tmp_path, "render")
     (tmp_path / "dsf.yaml").unlink()
     dsf(tmp_path, "render")
-    assert tree(tmp_path) == unsharded
+    assert rendered_files(tmp_path) == unsharded
     assert not (tmp_path / "rendered" / "shards").exists()
 
 
@@ -276,7 +259,7 @@ def test_a_growing_fleet_never_moves_clusters_out_of_an_applied_shard(tmp_path: 
     dsf(tmp_path, "render")
     rendered = tmp_path / "rendered"
     applied = _objects_by_application(rendered)
-    before = tree(tmp_path)
+    before = rendered_files(tmp_path)
     _grow(tmp_path, 31)
     for command in (["render"], ["render", "--check"], ["diff"], ["diff", "--format", "markdown"]):
         # render refuses (1); render --check and diff could not compare (2)
@@ -285,7 +268,7 @@ def test_a_growing_fleet_never_moves_clusters_out_of_an_applied_shard(tmp_path: 
         assert "1 → 2 shards: 60 clusters move" in refused.stderr
         assert "render.shards: 1" in refused.stderr and "render.shards: 2" in refused.stderr
         assert "Traceback" not in refused.stderr
-    assert tree(tmp_path) == before  # nothing was written
+    assert rendered_files(tmp_path) == before  # nothing was written
     # keeping the layout: the new clusters join clusters/, nobody leaves the Application
     settings = f"render:\n  shardBytes: {budget}\n  shards: 1\n"
     (tmp_path / "dsf.yaml").write_text(settings, encoding="utf-8")
@@ -386,13 +369,13 @@ def test_a_budget_alone_never_moves_clusters_even_without_a_tree(tmp_path: Path)
     pinned = f"render:\n  shardBytes: {budget}\n  shards: 4\n"
     (tmp_path / "dsf.yaml").write_text(pinned, encoding="utf-8")
     dsf(tmp_path, "render")
-    before = tree(tmp_path)
+    before = rendered_files(tmp_path)
     (tmp_path / "dsf.yaml").write_text(pinned.replace(str(budget), str(budget // 4)))
     shutil.rmtree(tmp_path / "rendered")
     dsf(tmp_path, "render")
-    assert tree(tmp_path) == before
+    assert rendered_files(tmp_path) == before
     # unpinned again over the budget: refused with the tree there too, naming both ways
     (tmp_path / "dsf.yaml").write_text(f"render:\n  shardBytes: {budget // 4}\n")
     refused = dsf(tmp_path, "render", "--check", expect=2)
     assert "render.shards: 4" in refused.stderr and "render.shards: 16" in refused.stderr
-    assert tree(tmp_path) == before
+    assert rendered_files(tmp_path) == before

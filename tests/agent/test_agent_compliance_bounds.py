@@ -4,9 +4,8 @@ once or holds a claim of another owner: the emulated API enforcing the rendered 
 
 Every case ends with the request cut or the round refused, counted
 (``dynamic_scoring_failures_total{stage="compliance"}``) and logged; the server's counters
-show the client stopped reading. No elapsed time is asserted as an upper bound: the waits
-between watches are asserted from below (the agent waited at least its backoff), which a
-loaded machine only lengthens.
+show the client stopped reading. No elapsed time is measured: the waits between watches
+run on a virtual clock (:class:`VirtualWaits`), which the backoff advances.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +39,7 @@ from dsf_contract.failures import RequestFailure
 from dsf_transport.kube_bounds import StopReadError
 from tests.agent.agent_fakes import Reply, Request
 from tests.agent.agent_probes import value
-from tests.agent.conftest import AgentProcess
-from tests.agent.fleet_apis import CLUSTER, SA_TOKEN, FleetApis, fleet_apis, poll_until
-from tests.agent.test_agent_compliance import (
+from tests.agent.compliance_fleet import (
     CLAIM,
     STABLE,
     fleet,
@@ -51,6 +49,8 @@ from tests.agent.test_agent_compliance import (
     scored,
     start_agent,
 )
+from tests.agent.conftest import AgentProcess
+from tests.agent.fleet_apis import CLUSTER, SA_TOKEN, FleetApis, fleet_apis, poll_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -92,6 +92,43 @@ def is_watch(request: Request) -> bool:
     return request.query.get("watch", ["false"])[0] == "true"
 
 
+class VirtualWaits(threading.Event):
+    """A loop's stop event on a virtual clock: a wait with a timeout returns at once (the
+    stop's state), :attr:`now` advanced by it; past ``most`` such waits, a wait blocks
+    until the stop (the loop idles instead of spinning). :attr:`now` is the loop's clock."""
+
+    def __init__(self, most: int) -> None:
+        super().__init__()
+        self.now, self.most = 0.0, most
+        self.waits: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not timeout:
+            return self.is_set() if timeout == 0 else super().wait()
+        if len(self.waits) >= self.most:
+            return super().wait()
+        self.waits.append(timeout)
+        self.now += timeout
+        return self.is_set()
+
+
+def early_watches(path: str, virtual: VirtualWaits) -> tuple[list[float], Callable[..., Any]]:
+    """The virtual moments of the watches of ``path``, and the hostile answer that ends each
+    at once (recording its moment: the loop is inside the request, its clock still)."""
+    moments: list[float] = []
+
+    def hostile(request: Request) -> Reply | None:
+        if request.path != path or not is_watch(request):
+            return None
+        moments.append(virtual.now)
+        return Reply(chunks=[])
+
+    return moments, hostile
+
+
 @pytest.fixture(scope="module")
 def claim_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     folder = tmp_path_factory.mktemp("claim")
@@ -117,14 +154,23 @@ class Claim:
         return 0.0 if found is None else found
 
 
-def claim_of(apis: FleetApis, folder: Path, *, poll: float = 2.0, timeout: float = 30.0) -> Claim:
+def claim_of(
+    apis: FleetApis,
+    folder: Path,
+    *,
+    poll: float = 2.0,
+    timeout: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> Claim:
     """The claim's loop (not started) with the client the agent builds from a kubeconfig."""
     kubeconfig = folder / "managed.kubeconfig"
     kubeconfig.write_text(apis.managed.kubeconfig(SA_TOKEN))
     api = cast(ClaimApi, custom_objects_api(hub_client(kubeconfig)))
     registry = CollectorRegistry()
     metrics = AgentMetrics(registry, CLUSTER)
-    claim = ComplianceClaim(api, CLUSTER, CLAIM, metrics, poll=poll, stable=0.0, timeout=timeout)
+    claim = ComplianceClaim(
+        api, CLUSTER, CLAIM, metrics, poll=poll, stable=0.0, timeout=timeout, clock=clock
+    )
     return Claim(claim, registry)
 
 
@@ -187,10 +233,10 @@ def test_the_policies_are_listed_in_pages(apis: FleetApis, tmp_path: Path) -> No
 def test_a_watch_ending_at_once_is_backed_off_and_counted(
     apis: FleetApis, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    apis.managed.hostile = lambda request: (
-        Reply(chunks=[]) if request.path == POLICIES and is_watch(request) else None
-    )
-    claim = claim_of(apis, tmp_path, poll=4.0)
+    virtual = VirtualWaits(most=4)
+    watches, apis.managed.hostile = early_watches(POLICIES, virtual)
+    claim = claim_of(apis, tmp_path, poll=4.0, clock=virtual.clock)
+    claim.claim._stop = claim.claim._calls._stop = virtual  # the loop waits on virtual time
     caplog.set_level(logging.DEBUG, logger="dsf.agent.compliance")
     claim.claim.start()
     try:
@@ -201,7 +247,6 @@ def test_a_watch_ending_at_once_is_backed_off_and_counted(
         )
     finally:
         claim.claim.stop()
-    watches = [r.at for r in apis.managed.server.taken(POLICIES) if is_watch(r)]
     lists = [r for r in apis.managed.server.taken(POLICIES) if not is_watch(r)]
     # one list and one watch a round, each round after the backoff of the one before
     assert len(watches) <= claim.failures(Reason.WATCH_ENDED) + 1
@@ -212,8 +257,9 @@ def test_a_watch_ending_at_once_is_backed_off_and_counted(
         if r.msg == "compliance_claim_failed"
     ]
     assert waits[:4] == [1.0, 2.0, 4.0, 4.0]  # doubled, up to the poll interval
+    # each watch after the backoff the one before was told: nothing else waited between
     gaps = [later - earlier for earlier, later in itertools.pairwise(watches)]
-    assert all(gap >= wait for gap, wait in zip(gaps, waits, strict=False))
+    assert gaps[:3] == waits[:3] and virtual.waits == waits[:4]
     # said once they repeat (one is an outage's), the repeats at debug
     levels = [r.levelno for r in caplog.records if r.msg == "compliance_claim_failed"]
     assert levels[:4] == [logging.DEBUG, logging.DEBUG, logging.WARNING, logging.DEBUG]
@@ -316,9 +362,8 @@ async def test_the_configmaps_watch_ending_at_once_is_backed_off_and_counted_too
     kubeconfig.write_text(apis.managed.kubeconfig(SA_TOKEN))
     apis.managed.set_configmap(apis.namespace, "dynamic-scoring-config", {"summaries": "[]"})
     configmaps = f"/api/v1/namespaces/{apis.namespace}/configmaps"
-    apis.managed.hostile = lambda request: (
-        Reply(chunks=[]) if request.path == configmaps and is_watch(request) else None
-    )
+    virtual = VirtualWaits(most=3)
+    watches, apis.managed.hostile = early_watches(configmaps, virtual)
     errors: list[tuple[str, str]] = []
     source = ConfigMapSource(
         core_api(hub_client(kubeconfig)),
@@ -326,6 +371,7 @@ async def test_the_configmaps_watch_ending_at_once_is_backed_off_and_counted_too
         max_backoff=4.0,
         on_error=lambda request, reason: errors.append((request, reason)),
     )
+    source._stop = virtual  # the loop waits on virtual time
 
     async def follow() -> None:
         async for _ in source.events():
@@ -341,7 +387,6 @@ async def test_the_configmaps_watch_ending_at_once_is_backed_off_and_counted_too
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert errors[:3] == [("watch", Reason.WATCH_ENDED)] * 3
-    watches = [r.at for r in apis.managed.server.taken(configmaps) if is_watch(r)]
     gaps = [later - earlier for earlier, later in itertools.pairwise(watches)]
-    assert all(gap >= wait for gap, wait in zip(gaps, [1.0, 2.0, 4.0], strict=False))
+    assert virtual.waits == [1.0, 2.0, 4.0] and gaps == [1.0, 2.0, 4.0][: len(gaps)]
     assert len(watches) <= len(errors) + 1

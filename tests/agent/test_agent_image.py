@@ -4,23 +4,17 @@ says, the way a kubelet runs it after OCM's addon framework processed the AddOnT
 enforce the rendered RBAC (:mod:`tests.agent.fleet_apis`), real Prometheus and the
 reference sample scorer.
 
-The base image is Debian bookworm made by ``mmdebstrap`` (python3 and python3-venv),
-cached as a tarball under ``~/.cache/dsf-test`` (``$XDG_CACHE_HOME``) and imported into
-podman once; a lock file there makes a second test run on the machine wait for the first
-instead of importing the same layers at the same time (podman's "Digest did not match"). podman runs with this test's own ``containers.conf`` (``CONTAINERS_CONF``):
-no default ulimits (these machines cannot raise them) and ``runc``. The agent image is
-built per run and removed after it; the first run on a machine also makes the base
-(about a minute more).
+The image is built on the Debian base of :mod:`tests.podman_images` (made once per
+machine), with podman as that module runs it. The agent image is built per run and
+removed after it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -52,77 +46,13 @@ from tests.agent.fleet_apis import (
 from tests.agent.kube_rbac import addon_template, rendered_cluster_roles
 from tests.agent.kubelet import PodFiles, podman_run_args, probe_path, processed_manifests
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
+from tests.podman_images import BASE_IMAGE, container_logs, debian_base, podman
 
 pytestmark = pytest.mark.integration
 
-BASE_IMAGE = "localhost/dsf-test-base:bookworm-python3"
 AGENT_IMAGE = f"localhost/dsf-agent-test:{os.getpid()}"  # this run's, removed after it
 BIG_SCORE = "big_answer_score"
 BIG_SERIES, BIG_POINTS = 20, 48_000  # about 21 MB of query_range answer
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dsf-test"
-
-
-@pytest.fixture(scope="module")
-def podman_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    if shutil.which("podman") is None:
-        pytest.skip("podman not installed (Debian packages podman and runc)")
-    conf = tmp_path_factory.mktemp("podman") / "containers.conf"
-    engine = '[engine]\nruntime = "runc"\n' if shutil.which("runc") else ""
-    conf.write_text(f"[containers]\ndefault_ulimits = []\n{engine}")
-    # BUILDAH_LAYERS=false: podman build keeps no intermediate images (each run's wheels
-    # differ, so a cache would only pile up on a machine CI reuses)
-    return {**os.environ, "CONTAINERS_CONF": str(conf), "BUILDAH_LAYERS": "false"}
-
-
-def podman(env: dict[str, str], *args: str, timeout: float = 600) -> str:
-    done = subprocess.run(
-        ["podman", *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-    assert done.returncode == 0, f"podman {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-def container_logs(env: dict[str, str], name: str) -> str:
-    """What the container wrote (the agent logs to stderr)."""
-    done = subprocess.run(
-        ["podman", "logs", name], env=env, capture_output=True, text=True, timeout=60
-    )
-    return done.stdout + done.stderr
-
-
-def debian_base(env: dict[str, str]) -> str:
-    """Debian bookworm with python3 and its venv module, made by mmdebstrap once; one test
-    run at a time makes or imports it (the others wait on the lock, then find it)."""
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    with (cache_dir() / "base.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        return _debian_base_locked(env)
-
-
-def _debian_base_locked(env: dict[str, str]) -> str:
-    exists = subprocess.run(["podman", "image", "exists", BASE_IMAGE], env=env, timeout=60)
-    if exists.returncode == 0:
-        return BASE_IMAGE
-    tarball = cache_dir() / "debian-bookworm-python3.tar"
-    if not tarball.is_file():
-        if shutil.which("mmdebstrap") is None:
-            pytest.skip("mmdebstrap not installed (Debian package mmdebstrap)")
-        tarball.parent.mkdir(parents=True, exist_ok=True)
-        # mmdebstrap picks the output's format by its extension
-        partial = tarball.with_name(f"{tarball.stem}.{os.getpid()}.partial.tar")
-        subprocess.run(
-            ["mmdebstrap", "--variant=apt", "--include=python3,python3-venv", "--quiet",
-             "bookworm", str(partial)],
-            check=True, timeout=900,
-        )  # fmt: skip
-        if tarball.is_dir():  # left by an older, broken run
-            shutil.rmtree(tarball)
-        partial.replace(tarball)
-    podman(env, "import", "--quiet", str(tarball), BASE_IMAGE)
-    return BASE_IMAGE
 
 
 @dataclass(frozen=True)

@@ -23,27 +23,12 @@ import pytest
 
 from agent_image.deps import runtime_distributions
 from tests.fleet_repo import REPO_ROOT
+from tests.image_locks import evil_wheel, lock_entries, normalize, pip
 
 pytestmark = pytest.mark.integration
 
 SCRIPT = REPO_ROOT / "agent" / "build-image.sh"
 VICTIM = "prometheus_client"
-
-
-def normalize(name: str) -> str:
-    return name.replace("_", "-").replace(".", "-").lower()
-
-
-def lock_entries(path: Path) -> dict[str, tuple[str, set[str]]]:
-    """Normalized name -> (version, digests) of a hash-pinned requirements file."""
-    entries = {}
-    for line in path.read_text().replace("\\\n", " ").splitlines():
-        if line and not line.startswith((" ", "#")):
-            requirement, *options = line.split()
-            name, version = requirement.split("==")
-            digests = {o.removeprefix("--hash=sha256:") for o in options if o.startswith("--hash")}
-            entries[normalize(name)] = (version, digests)
-    return entries
 
 
 def test_the_lock_pins_what_the_agent_loads_at_the_tested_versions() -> None:
@@ -67,14 +52,6 @@ def genuine(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )  # fmt: skip
     pip("download", "--no-deps", "--only-binary", ":all:", "--dest", str(folder), "setuptools")
     return folder
-
-
-def pip(*args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
 
 
 def build_wheelhouse(source: Path) -> subprocess.CompletedProcess[str]:
@@ -106,25 +83,6 @@ def test_the_genuine_wheels_make_a_wheelhouse(genuine: Path, tmp_path: Path) -> 
     (wheel,) = (REPO_ROOT / "build" / "agent-image" / "deps").glob(f"{VICTIM}-*.whl")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert f"sha256:{digest}  deps/{wheel.name}" in done.stdout  # digests printed
-
-
-def evil_wheel(wheel: Path, folder: Path) -> Path:
-    """The victim's wheel as ``V+evil``: its metadata says so too, and one module more
-    that would run in the agent."""
-    name, version = wheel.name.split("-")[:2]
-    evil_version = f"{version}+evil"
-    target = folder / wheel.name.replace(f"-{version}-", f"-{evil_version}-")
-    old_info, new_info = f"{name}-{version}.dist-info/", f"{name}-{evil_version}.dist-info/"
-    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(target, "w") as dst:
-        for item in src.infolist():
-            data = src.read(item)
-            if item.filename == old_info + "METADATA":
-                data = data.replace(
-                    f"Version: {version}".encode(), f"Version: {evil_version}".encode()
-                )
-            dst.writestr(item.filename.replace(old_info, new_info), data)
-        dst.writestr(f"{name}/evil.py", "print('owned')\n")
-    return target
 
 
 def test_a_substituted_version_is_refused(genuine: Path, tmp_path: Path) -> None:

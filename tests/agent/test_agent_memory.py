@@ -81,14 +81,19 @@ async def test_a_waiting_cycle_proceeds_when_memory_is_given_back() -> None:
     budget = MemoryBudget(4 * 2**20, trim=lambda: None)
     order: list[str] = []
 
-    async def cycle(name: str, hold_for: float) -> None:
+    async def cycle(name: str, hold_until: int) -> None:
         with budget.hold() as memory:
             await memory.grow_to(FREE_BYTES + 3 * 2**20)
             order.append(f"{name} in")
-            await asyncio.sleep(hold_for)
+            for _ in range(100):  # until that many cycles wait (turns of the loop, no clock)
+                if budget.waiting >= hold_until:
+                    break
+                await asyncio.sleep(0)
+            assert budget.waiting >= hold_until
             order.append(f"{name} out")
 
-    await asyncio.gather(cycle("a", 0.05), cycle("b", 0.0))
+    # a holds its memory until b waits for it; b, alone then, waits for nobody
+    await asyncio.gather(cycle("a", 1), cycle("b", 0))
     assert order == ["a in", "a out", "b in", "b out"]
     assert budget.used == 0
     assert TRIM_BYTES > 3 * 2**20  # these cycles were too small to trim

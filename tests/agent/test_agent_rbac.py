@@ -159,10 +159,15 @@ def test_each_granted_verb_is_needed(
         poll_until(lambda: value(agent, counter, **labels) >= 1, f"{counter}{labels}", agent.log)
         assert apis.denied()
         if resource == "secrets":  # the hub is told, in the object's condition
-            stored = poll_until(
-                lambda: apis.hub.get("addonplacementscores", CLUSTER, OBJECT),
-                "the object",
+            # the object is created before its status is written: wait for the status
+            conditions = poll_until(
+                lambda: (
+                    (apis.hub.get("addonplacementscores", CLUSTER, OBJECT) or {})
+                    .get("status", {})
+                    .get("conditions")
+                ),
+                "the object's status conditions",
                 agent.log,
             )
-            (condition,) = stored["status"]["conditions"]
+            (condition,) = conditions
             assert (condition["status"], condition["reason"]) == ("False", "SecretMissing")

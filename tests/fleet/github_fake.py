@@ -3,6 +3,7 @@
 Enough of the API for the report's comment: list (paginated, ``per_page``/``page``),
 create, edit; every request recorded; ``refuse`` answers every request with that status
 (a fork's read-only token: 403). Bound to 127.0.0.1, stopped by the ``with`` block.
+:func:`install_gh` puts a stand-in for GitHub's ``gh`` CLI on a ``PATH`` folder.
 """
 
 from __future__ import annotations
@@ -14,10 +15,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "ghs_fake-token-never-printed"
+#: ``gh``, standing in for GitHub's CLI (not installed here): it records every call and
+#: answers ``pr list`` from the pull request it was asked to create.
+_GH = """#!/bin/sh
+echo "$*" >> "$GH_LOG"
+case "$1 $2" in
+  "pr list") [ ! -f "$GH_STATE" ] || cat "$GH_STATE" ;;
+  "pr create") echo 12 > "$GH_STATE" ;;
+esac
+"""
 _LIST = re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$")
 _EDIT = re.compile(r"^/repos/([^/]+/[^/]+)/issues/comments/(\d+)$")
 
@@ -104,3 +115,10 @@ def fake_github() -> Iterator[FakeGitHub]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=30)
+
+
+def install_gh(bin_dir: Path) -> None:
+    """``bin_dir/gh``: records every call in ``$GH_LOG``, answers ``pr list`` from
+    ``$GH_STATE``, which ``pr create`` writes."""
+    (bin_dir / "gh").write_text(_GH)
+    (bin_dir / "gh").chmod(0o755)

@@ -24,7 +24,7 @@ import pytest
 
 from dsf_compile.commands.cli import run
 from dsf_compile.scaffold.files import default_action
-from tests.fleet.github_fake import TOKEN, FakeGitHub, fake_github
+from tests.fleet.github_fake import TOKEN, FakeGitHub, fake_github, install_gh
 from tests.fleet.pr_repo import NUMBER, commit, edit, git
 from tests.fleet_repo import REPO_ROOT, TOP_LEVEL_FLEET, copy_fleet
 
@@ -225,8 +225,6 @@ def healthz() -> Iterator[int]:
 def test_the_scaffolds_scheduled_workflow_keeps_one_pull_request(tmp_path: Path) -> None:
     """Sync on the (self-hosted) runner, no HUB_KUBECONFIG: green with one notice; the
     change proposed on dsf/scheduled, force-pushed by the second run, opened once."""
-    from tests.fleet.test_workflows import GH
-
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     repo = scaffolded(tmp_path)
@@ -234,8 +232,7 @@ def test_the_scaffolds_scheduled_workflow_keeps_one_pull_request(tmp_path: Path)
     git(repo, "remote", "set-url", "origin", str(remote))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "gh").write_text(GH)
-    (bin_dir / "gh").chmod(0o755)
+    install_gh(bin_dir)
     env = {
         "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "GH_LOG": str(tmp_path / "gh.log"),

@@ -111,7 +111,7 @@ def test_a_shard_move_the_base_branch_applies_fails_loudly(tmp_path: Path) -> No
     """Issue 35, row 19: ``rm -rf rendered && dsf-compile render`` after a shard-budget change
     passes ``render --check``; against the base branch's tree (what is applied) the guard
     refuses, and the pull request fails with the reason, never an empty green report."""
-    from tests.test_shards import cluster_bytes
+    from tests.rendered_checks import cluster_bytes
 
     repo = example_repository(tmp_path / "repo")
     budget = cluster_bytes(repo) - 1

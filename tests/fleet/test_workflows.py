@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from dsf_compile.commands.cli import run
+from tests.fleet.github_fake import install_gh
 from tests.fleet_repo import REPO_ROOT
 
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
@@ -106,15 +107,6 @@ def test_scheduled_workflows_one_notice_one_branch(tmp_path: Path, name: str) ->
     assert done.stdout.count("::notice") == 1 and "HUB_KUBECONFIG" in done.stdout
 
 
-#: ``gh``, standing in for GitHub's CLI (not installed here): it records every call and
-#: answers ``pr list`` from the pull request it was asked to create.
-GH = """#!/bin/sh
-echo "$*" >> "$GH_LOG"
-case "$1 $2" in
-  "pr list") [ ! -f "$GH_STATE" ] || cat "$GH_STATE" ;;
-  "pr create") echo 12 > "$GH_STATE" ;;
-esac
-"""
 PROPOSE = {
     "scheduled-sync.yaml": ("One pull request on the branch dsf/sync", "dsf.lock.json"),
     "scheduled-optimize.yaml": (
@@ -148,8 +140,7 @@ def test_every_run_updates_the_one_pull_request(tmp_path: Path, name: str) -> No
     git(repo, "push", "-q", "origin", "main")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "gh").write_text(GH)
-    (bin_dir / "gh").chmod(0o755)
+    install_gh(bin_dir)
     (tmp_path / "body.md").write_text("what moves\n")
     env = {
         **os.environ,
