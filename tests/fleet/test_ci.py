@@ -107,23 +107,27 @@ def test_a_fleet_in_a_folder_of_its_repository_is_annotated_there(tmp_path: Path
     )
 
 
-def test_a_shard_move_the_base_branch_applies_fails_loudly(tmp_path: Path) -> None:
-    """Issue 35, row 19: ``rm -rf rendered && dsf-compile render`` after a shard-budget change
-    passes ``render --check``; against the base branch's tree (what is applied) the guard
-    refuses, and the pull request fails with the reason, never an empty green report."""
+def test_a_shard_move_fails_the_pull_request_loudly(tmp_path: Path) -> None:
+    """Issue 35, row 19: a shard-budget change that would move clusters between
+    Applications (a prune) is refused by ``render`` unless ``render.shards`` pins it; a
+    pull request that commits it anyway fails with the reason at ``dsf.yaml``, never an
+    empty green report."""
+    import io
+
     from tests.rendered_checks import cluster_bytes
 
     repo = example_repository(tmp_path / "repo")
     budget = cluster_bytes(repo) - 1
     edit(repo / "dsf.yaml", "hubNamespace:", f"render:\n  shardBytes: {budget}\nhubNamespace:")
-    shutil.rmtree(repo / "rendered")
-    render(repo)
-    commit(repo, "two shards, rendered afresh")
+    shutil.rmtree(repo / "rendered")  # a fresh tree does not move the count either
+    assert run(["--root", str(repo), "render"], io.StringIO(), io.StringIO()) == 1
+    git(repo, "checkout", "-q", "HEAD", "--", "rendered")
+    commit(repo, "a smaller shard budget, committed without its render")
     done = ci(repo, pull_request_event(repo, tmp_path), "--at", SNAPSHOT_MOMENT)
     assert done.returncode == 1, done.stdout
     shown = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert "❌ `diff` fails" in shown and "render --check` | ✅" in shown
-    assert "::error file=dsf.yaml," in done.stdout and "shards" in done.stdout
+    assert "`render --check` fails, `diff` fails" in shown and "render.shards" in shown, shown
+    assert "::error file=dsf.yaml," in done.stdout and "render.shards" in done.stdout
 
 
 def test_a_gate_without_a_history_is_a_usage_error(tmp_path: Path) -> None:
