@@ -13,19 +13,16 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.child_command import run_dsf_compile
 from tests.fleet_repo import REPO_ROOT, copy_fleet
 from tests.hostile_hub import (
     HostileHub,
@@ -70,29 +67,13 @@ def dsf(root: Path, *argv: str) -> tuple[int, str, str]:
     """One ``dsf-compile`` command in a subprocess, as a user (or a scheduled job) runs it.
 
     Every run is held to what the issue asks of a hostile hub: no traceback, no raw
-    control byte printed, and a peak memory (the child's own, from ``wait4``) under 1 GiB.
+    control byte printed, and a peak memory (the child's own) under 1 GiB.
     """
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    env.pop("GITHUB_ACTIONS", None)
-    command = [sys.executable, "-m", "dsf_compile", "--root", str(root), *argv]
-    with (
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc,
-        ThreadPoolExecutor(2) as pool,
-    ):
-        guard = threading.Timer(HANG_GUARD, proc.kill)
-        guard.start()
-        assert proc.stdout is not None and proc.stderr is not None
-        stdout, stderr = pool.submit(proc.stdout.read), pool.submit(proc.stderr.read)
-        _, status, usage = os.wait4(proc.pid, 0)  # reaped here, for its own peak memory
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out, err = (f.result().decode("utf-8", "replace") for f in (stdout, stderr))
-        guard.cancel()
-    assert proc.returncode != -signal.SIGKILL, f"hung past {HANG_GUARD} s: {err}"
-    assert "Traceback" not in err, err
-    for stream in (out, err):
+    done = run_dsf_compile(root, *argv, hang_guard=HANG_GUARD)
+    for stream in (done.out, done.err):
         assert not any((ord(c) < 32 and c not in "\n") or 0x7F <= ord(c) < 0xA0 for c in stream)
-    assert usage.ru_maxrss < 1024 * 1024, f"{usage.ru_maxrss} KiB"  # Linux: KiB
-    return proc.returncode, out, err
+    assert done.rss_mib < 1024, f"{done.rss_mib:.0f} MiB"
+    return done.code, done.out, done.err
 
 
 def explain(root: Path) -> tuple[int, str, str]:
