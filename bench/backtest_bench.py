@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -23,6 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # also when run as a script
+
+from bench.peak import measured_dsf_compile
 
 SCORERS = 5
 STEP = 300
@@ -138,21 +143,23 @@ def measure(clusters: int, placements: int, days: int, folder: Path) -> dict[str
     size = write_history(history, clusters, days)
     floor, floor_cpu = bare_parse(history)
     end = START + days * 86_400
-    command = [
-        sys.executable, "-m", "dsf_compile", "--root", str(folder), "backtest",
+    argv = [
+        "--root", str(folder), "backtest",
         "--history", str(history), "--from", _iso(START), "--to", _iso(end), "--step", "5m",
         "--format", "json",
     ]  # fmt: skip
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, check=False)
+    with measured_dsf_compile(argv, os.environ, **pipes) as (process, peak):
+        stdout, stderr = process.communicate()
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr.decode(errors="replace")[-2000:])
-    report = json.loads(done.stdout)
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if process.returncode != 0 or not peak:
+        raise RuntimeError(stderr.decode(errors="replace")[-2000:])
+    report = json.loads(stdout)
+    rss = peak[0]
     changes = sum(p["changes"] for p in report["placements"])
     return {"wall": wall, "floor": floor, "cpu": cpu, "floor_cpu": floor_cpu, "rss": rss,
             "steps": report["steps"], "bytes": size, "changes": changes}  # fmt: skip

@@ -33,6 +33,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # this checkout's compiler, also when run as a script
 
+from bench.peak import measured_dsf_compile  # noqa: E402
 from dsf_compile.commands.cli import run  # noqa: E402
 from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
 from dsf_compile.pipeline.inputs import plan_fleet  # noqa: E402
@@ -175,21 +176,19 @@ def render_command(root: Path, *extra: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of ``python -m dsf_compile render`` as a whole command."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "dsf_compile", "--root", str(root), "render", *extra],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=_env(),
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4
-        if process.returncode != 0:
+        argv = ["--root", str(root), "render", *extra]
+        with measured_dsf_compile(argv, _env(), stdout=subprocess.DEVNULL, stderr=err) as (
+            process,
+            peak,
+        ):
+            process.wait()
+            seconds = time.perf_counter() - start
+        if process.returncode != 0 or not peak:
             err.seek(0)
             raise SystemExit(
                 f"render {' '.join(extra)} exited {process.returncode}: {err.read().decode()[-2000:]}"
             )
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, peak[0]
 
 
 def floor_seconds(plan: Plan, scratch: Path, repeat: int) -> float:
