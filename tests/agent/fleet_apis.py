@@ -120,6 +120,9 @@ def sample_scorer() -> Iterator[str]:
         documents={"/config": sample_config()},
         scorers={"/scoring": sample_score},
         token=SCORER_TOKEN,
+        # a test peer, not a pod under its memory limit: the image test sends it the
+        # agent's 20 MB answer, past the 6 MiB a sample's Deployment accepts
+        max_body_bytes=64 * 1024 * 1024,
     )
     with RunningServer(app) as server:
         yield f"http://{server.address}"
