@@ -41,6 +41,7 @@ from dsf_contract.bounded_json import load_json
 from dsf_contract.fields import check_http_url
 from dsf_contract.scoring_api import ScorerConfig, ScoringResponse
 from dsf_contract.summary import range_step_problem
+from dsf_contract.validation_errors import first_error
 from dsf_transport.http import UserAgent, new_client
 
 LATENCY_LIMIT_SECONDS = 5.0
@@ -150,7 +151,7 @@ async def _check_config(
     try:
         config = ScorerConfig.model_validate(document)
     except ValidationError as error:
-        report.add("config", "FAIL", f"GET {url}: {_validation_reason(error)}", answer.seconds)
+        report.add("config", "FAIL", f"GET {url}: {first_error(error)}", answer.seconds)
         return None
     found = first_string_problem(config.model_dump(mode="json", exclude_none=True))
     if found is not None:  # what sync would refuse to record
@@ -274,9 +275,7 @@ def _check_schema(
         try:
             responses.append(ScoringResponse.model_validate_json(answer.body))
         except ValidationError as error:
-            report.add(
-                "response-schema", "FAIL", f"not a scoring response: {_validation_reason(error)}"
-            )
+            report.add("response-schema", "FAIL", f"not a scoring response: {first_error(error)}")
             return []
     counted = " and ".join(str(len(r.results)) for r in responses)
     missing = (
@@ -380,10 +379,3 @@ def _summary(report: Report, url: str) -> bool:
 def _positive(value: int | None) -> int | None:
     # The compiler treats 0 like an absent number (the first value > 0 wins).
     return value if value else None
-
-
-def _validation_reason(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "document"
-    more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
