@@ -132,12 +132,13 @@ class Reporter:
     def changes(self, changes: Changes | None, replay: Replay | None) -> None:
         """``render --check``/``diff``: what would change (None: nothing to compare, the
         tree is current) and the Placements whose decisions would move."""
-        from dsf_compile.placement.decision_changes import decision_changes_text
         from dsf_compile.render.changes_text import changes_text
 
         if changes is not None:
             self.out.write(changes_text(changes))
-            if replay is not None:
+            if replay is not None:  # the scheduler's modules only when decisions were replayed
+                from dsf_compile.placement.decision_changes import decision_changes_text
+
                 self.out.write(decision_changes_text(replay[0]))
 
     def explanation(self, results: Sequence[PlacementResult], at: datetime) -> None:
@@ -168,12 +169,13 @@ class MarkdownReporter(Reporter):
     or as annotations under GitHub Actions."""
 
     def changes(self, changes: Changes | None, replay: Replay | None) -> None:
-        from dsf_compile.placement.decision_changes import decision_changes_markdown
         from dsf_compile.render.changes import Changes
         from dsf_compile.render.changes_text import changes_markdown
 
         self.out.write(changes_markdown(Changes() if changes is None else changes))
         if changes is not None and replay is not None:
+            from dsf_compile.placement.decision_changes import decision_changes_markdown
+
             self.out.write(decision_changes_markdown(*replay))
 
     def explanation(self, results: Sequence[PlacementResult], at: datetime) -> None:
