@@ -57,6 +57,9 @@ fill_wheelhouse() {
   mkdir -p "$wheelhouse/project" "$wheelhouse/deps" "$wheelhouse/tools"
   download_locked agent/requirements.lock "$wheelhouse/deps"
   download_locked agent/sbom-tools.lock "$wheelhouse/tools"
+  # setuptools stages the package in build/lib and never empties it: a module moved or
+  # deleted since an earlier build would ride along into the image
+  rm -rf build/lib build/bdist.*
   "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
     --wheel-dir "$wheelhouse/project" .
   # the project's wheel, pinned by its own digest for the install in the build stage
