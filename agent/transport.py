@@ -304,18 +304,6 @@ def decode_json(body: bytes | bytearray) -> Any:
             gc.enable()
 
 
-def encode_json(value: Any) -> bytes:
-    """Compact JSON bytes; ``ValueError`` for a value JSON cannot carry.
-
-    A float NaN would become ``null``; none reach here, as Prometheus sends its sample
-    values as strings.
-    """
-    try:
-        return orjson.dumps(value)
-    except TypeError as err:
-        raise ValueError(str(err)) from err
-
-
 @contextlib.contextmanager
 def request_failures(service: str, error: type[AgentError]) -> Iterator[None]:
     """Turn what can go wrong with one request to ``service`` into ``error`` with a reason."""
@@ -343,14 +331,3 @@ def _failure_message(service: str, err: Exception, reason: RequestFailure) -> st
         return f"{service} {err}"
     # reset, cut-off body, protocol violation
     return f"{service} connection failed ({type(err).__name__}: {err})"
-
-
-def decode_answer(body: bytes | bytearray, service: str, error: type[AgentError]) -> Any:
-    """The JSON of ``service``'s answer, or ``error`` when it is not JSON."""
-    try:
-        return decode_json(body)
-    except ValueError as err:
-        raise error(
-            f"{service} answered something that is not JSON",
-            reason=RequestFailure.INVALID_RESPONSE,
-        ) from err
