@@ -10,16 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import gc
-import json
 import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote_plus, urlsplit
 
 import httpx
-import orjson
 
 from agent.errors import AgentError
 from dsf_contract.failures import RequestFailure, http_status_reason
@@ -281,27 +277,6 @@ async def read_answer(
             reason=http_status_reason(response.status_code),
         )
     return await read_capped(response, limit, memory=memory)
-
-
-def decode_json(body: bytes | bytearray) -> Any:
-    """Parse a JSON body; ``ValueError`` when it is not JSON (or not UTF-8).
-
-    orjson parses a 20 MB Prometheus answer about ten times faster than ``json``; it
-    refuses the ``NaN``/``Infinity`` tokens some scorers send, so such a body is read
-    again by ``json``, and its non-finite scores are then skipped one by one.
-    """
-    # A big answer is millions of small lists and strings: the cyclic garbage collector
-    # would run hundreds of times during one parse and more than double its cost. A
-    # parse creates no cycles, so the collector is paused meanwhile.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextlib.contextmanager
