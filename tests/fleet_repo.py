@@ -55,21 +55,3 @@ def run_command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result
-
-
-def git(root: Path, *argv: str) -> str:
-    """``git -C root ARGV`` with a fixed author and date (it must succeed); its output."""
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "dev",
-        "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "dev",
-        "GIT_COMMITTER_EMAIL": "dev@example.com",
-        "GIT_AUTHOR_DATE": "2026-11-22T10:00:00Z",
-        "GIT_COMMITTER_DATE": "2026-11-22T10:00:00Z",
-    }
-    done = subprocess.run(
-        ["git", "-C", str(root), *argv], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
