@@ -55,3 +55,21 @@ def run_command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """``dsf-compile ARGV…`` in this process: its exit code, stdout and stderr."""
+    import io
+
+    from dsf_compile.commands.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` and its bytes (to show a command wrote nothing)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 from pathlib import Path
@@ -10,21 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsf_compile import __version__
-from dsf_compile.commands.cli import run
-from tests.fleet_repo import without_example_image
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
+from tests.fleet_repo import cli, tree, without_example_image
 
 #: What validate says about the example fleet's dsf.yaml without its ``agent.image`` line:
 #: the image its example repository.url derives is published by nothing.

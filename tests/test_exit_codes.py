@@ -9,22 +9,15 @@ every error, usage errors included, is a problem record there.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsf_compile.commands.cli import run
+from tests.fleet_repo import cli
 
 RECORD_KEYS = ["path", "line", "column", "severity", "field", "message"]
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def document(out: str) -> dict[str, Any]:

