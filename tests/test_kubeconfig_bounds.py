@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,6 @@ from dsf_compile.edges.kubeconfig import (
 )
 from tests.fleet_repo import cli, copy_fleet
 from tests.hub_kube import HubKube
-
-
-@pytest.fixture
-def hub() -> Iterator[HubKube]:
-    fake = HubKube()
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture
