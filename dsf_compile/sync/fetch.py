@@ -34,7 +34,7 @@ from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.inputs.scorer import DynamicScorer
 from dsf_compile.inputs.settings import SyncSettings
-from dsf_compile.sync.client import ConnectTo, open_client
+from dsf_compile.sync.client import ConnectTo, SyncClient, open_client
 from dsf_compile.sync.lock import LockEntry, Lockfile
 from dsf_compile.sync.refresh import MAX_REDIRECTS, refresh_scorer
 from dsf_transport.connect_to import (
@@ -97,7 +97,7 @@ async def sync_lock(
     if selected:
         semaphore = asyncio.Semaphore(settings.concurrency)
 
-        async def refresh(name: str, client: httpx.AsyncClient) -> None:
+        async def refresh(name: str, client: SyncClient) -> None:
             # The budget starts once the scorer holds a slot, so waiting for a slot
             # behind slow scorers never counts against it.
             async with semaphore:
