@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Fetched:
     """The new lockfile, and which refreshed scorers could not be reached at all."""
 
@@ -64,6 +64,12 @@ class Fetched:
     #: out): what sync's unreachable-fleet guard counts. An HTTP error, a bad document or
     #: a TLS failure means the scorer was reached, and is not in here.
     unreachable: frozenset[str] = frozenset()
+
+    def __repr__(self) -> str:
+        # Short: asyncio.run formats its task, result included, when it puts back the
+        # SIGINT handler (Python 3.11's signal.getsignal), and the whole lockfile's repr
+        # cost a 200-scorer sync 8 ms.
+        return f"Fetched({len(self.lock.scorers)} scorers, {len(self.unreachable)} unreachable)"
 
 
 async def sync_lock(
