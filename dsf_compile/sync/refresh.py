@@ -91,8 +91,10 @@ async def _fetch_with_retries(
     # retry. Waiting for an accepted request's answer does not: cutting every attempt to
     # a share made a loaded machine time out a whole burst of slow-but-healthy scorers
     # at once and retry them all together. A silent server holds its scorer until the
-    # budget ends (the caller's asyncio.timeout), which is all a retry could do too.
-    timeout = httpx.Timeout(budget, connect=budget / (settings.retries + 1))
+    # budget ends (the caller's asyncio.timeout), which is all a retry could do too. So
+    # reading and writing get no timeout of their own: one as long as the budget starts
+    # later and could never fire first, and each would cost a timer per read.
+    timeout = httpx.Timeout(None, connect=budget / (settings.retries + 1))
     attempt = 0
     while True:
         try:
