@@ -518,6 +518,7 @@ def test_same_inputs_give_identical_lockfile_bytes(
     server.route("/away", redirect(other_server.url("/config", host="localhost")))
     server.route("/loop", redirect("/loop"))
     server.route("/healthz", respond(200))
+    refused = free_port()
     scorers = [
         scorer("ok", server.url("/config")),
         scorer("bad", server.url("/bad")),
@@ -527,12 +528,17 @@ def test_same_inputs_give_identical_lockfile_bytes(
         scorer("away", server.url("/away")),
         scorer("loop", server.url("/loop")),
         scorer("health", server.url("/config"), mode="None"),
-        scorer("refused", f"http://127.0.0.1:{free_port()}/config"),
+        scorer("refused", f"http://127.0.0.1:{refused}/config"),
     ]
     settings = SyncSettings(retries=1)
     first = encode_lockfile(sync(scorers, settings))
     second = encode_lockfile(sync(list(reversed(scorers)), settings))
     assert first == second
+    # Through httpx's client (every origin mapped to itself) rather than straight to the
+    # plain transport: the same entries, reasons included.
+    origins = (("127.0.0.1", server.port), ("localhost", other_server.port), ("127.0.0.1", refused))
+    itself = {(host, port): ("127.0.0.1", port) for host, port in origins}
+    assert encode_lockfile(sync(scorers, settings, connect_to=itself)) == first
     lock = Lockfile.model_validate_json(first)
     assert list(lock.scorers) == sorted(s.metadata.name for s in scorers)
     assert {n for n, e in lock.scorers.items() if e.health == "Active"} == {"ok", "health"}
