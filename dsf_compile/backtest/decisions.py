@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dsf_compile.backtest.fast import Budget, IntArray
+from dsf_compile.backtest.fast import Budget, Held, IntArray
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     PLACEMENT_LABEL,
@@ -40,6 +40,7 @@ class Decisions:
             d for d in initial if (d.metadata.namespace, d.placement_name) not in names
         )
         self._clusters = [_clusters_of(own) for own in self._own]
+        self._sorted = [tuple(sorted(c)) for c in self._clusters]
         #: Every cluster a decision may name → its position in the count vectors.
         self.fleet = _fleet(clusters, initial)
         self._vectors = [self._vector(c) for c in self._clusters]
@@ -52,6 +53,7 @@ class Decisions:
         #: The clusters with a ``NoSelectIfNew`` taint.
         self.new_only = _new_only(clusters)
         self.version = 0
+        self._held: Held | None = None
         self.all: tuple[PlacementDecision, ...] = ()
         self._join()
 
@@ -61,10 +63,13 @@ class Decisions:
             vector[self.fleet[name]] += 1
         return vector
 
-    def counts(self, position: int) -> tuple[IntArray, IntArray]:
-        """Per fleet cluster: this Placement's decisions, and every other's."""
-        own = self._vectors[position]
-        return own, self._total - own
+    def counts(self, position: int) -> tuple[IntArray, Held]:
+        """Per fleet cluster: this Placement's decisions; and every Placement's, at this
+        version (one :class:`Held` per version, shared by the Placements stepped at it)."""
+        held = self._held
+        if held is None or held.version != self.version:
+            held = self._held = Held.of(self.version, self._total)
+        return self._vectors[position], held
 
     def update(self, position: int, result: PlacementResult) -> None:
         """Take ``result``'s PlacementDecisions when its decided clusters changed (the
@@ -78,7 +83,7 @@ class Decisions:
 
     def set_clusters(self, position: int, clusters: tuple[str, ...]) -> None:
         """A fast step's decisions (sorted), as one PlacementDecision when they changed."""
-        if clusters == tuple(sorted(self._clusters[position])):
+        if clusters == self._sorted[position]:
             return
         namespace, name = self._keys[position]
         found = DecisionObject(
@@ -93,6 +98,7 @@ class Decisions:
     ) -> None:
         self._own[position] = objects
         self._clusters[position] = clusters
+        self._sorted[position] = tuple(sorted(clusters))
         vector = self._vector(clusters)
         self._total += vector - self._vectors[position]
         self._vectors[position] = vector

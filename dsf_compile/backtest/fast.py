@@ -11,12 +11,20 @@ resource prioritizers (constant over fixed candidates, taken from that call). Th
 the ranking (total descending, name ascending), the decisions, the margin and the loss
 are then what :func:`schedule` gives; :func:`plan_for` checks it on the first call and
 keeps the scheduler itself for any Placement where they differ.
+
+At a step, only the clusters some PlacementDecision holds (:class:`Held`) have a Balance
+or Steady score other than the one every other candidate shares (Balance 100 for a
+cluster nobody decided, Steady 0 for one this Placement did not): the best candidates are
+therefore among the held ones and the best of the rest by their AddOn and constant terms
+alone, which are ranked once for all steps (``FastPlan.top``). A step then ranks that
+short list instead of every candidate, and ranks them all when too many held clusters
+crowd the short list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -40,11 +48,28 @@ IntArray = np.ndarray[Any, np.dtype[np.int64]]
 PRECOMPUTED_BYTES = 512 * 1024 * 1024
 
 
+#: Candidates beyond ``numberOfClusters + 1`` that the per-step short list keeps at
+#: least, best first by the terms that read no decision: room for that many held clusters
+#: among them. Its length is rounded up to a multiple of ``SHORTLIST_ROUND``, so that
+#: Placements deciding a different number of clusters share one short list.
+SHORTLIST_SPARE = 128
+SHORTLIST_ROUND = 64
+
+
 @dataclass
 class Budget:
-    """Bytes left for precomputed AddOn tables in one replay."""
+    """Bytes left for precomputed tables in one replay, and the tables made so far:
+    Placements ranking the same candidates by the same weighted terms share them."""
 
     left: int = PRECOMPUTED_BYTES
+    tables: dict[object, Any] = field(default_factory=dict)
+
+    def spend(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit (and take them if so)."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
 
 
 class _AddOnTerm(NamedTuple):
@@ -63,6 +88,8 @@ class FastPlan:
     candidates: tuple[str, ...]
     #: The candidates' positions in the fleet's cluster index (for decision counts).
     positions: IntArray
+    #: Fleet position → the candidate there (−1: not a candidate).
+    of_fleet: IntArray
     addon: tuple[_AddOnTerm, ...]
     #: The summed weights of the built-ins that read the Placement's own decisions
     #: (Steady) and the others' (Balance).
@@ -71,10 +98,17 @@ class FastPlan:
     #: Σ weight × score of the built-ins that read the clusters alone, per candidate.
     constant: IntArray
     count: int | None
-    #: Step → the AddOn part of every candidate's total, and whether one was expired,
+    #: Step → every candidate's AddOn and constant terms, and whether one was expired,
     #: computed for all steps at once (None once the replay's :class:`Budget` is spent).
-    addon_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
+    base_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
     expired_steps: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+    #: Step → the best ``wanted + 1 + SHORTLIST_SPARE`` candidates or more by
+    #: ``base_steps`` (total descending, then name), best first; None when that is every
+    #: candidate.
+    top: Top | None = None
+
+    #: How many candidates are decided: ``numberOfClusters``, at most all of them.
+    wanted: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,11 +160,7 @@ def plan_for(
     plan = None if candidates is None else _plan(placement, result, history, fleet, candidates)
     if plan is None:
         return None
-    size = len(history.steps) * len(plan.candidates) * 4
-    if size > budget.left:
-        return plan
-    budget.left -= size
-    return _precomputed(plan, len(history.steps))
+    return _precomputed(plan, len(history.steps), budget)
 
 
 def _fixed_candidates(
@@ -176,33 +206,222 @@ def _plan(
             return None
         else:
             weights[reads] += prioritizer.weight
+    count = placement.spec.numberOfClusters
+    positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
+    of_fleet = np.full(len(fleet), -1, dtype=np.int64)
+    of_fleet[positions] = np.arange(len(candidates), dtype=np.int64)
     return FastPlan(
         candidates,
-        np.array([fleet[c] for c in candidates], dtype=np.int64),
+        positions,
+        of_fleet,
         tuple(addon),
         weights[Reads.OWN_DECISIONS],
         weights[Reads.OTHER_DECISIONS],
         constant,
         placement.spec.numberOfClusters,
+        wanted=len(candidates) if count is None else min(count, len(candidates)),
     )
 
 
-def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
-    """The AddOn part of the totals for every step at once (it reads no decision)."""
-    addon = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
-    expired = np.zeros(steps, dtype=np.bool_)
-    for term in plan.addon:
-        values, stale = term.coordinate.gathered(term.rows)
-        addon += term.weight * values
-        expired |= stale
-    return replace(plan, addon_steps=addon, expired_steps=expired)
+def _precomputed(plan: FastPlan, steps: int, budget: Budget) -> FastPlan:
+    """The plan with its tables for every step, when they fit the replay's budget: the
+    terms that read no decision (:func:`_base_tables`), and the short list of the best
+    candidates by them (:func:`_top_table`)."""
+    tables = _base_tables(plan, steps, budget)
+    if tables is None:
+        return plan
+    base, expired = tables
+    length = -(-(plan.wanted + 1 + SHORTLIST_SPARE) // SHORTLIST_ROUND) * SHORTLIST_ROUND
+    top = None
+    if length < len(plan.candidates) and plan.wanted > 0:
+        top = _top_table(base, length, budget)
+    return replace(plan, base_steps=base, expired_steps=expired, top=top)
 
 
-def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
-    """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
-    Placement's decisions and every other's."""
-    if plan.addon_steps is not None and plan.expired_steps is not None:
-        totals = plan.constant + plan.addon_steps[step]
+def _base_tables(
+    plan: FastPlan, steps: int, budget: Budget
+) -> tuple[np.ndarray[Any, np.dtype[np.int32]], np.ndarray[Any, np.dtype[np.bool_]]] | None:
+    """Step → the AddOn and constant terms of every candidate's total, and whether one was
+    expired (they read no decision): made once per distinct set of terms in a replay."""
+    key = (
+        plan.constant.tobytes(),
+        tuple((t.weight, id(t.coordinate), t.rows.tobytes()) for t in plan.addon),
+    )
+    found = budget.tables.get(key)
+    if found is None:
+        if not budget.spend(steps * len(plan.candidates) * 4):
+            return None
+        base = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
+        base += plan.constant.astype(np.int32)
+        expired = np.zeros(steps, dtype=np.bool_)
+        for term in plan.addon:
+            values, stale = term.coordinate.gathered(term.rows)
+            base += term.weight * values
+            expired |= stale
+        # the coordinates are kept beside the tables: their ids in the key stay theirs
+        found = budget.tables[key] = (base, expired, plan.addon)
+    return found[0], found[1]
+
+
+class Top(NamedTuple):
+    """Step → the first candidates by the terms that read no decision (total descending,
+    then name), best first, and those terms' values."""
+
+    ids: IntArray
+    values: np.ndarray[Any, np.dtype[np.int32]]
+
+
+def _top_table(
+    base: np.ndarray[Any, np.dtype[np.int32]], length: int, budget: Budget
+) -> Top | None:
+    """The ``length`` best candidates by ``base`` at every step; None past the budget.
+    Made once per table and length."""
+    key = (id(base), length)
+    found = budget.tables.get(key)
+    if found is None:
+        steps, size = base.shape
+        if not budget.spend(steps * length * 12):
+            return None
+        ids = np.zeros((steps, length), dtype=np.int64)
+        for start in range(0, steps, BATCH_STEPS):
+            rows = base[start : start + BATCH_STEPS]
+            order = -rows.astype(np.int64) * size + _positions(size)
+            part = np.argpartition(order, length - 1, axis=1)[:, :length]
+            ranked = np.argsort(np.take_along_axis(order, part, 1), axis=1)
+            ids[start : start + BATCH_STEPS] = np.take_along_axis(part, ranked, 1)
+        found = budget.tables[key] = (Top(ids, np.take_along_axis(base, ids, 1)), base)
+    return found[0]
+
+
+@dataclass(frozen=True)
+class Held:
+    """Every Placement's decisions at one version of the replay (:attr:`version`): how many
+    decisions hold each fleet cluster (``total``), and the clusters some decision holds
+    (``positions``, ascending, with their ``counts``). The only clusters whose Balance
+    and Steady scores are not the ones every other candidate shares."""
+
+    version: int
+    total: IntArray
+    positions: IntArray
+    counts: IntArray
+    #: id of a plan → its :class:`_Terms` at this version (see :func:`_terms`).
+    terms: dict[int, _Terms] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, version: int, total: IntArray) -> Held:
+        """From the count vector (copied: the replay updates its own in place)."""
+        positions = np.flatnonzero(total)
+        return cls(version, total.copy(), positions, total[positions])
+
+
+class _Terms(NamedTuple):
+    """One plan's Balance and Steady terms at one version of the decisions.
+
+    Every candidate no decision holds has the term ``rest`` (Balance 100 × its weight,
+    Steady 0). A held candidate whose terms, with and without Steady, are at most ``rest``
+    is behind every free candidate ahead of it by the other terms: it matters only when
+    it comes before the ``wanted + 1``-th free one in the short list (``deltas``: candidate
+    → its term with Steady, and without). The others (``always``: the Placement's own with a
+    positive Steady weight, for one) may come from anywhere and are looked at every step.
+    """
+
+    rest: int
+    deltas: dict[int, tuple[int, int] | None]
+    always: IntArray
+    always_ids: list[int]
+    always_totals: list[int]
+    always_plain: list[int]
+
+
+def _terms(plan: FastPlan, own: IntArray, held: Held) -> _Terms:
+    """The plan's :class:`_Terms` for this Placement's ``own`` decision counts: computed once
+    per version of the decisions (a Placement's own are part of that version)."""
+    found = held.terms.get(id(plan))
+    if found is not None:
+        return found
+    candidate = plan.of_fleet[held.positions]
+    inside = candidate >= 0
+    ids = candidate[inside]
+    mine = own[held.positions]
+    others = held.counts - mine
+    table = _balance_table(int(others.max()) if len(others) else 0)
+    plain = plan.balance * table[others[inside]]
+    totals = plain + plan.steady * steady_score(True) * (mine[inside] > 0)
+    rest = plan.balance * int(table[0])
+    ahead = (totals > rest) | (plain > rest)
+    behind = zip(totals[~ahead].tolist(), plain[~ahead].tolist(), strict=True)
+    deltas: dict[int, tuple[int, int] | None] = dict(zip(ids[~ahead].tolist(), behind, strict=True))
+    always = ids[ahead]
+    listed = always.tolist()
+    deltas.update(dict.fromkeys(listed))
+    found = _Terms(rest, deltas, always, listed, totals[ahead].tolist(), plain[ahead].tolist())
+    held.terms[id(plan)] = found
+    return found
+
+
+def fast_step(plan: FastPlan, step: int, own: IntArray, held: Held) -> StepRecord:
+    """Steps 5 and 6 at ``step``: ``own`` counts, per fleet cluster, this Placement's
+    decisions, ``held`` every Placement's. Over the short list when the plan has one and
+    it holds enough clusters nobody decided, else over every candidate."""
+    if plan.top is not None:
+        found = _shortlisted(plan, plan.top, step, _terms(plan, own, held))
+        if found is not None:
+            return found
+    return _every(plan, step, own, held.total - own)
+
+
+def _shortlisted(plan: FastPlan, top: Top, step: int, terms: _Terms) -> StepRecord | None:
+    """Step 6 over the short list up to its ``wanted + 1``-th free candidate, and the held
+    candidates that may be ahead of it (:class:`_Terms`): every other candidate is behind
+    those ``wanted + 1`` both with and without the Steady term, so it is neither decided,
+    nor the best left out, nor among the best ``wanted`` without Steady. None when the
+    short list holds fewer than ``wanted + 1`` free candidates (rank them all then).
+
+    In plain Python: a few clusters, where numpy's calls would cost more than the work.
+    """
+    assert plan.base_steps is not None and plan.expired_steps is not None
+    wanted, deltas, rest = plan.wanted, terms.deltas, terms.rest
+    # the first wanted + 1 + len(deltas) of the list hold wanted + 1 free ones, if it has them
+    prefix = wanted + 1 + len(deltas)
+    free = 0
+    # (−total, candidate, total without Steady) of every cluster looked at
+    pool: list[tuple[int, int, int]] = []
+    for candidate, value in zip(
+        top.ids[step, :prefix].tolist(), top.values[step, :prefix].tolist(), strict=True
+    ):
+        if candidate not in deltas:
+            pool.append((-value - rest, candidate, value + rest))
+            free += 1
+            if free > wanted:
+                break
+            continue
+        delta = deltas[candidate]
+        if delta is not None:
+            pool.append((-value - delta[0], candidate, value + delta[1]))
+    if free <= wanted:
+        return None
+    if terms.always_ids:
+        values = plan.base_steps[step].take(terms.always).tolist()
+        for candidate, value, total, plain in zip(
+            terms.always_ids, values, terms.always_totals, terms.always_plain, strict=True
+        ):
+            pool.append((-value - total, candidate, value + plain))
+    pool.sort()  # total descending, then name: the candidates are sorted by name
+    margin = pool[wanted][0] - pool[wanted - 1][0]
+    loss = 0
+    if plan.steady:  # else the totals are the totals without it: the decided are the best
+        best = sorted((entry[2] for entry in pool), reverse=True)
+        loss = sum(best[:wanted]) - sum(entry[2] for entry in pool[:wanted])
+    names = plan.candidates
+    decided = tuple(names[i] for i in sorted(entry[1] for entry in pool[:wanted]))
+    return StepRecord(decided, margin, loss, bool(plan.expired_steps[step]))
+
+
+def _every(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
+    """Steps 5 and 6 over every candidate: ``own`` and ``others`` count, per fleet cluster,
+    this Placement's decisions and every other's."""
+    if plan.base_steps is not None and plan.expired_steps is not None:
+        totals = plan.base_steps[step].astype(np.int64)
         expired = bool(plan.expired_steps[step])
     else:
         totals = plan.constant.copy()
@@ -233,7 +452,7 @@ def _select(
     without that term ahead of it; with a negative one, every cluster is looked at).
     """
     size = len(totals)
-    wanted = size if plan.count is None else min(plan.count, size)
+    wanted = plan.wanted
     if wanted == size:  # every candidate decided: nothing left out, nothing lost
         return StepRecord(plan.candidates, None, 0, expired)
     if wanted == 0:
@@ -259,10 +478,10 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
     """Steps ``first`` to ``count − 1`` at once, for a plan whose totals read no decision
     (no Steady, no Balance) and were precomputed: what :func:`fast_step` gives at each
     (None for any other plan)."""
-    if plan.steady or plan.balance or plan.addon_steps is None or plan.expired_steps is None:
+    if plan.steady or plan.balance or plan.base_steps is None or plan.expired_steps is None:
         return None
     size = len(plan.candidates)
-    wanted = size if plan.count is None else min(plan.count, size)
+    wanted = plan.wanted
     expired = plan.expired_steps.tolist()
     if wanted in (0, size):
         decided = plan.candidates if wanted else ()
@@ -271,7 +490,7 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
     last: tuple[str, ...] = ()
     for start in range(first, count, BATCH_STEPS):
         end = min(count, start + BATCH_STEPS)
-        chosen, margins = _best(plan, plan.addon_steps[start:end], wanted)
+        chosen, margins = _best(plan, plan.base_steps[start:end], wanted)
         moved = np.ones(len(chosen), dtype=np.bool_)
         moved[1:] = (chosen[1:] != chosen[:-1]).any(axis=1)
         if records:
@@ -286,12 +505,12 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
 
 
 def _best(
-    plan: FastPlan, addon: np.ndarray[Any, np.dtype[np.int32]], wanted: int
+    plan: FastPlan, base: np.ndarray[Any, np.dtype[np.int32]], wanted: int
 ) -> tuple[IntArray, IntArray]:
     """Per step (row): the decided candidates' positions, sorted, and the margin — step 6
     as :func:`_select` takes it, over all the rows at once."""
     size = len(plan.candidates)
-    totals = plan.constant + addon.astype(np.int64)
+    totals = base.astype(np.int64)
     order = -totals * size + _positions(size)
     part = np.argpartition(order, wanted, axis=1)[:, : wanted + 1]
     part = np.take_along_axis(part, np.argsort(np.take_along_axis(order, part, 1), 1), 1)
