@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dsf_compile.backtest.fast import Budget, Held, IntArray
+from dsf_compile.backtest.fast import Budget, Held, IntArray, Own
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     PLACEMENT_LABEL,
@@ -43,9 +43,9 @@ class Decisions:
         self._sorted = [tuple(sorted(c)) for c in self._clusters]
         #: Every cluster a decision may name → its position in the count vectors.
         self.fleet = _fleet(clusters, initial)
-        self._vectors = [self._vector(c) for c in self._clusters]
+        self._owns = [Own.of(self._vector(c)) for c in self._clusters]
         self._total = self._vector(_clusters_of(self._foreign)) + sum(
-            self._vectors, np.zeros(len(self.fleet), dtype=np.int64)
+            (own.vector for own in self._owns), np.zeros(len(self.fleet), dtype=np.int64)
         )
         self.own_version = [0] * len(ordered)
         #: What the fast plans may precompute together.
@@ -63,13 +63,13 @@ class Decisions:
             vector[self.fleet[name]] += 1
         return vector
 
-    def counts(self, position: int) -> tuple[IntArray, Held]:
+    def counts(self, position: int) -> tuple[Own, Held]:
         """Per fleet cluster: this Placement's decisions; and every Placement's, at this
         version (one :class:`Held` per version, shared by the Placements stepped at it)."""
         held = self._held
         if held is None or held.version != self.version:
             held = self._held = Held.of(self.version, self._total)
-        return self._vectors[position], held
+        return self._owns[position], held
 
     def update(self, position: int, result: PlacementResult) -> None:
         """Take ``result``'s PlacementDecisions when its decided clusters changed (the
@@ -100,8 +100,8 @@ class Decisions:
         self._clusters[position] = clusters
         self._sorted[position] = tuple(sorted(clusters))
         vector = self._vector(clusters)
-        self._total += vector - self._vectors[position]
-        self._vectors[position] = vector
+        self._total += vector - self._owns[position].vector
+        self._owns[position] = Own.of(vector)
         self.own_version[position] += 1
         self.version += 1
         self._join()

@@ -88,8 +88,9 @@ class FastPlan:
     candidates: tuple[str, ...]
     #: The candidates' positions in the fleet's cluster index (for decision counts).
     positions: IntArray
-    #: Fleet position → the candidate there (−1: not a candidate).
-    of_fleet: IntArray
+    #: The same as a list, and fleet position → the candidate there.
+    fleet_positions: list[int]
+    candidate_at: dict[int, int]
     addon: tuple[_AddOnTerm, ...]
     #: The summed weights of the built-ins that read the Placement's own decisions
     #: (Steady) and the others' (Balance).
@@ -111,9 +112,9 @@ class FastPlan:
     wanted: int = 0
 
 
-@dataclass(frozen=True)
-class StepRecord:
-    """What one step left of one Placement, from the scheduler or from :func:`fast_step`."""
+class StepRecord(NamedTuple):
+    """What one step left of one Placement, from the scheduler or from :func:`fast_step`
+    (a tuple: one is made per Placement and step)."""
 
     decisions: tuple[str, ...]
     margin: int | None
@@ -208,12 +209,12 @@ def _plan(
             weights[reads] += prioritizer.weight
     count = placement.spec.numberOfClusters
     positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
-    of_fleet = np.full(len(fleet), -1, dtype=np.int64)
-    of_fleet[positions] = np.arange(len(candidates), dtype=np.int64)
+    listed = positions.tolist()
     return FastPlan(
         candidates,
         positions,
-        of_fleet,
+        listed,
+        {position: candidate for candidate, position in enumerate(listed)},
         tuple(addon),
         weights[Reads.OWN_DECISIONS],
         weights[Reads.OTHER_DECISIONS],
@@ -293,119 +294,111 @@ def _top_table(
     return found[0]
 
 
+class Own(NamedTuple):
+    """One Placement's decisions in the replay: per fleet cluster (``vector``), and the
+    clusters they hold with their counts (``counts``: a handful)."""
+
+    vector: IntArray
+    counts: dict[int, int]
+
+    @classmethod
+    def of(cls, vector: IntArray) -> Own:
+        positions = np.flatnonzero(vector)
+        return cls(vector, dict(zip(positions.tolist(), vector[positions].tolist(), strict=True)))
+
+
 @dataclass(frozen=True)
 class Held:
     """Every Placement's decisions at one version of the replay (:attr:`version`): how many
-    decisions hold each fleet cluster (``total``), and the clusters some decision holds
-    (``positions``, ascending, with their ``counts``). The only clusters whose Balance
-    and Steady scores are not the ones every other candidate shares."""
+    decisions hold each fleet cluster (``total``), and the same for the clusters some
+    decision holds (``counts``, and ``ranked``: (count, cluster) by count descending). The
+    only clusters whose Balance and Steady scores are not the ones every other candidate
+    shares."""
 
     version: int
     total: IntArray
-    positions: IntArray
-    counts: IntArray
-    #: id of a plan → its :class:`_Terms` at this version (see :func:`_terms`).
-    terms: dict[int, _Terms] = field(default_factory=dict, compare=False, repr=False)
+    counts: dict[int, int]
+    ranked: list[tuple[int, int]]
 
     @classmethod
     def of(cls, version: int, total: IntArray) -> Held:
         """From the count vector (copied: the replay updates its own in place)."""
         positions = np.flatnonzero(total)
-        return cls(version, total.copy(), positions, total[positions])
+        counts = dict(zip(positions.tolist(), total[positions].tolist(), strict=True))
+        ranked = sorted(((n, p) for p, n in counts.items()), reverse=True)
+        return cls(version, total.copy(), counts, ranked)
+
+    def most(self, own: Mapping[int, int]) -> int:
+        """The largest count of the other Placements' decisions on a cluster (Balance's
+        ``max``), for a Placement holding ``own``."""
+        most = 0
+        for count, position in self.ranked:
+            mine = own.get(position, 0)
+            most = max(most, count - mine)
+            if not mine:  # every cluster after this one has at most its count
+                break
+        return most
 
 
-class _Terms(NamedTuple):
-    """One plan's Balance and Steady terms at one version of the decisions.
-
-    Every candidate no decision holds has the term ``rest`` (Balance 100 × its weight,
-    Steady 0). A held candidate whose terms, with and without Steady, are at most ``rest``
-    is behind every free candidate ahead of it by the other terms: it matters only when
-    it comes before the ``wanted + 1``-th free one in the short list (``deltas``: candidate
-    → its term with Steady, and without). The others (``always``: the Placement's own with a
-    positive Steady weight, for one) may come from anywhere and are looked at every step.
-    """
-
-    rest: int
-    deltas: dict[int, tuple[int, int] | None]
-    always: IntArray
-    always_ids: list[int]
-    always_totals: list[int]
-    always_plain: list[int]
-
-
-def _terms(plan: FastPlan, own: IntArray, held: Held) -> _Terms:
-    """The plan's :class:`_Terms` for this Placement's ``own`` decision counts: computed once
-    per version of the decisions (a Placement's own are part of that version)."""
-    found = held.terms.get(id(plan))
-    if found is not None:
-        return found
-    candidate = plan.of_fleet[held.positions]
-    inside = candidate >= 0
-    ids = candidate[inside]
-    mine = own[held.positions]
-    others = held.counts - mine
-    table = _balance_table(int(others.max()) if len(others) else 0)
-    plain = plan.balance * table[others[inside]]
-    totals = plain + plan.steady * steady_score(True) * (mine[inside] > 0)
-    rest = plan.balance * int(table[0])
-    ahead = (totals > rest) | (plain > rest)
-    behind = zip(totals[~ahead].tolist(), plain[~ahead].tolist(), strict=True)
-    deltas: dict[int, tuple[int, int] | None] = dict(zip(ids[~ahead].tolist(), behind, strict=True))
-    always = ids[ahead]
-    listed = always.tolist()
-    deltas.update(dict.fromkeys(listed))
-    found = _Terms(rest, deltas, always, listed, totals[ahead].tolist(), plain[ahead].tolist())
-    held.terms[id(plan)] = found
-    return found
-
-
-def fast_step(plan: FastPlan, step: int, own: IntArray, held: Held) -> StepRecord:
+def fast_step(plan: FastPlan, step: int, own: Own, held: Held) -> StepRecord:
     """Steps 5 and 6 at ``step``: ``own`` counts, per fleet cluster, this Placement's
     decisions, ``held`` every Placement's. Over the short list when the plan has one and
     it holds enough clusters nobody decided, else over every candidate."""
-    if plan.top is not None:
-        found = _shortlisted(plan, plan.top, step, _terms(plan, own, held))
+    if plan.top is not None and plan.balance >= 0:
+        found = _shortlisted(plan, plan.top, step, own.counts, held)
         if found is not None:
             return found
-    return _every(plan, step, own, held.total - own)
+    return _every(plan, step, own.vector, held.total - own.vector)
 
 
-def _shortlisted(plan: FastPlan, top: Top, step: int, terms: _Terms) -> StepRecord | None:
-    """Step 6 over the short list up to its ``wanted + 1``-th free candidate, and the held
-    candidates that may be ahead of it (:class:`_Terms`): every other candidate is behind
-    those ``wanted + 1`` both with and without the Steady term, so it is neither decided,
-    nor the best left out, nor among the best ``wanted`` without Steady. None when the
-    short list holds fewer than ``wanted + 1`` free candidates (rank them all then).
+def _shortlisted(
+    plan: FastPlan, top: Top, step: int, own: Mapping[int, int], held: Held
+) -> StepRecord | None:
+    """Step 6 over the short list up to its ``wanted + 1``-th free candidate (no decision
+    holds it), with the Placement's own clusters wherever they rank.
+
+    Every free candidate has the same Balance and Steady terms (Balance 100, Steady 0),
+    and a candidate that other Placements hold has a lower Balance (with a weight ≥ 0)
+    and no Steady: any candidate after those ``wanted + 1`` in the short list, own ones
+    aside, is behind all of them with and without the Steady term, so it is neither
+    decided, nor the best left out, nor among the best ``wanted`` without Steady. None
+    when the short list holds fewer than ``wanted + 1`` free candidates (rank them all).
 
     In plain Python: a few clusters, where numpy's calls would cost more than the work.
     """
     assert plan.base_steps is not None and plan.expired_steps is not None
-    wanted, deltas, rest = plan.wanted, terms.deltas, terms.rest
-    # the first wanted + 1 + len(deltas) of the list hold wanted + 1 free ones, if it has them
-    prefix = wanted + 1 + len(deltas)
+    wanted, counts, positions = plan.wanted, held.counts, plan.fleet_positions
+    table = _balance_list(held.most(own))
+    balance = plan.balance
+    rest = balance * table[0]
     free = 0
     # (−total, candidate, total without Steady) of every cluster looked at
     pool: list[tuple[int, int, int]] = []
+    # the first wanted + 1 + len(counts) of the list hold wanted + 1 free ones, if it has them
+    prefix = wanted + 1 + len(counts)
     for candidate, value in zip(
         top.ids[step, :prefix].tolist(), top.values[step, :prefix].tolist(), strict=True
     ):
-        if candidate not in deltas:
+        position = positions[candidate]
+        count = counts.get(position)
+        if count is None:
             pool.append((-value - rest, candidate, value + rest))
             free += 1
             if free > wanted:
                 break
-            continue
-        delta = deltas[candidate]
-        if delta is not None:
-            pool.append((-value - delta[0], candidate, value + delta[1]))
+        elif position not in own:
+            plain = balance * table[count]
+            pool.append((-value - plain, candidate, value + plain))
     if free <= wanted:
         return None
-    if terms.always_ids:
-        values = plan.base_steps[step].take(terms.always).tolist()
-        for candidate, value, total, plain in zip(
-            terms.always_ids, values, terms.always_totals, terms.always_plain, strict=True
-        ):
-            pool.append((-value - total, candidate, value + plain))
+    row = plan.base_steps[step]
+    steady = plan.steady * steady_score(True)
+    for position, mine in own.items():
+        candidate = plan.candidate_at.get(position)
+        if candidate is not None:
+            value = int(row[candidate])
+            plain = balance * table[counts[position] - mine]
+            pool.append((-value - plain - steady, candidate, value + plain))
     pool.sort()  # total descending, then name: the candidates are sorted by name
     margin = pool[wanted][0] - pool[wanted - 1][0]
     loss = 0
@@ -538,6 +531,15 @@ def _balance(others: IntArray, positions: IntArray) -> IntArray:
 
 
 _BALANCE_TABLES: dict[int, IntArray] = {}
+_BALANCE_LISTS: dict[int, list[int]] = {}
+
+
+def _balance_list(most: int) -> list[int]:
+    """:func:`_balance_table` as a list (read one score at a time)."""
+    found = _BALANCE_LISTS.get(most)
+    if found is None:
+        found = _BALANCE_LISTS[most] = _balance_table(most).tolist()
+    return found
 
 
 def _balance_table(most: int) -> IntArray:
