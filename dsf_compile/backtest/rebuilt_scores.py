@@ -97,7 +97,7 @@ class Searches:
             newest = times[index] if len(times) else np.zeros(len(self.steps), np.int64)
             found = _frozen(index, seen, seen & (self.steps - newest <= window_ms))
             self._keep(times, "latest", window_ms, found)
-        return found  # type: ignore[return-value]
+        return found
 
     def state(self, times: IntArray, window_ms: int) -> tuple[Any, IntArray]:
         """At every step: the object's state when ``times`` are its samples' times, and its
@@ -110,7 +110,7 @@ class Searches:
             until = np.where(seen, newest + window_ms, 0).astype(np.int64)
             found = _frozen(state, until)
             self._keep(times, "state", window_ms, found)
-        return found  # type: ignore[return-value]
+        return found
 
 
 def _frozen(*arrays: Any) -> tuple[Any, ...]:
