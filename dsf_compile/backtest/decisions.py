@@ -31,15 +31,17 @@ class Decisions:
     ) -> None:
         names = {(p.metadata.namespace, p.metadata.name) for p in ordered}
         self._keys = [(p.metadata.namespace, p.metadata.name) for p in ordered]
-        self._own: list[tuple[PlacementDecision, ...]] = [
+        given = [
             tuple(d for d in initial if (d.metadata.namespace, d.placement_name) == key)
             for key in self._keys
         ]
+        #: Each Placement's PlacementDecisions (None: not made yet, see :attr:`all`).
+        self._own: list[tuple[PlacementDecision, ...] | None] = list(given)
         # decisions of Placements not in placements/ stay as they are (Balance counts them)
         self._foreign = tuple(
             d for d in initial if (d.metadata.namespace, d.placement_name) not in names
         )
-        self._clusters = [_clusters_of(own) for own in self._own]
+        self._clusters = [_clusters_of(own) for own in given]
         self._sorted = [tuple(sorted(c)) for c in self._clusters]
         #: Every cluster a decision may name → its position in the count vectors.
         self.fleet = _fleet(clusters, initial)
@@ -54,8 +56,7 @@ class Decisions:
         self.new_only = _new_only(clusters)
         self.version = 0
         self._held: Held | None = None
-        self.all: tuple[PlacementDecision, ...] = ()
-        self._join()
+        self._all: tuple[PlacementDecision, ...] | None = None
 
     def _vector(self, clusters: Sequence[str]) -> IntArray:
         vector = np.zeros(len(self.fleet), dtype=np.int64)
@@ -82,19 +83,37 @@ class Decisions:
         self._replace(position, objects, clusters)
 
     def set_clusters(self, position: int, clusters: tuple[str, ...]) -> None:
-        """A fast step's decisions (sorted), as one PlacementDecision when they changed."""
+        """A fast step's decisions (sorted), as one PlacementDecision when they changed
+        (made when the scheduler next reads them: :attr:`all`)."""
         if clusters == self._sorted[position]:
             return
+        self._replace(position, None, clusters)
+
+    @property
+    def all(self) -> tuple[PlacementDecision, ...]:
+        """Every PlacementDecision as the replay has left them (what the scheduler reads)."""
+        if self._all is None:
+            for position, objects in enumerate(self._own):
+                if objects is None:
+                    self._own[position] = self._fast_objects(position)
+            self._all = (*self._foreign, *(d for own in self._own if own for d in own))
+        return self._all
+
+    def _fast_objects(self, position: int) -> tuple[PlacementDecision, ...]:
+        """The one PlacementDecision of a fast step's decisions."""
         namespace, name = self._keys[position]
         found = DecisionObject(
             f"{name}-decision-1",
             {PLACEMENT_LABEL: name, GROUP_NAME_LABEL: "", GROUP_INDEX_LABEL: "0"},
-            clusters,
+            self._clusters[position],
         )
-        self._replace(position, (_decision_object(namespace, found),), clusters)
+        return (_decision_object(namespace, found),)
 
     def _replace(
-        self, position: int, objects: tuple[PlacementDecision, ...], clusters: tuple[str, ...]
+        self,
+        position: int,
+        objects: tuple[PlacementDecision, ...] | None,
+        clusters: tuple[str, ...],
     ) -> None:
         self._own[position] = objects
         self._clusters[position] = clusters
@@ -104,10 +123,7 @@ class Decisions:
         self._owns[position] = Own.of(vector)
         self.own_version[position] += 1
         self.version += 1
-        self._join()
-
-    def _join(self) -> None:
-        self.all = (*self._foreign, *(d for own in self._own for d in own))
+        self._all = None
 
 
 def _fleet(clusters: Sequence[Cluster], initial: Sequence[PlacementDecision]) -> dict[str, int]:

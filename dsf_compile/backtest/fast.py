@@ -284,13 +284,18 @@ def _top_table(
         if not budget.spend(steps * length * 12):
             return None
         ids = np.zeros((steps, length), dtype=np.int64)
+        values = np.zeros((steps, length), dtype=np.int32)
         for start in range(0, steps, BATCH_STEPS):
-            rows = base[start : start + BATCH_STEPS]
-            order = -rows.astype(np.int64) * size + _positions(size)
-            part = np.argpartition(order, length - 1, axis=1)[:, :length]
-            ranked = np.argsort(np.take_along_axis(order, part, 1), axis=1)
-            ids[start : start + BATCH_STEPS] = np.take_along_axis(part, ranked, 1)
-        found = budget.tables[key] = (Top(ids, np.take_along_axis(base, ids, 1)), base)
+            # one integer orders both ways: higher total first, then the lower position
+            order = base[start : start + BATCH_STEPS].astype(np.int64)
+            order *= -size
+            order += _positions(size)
+            best = np.partition(order, length - 1, axis=1)[:, :length]
+            best.sort(axis=1)
+            found_ids = best % size
+            ids[start : start + BATCH_STEPS] = found_ids
+            values[start : start + BATCH_STEPS] = (found_ids - best) // size
+        found = budget.tables[key] = (Top(ids, values), base)
     return found[0]
 
 
@@ -351,6 +356,10 @@ def fast_step(plan: FastPlan, step: int, own: Own, held: Held) -> StepRecord:
     return _every(plan, step, own.vector, held.total - own.vector)
 
 
+#: Candidates of the short list read at a time beyond ``wanted + 1`` and the own ones.
+_SCAN_MORE = 4
+
+
 def _shortlisted(
     plan: FastPlan, top: Top, step: int, own: Mapping[int, int], held: Held
 ) -> StepRecord | None:
@@ -374,21 +383,25 @@ def _shortlisted(
     free = 0
     # (−total, candidate, total without Steady) of every cluster looked at
     pool: list[tuple[int, int, int]] = []
-    # the first wanted + 1 + len(counts) of the list hold wanted + 1 free ones, if it has them
-    prefix = wanted + 1 + len(counts)
-    for candidate, value in zip(
-        top.ids[step, :prefix].tolist(), top.values[step, :prefix].tolist(), strict=True
-    ):
-        position = positions[candidate]
-        count = counts.get(position)
-        if count is None:
-            pool.append((-value - rest, candidate, value + rest))
-            free += 1
-            if free > wanted:
-                break
-        elif position not in own:
-            plain = balance * table[count]
-            pool.append((-value - plain, candidate, value + plain))
+    # the first wanted + 1 + len(counts) of the list hold wanted + 1 free ones, if it has
+    # them; read a few at a time (the held ones are seldom among the first)
+    start, bound = 0, min(wanted + 1 + len(counts), len(top.ids[step]))
+    while free <= wanted and start < bound:
+        end = min(bound, start + wanted + 1 + len(own) + _SCAN_MORE)
+        for candidate, value in zip(
+            top.ids[step, start:end].tolist(), top.values[step, start:end].tolist(), strict=True
+        ):
+            position = positions[candidate]
+            count = counts.get(position)
+            if count is None:
+                pool.append((-value - rest, candidate, value + rest))
+                free += 1
+                if free > wanted:
+                    break
+            elif position not in own:
+                plain = balance * table[count]
+                pool.append((-value - plain, candidate, value + plain))
+        start = end
     if free <= wanted:
         return None
     row = plan.base_steps[step]
@@ -400,13 +413,15 @@ def _shortlisted(
             plain = balance * table[counts[position] - mine]
             pool.append((-value - plain - steady, candidate, value + plain))
     pool.sort()  # total descending, then name: the candidates are sorted by name
-    margin = pool[wanted][0] - pool[wanted - 1][0]
+    chosen = pool[:wanted]
+    margin = pool[wanted][0] - chosen[-1][0]
     loss = 0
     if plan.steady:  # else the totals are the totals without it: the decided are the best
-        best = sorted((entry[2] for entry in pool), reverse=True)
-        loss = sum(best[:wanted]) - sum(entry[2] for entry in pool[:wanted])
+        plains = [entry[2] for entry in pool]
+        plains.sort(reverse=True)
+        loss = sum(plains[:wanted]) - sum([entry[2] for entry in chosen])
     names = plan.candidates
-    decided = tuple(names[i] for i in sorted(entry[1] for entry in pool[:wanted]))
+    decided = tuple([names[i] for i in sorted([entry[1] for entry in chosen])])
     return StepRecord(decided, margin, loss, bool(plan.expired_steps[step]))
 
 
