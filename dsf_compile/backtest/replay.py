@@ -174,10 +174,9 @@ def replay(
                         placement, result, record, history, decisions, position, step
                     )
                 decisions.update(position, result)
-            # after its own update: the key it will be compared with at the next step
-            last_keys[position] = _key(
-                inputs[position], versions[position], step, decisions, position
-            )
+            # what this call read: its own decisions before it moved them (Steady reads
+            # those; the next step reads the new ones, and is scheduled again)
+            last_keys[position] = key
     return tracks
 
 
