@@ -266,10 +266,10 @@ def _base_tables(
 
 class Top(NamedTuple):
     """Step → the first candidates by the terms that read no decision (total descending,
-    then name), best first, and those terms' values."""
+    then name), best first (``pairs[step, 0]``), and those terms' values (``pairs[step, 1]``):
+    one array, so that a step reads both at once."""
 
-    ids: IntArray
-    values: np.ndarray[Any, np.dtype[np.int32]]
+    pairs: IntArray
 
 
 def _top_table(
@@ -281,10 +281,9 @@ def _top_table(
     found = budget.tables.get(key)
     if found is None:
         steps, size = base.shape
-        if not budget.spend(steps * length * 12):
+        if not budget.spend(steps * length * 16):
             return None
-        ids = np.zeros((steps, length), dtype=np.int64)
-        values = np.zeros((steps, length), dtype=np.int32)
+        pairs = np.zeros((steps, 2, length), dtype=np.int64)
         for start in range(0, steps, BATCH_STEPS):
             # one integer orders both ways: higher total first, then the lower position
             order = base[start : start + BATCH_STEPS].astype(np.int64)
@@ -293,9 +292,9 @@ def _top_table(
             best = np.partition(order, length - 1, axis=1)[:, :length]
             best.sort(axis=1)
             found_ids = best % size
-            ids[start : start + BATCH_STEPS] = found_ids
-            values[start : start + BATCH_STEPS] = (found_ids - best) // size
-        found = budget.tables[key] = (Top(ids, values), base)
+            pairs[start : start + BATCH_STEPS, 0] = found_ids
+            pairs[start : start + BATCH_STEPS, 1] = (found_ids - best) // size
+        found = budget.tables[key] = (Top(pairs), base)
     return found[0]
 
 
@@ -385,12 +384,12 @@ def _shortlisted(
     pool: list[tuple[int, int, int]] = []
     # the first wanted + 1 + len(counts) of the list hold wanted + 1 free ones, if it has
     # them; read a few at a time (the held ones are seldom among the first)
-    start, bound = 0, min(wanted + 1 + len(counts), len(top.ids[step]))
+    pairs = top.pairs[step]
+    start, bound = 0, min(wanted + 1 + len(counts), pairs.shape[1])
     while free <= wanted and start < bound:
         end = min(bound, start + wanted + 1 + len(own) + _SCAN_MORE)
-        for candidate, value in zip(
-            top.ids[step, start:end].tolist(), top.values[step, start:end].tolist(), strict=True
-        ):
+        ids, values = pairs[:, start:end].tolist()
+        for candidate, value in zip(ids, values, strict=True):
             position = positions[candidate]
             count = counts.get(position)
             if count is None:
