@@ -52,7 +52,7 @@ PRECOMPUTED_BYTES = 512 * 1024 * 1024
 #: least, best first by the terms that read no decision: room for that many held clusters
 #: among them. Its length is rounded up to a multiple of ``SHORTLIST_ROUND``, so that
 #: Placements deciding a different number of clusters share one short list.
-SHORTLIST_SPARE = 128
+SHORTLIST_SPARE = 64
 SHORTLIST_ROUND = 64
 
 
@@ -102,7 +102,7 @@ class FastPlan:
     #: Step → every candidate's AddOn and constant terms, and whether one was expired,
     #: computed for all steps at once (None once the replay's :class:`Budget` is spent).
     base_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
-    expired_steps: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+    expired_steps: list[bool] | None = None
     #: Step → the best ``wanted + 1 + SHORTLIST_SPARE`` candidates or more by
     #: ``base_steps`` (total descending, then name), best first; None when that is every
     #: candidate.
@@ -241,7 +241,7 @@ def _precomputed(plan: FastPlan, steps: int, budget: Budget) -> FastPlan:
 
 def _base_tables(
     plan: FastPlan, steps: int, budget: Budget
-) -> tuple[np.ndarray[Any, np.dtype[np.int32]], np.ndarray[Any, np.dtype[np.bool_]]] | None:
+) -> tuple[np.ndarray[Any, np.dtype[np.int32]], list[bool]] | None:
     """Step → the AddOn and constant terms of every candidate's total, and whether one was
     expired (they read no decision): made once per distinct set of terms in a replay."""
     key = (
@@ -260,7 +260,7 @@ def _base_tables(
             base += term.weight * values
             expired |= stale
         # the coordinates are kept beside the tables: their ids in the key stay theirs
-        found = budget.tables[key] = (base, expired, plan.addon)
+        found = budget.tables[key] = (base, expired.tolist(), plan.addon)
     return found[0], found[1]
 
 
@@ -323,6 +323,9 @@ class Held:
     total: IntArray
     counts: dict[int, int]
     ranked: list[tuple[int, int]]
+    #: id of a Placement's own counts → :meth:`balance` for it (its counts do not change
+    #: within a version: the version moves when they do).
+    _balances: dict[int, list[int]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, version: int, total: IntArray) -> Held:
@@ -331,6 +334,14 @@ class Held:
         counts = dict(zip(positions.tolist(), total[positions].tolist(), strict=True))
         ranked = sorted(((n, p) for p, n in counts.items()), reverse=True)
         return cls(version, total.copy(), counts, ranked)
+
+    def balance(self, own: Mapping[int, int]) -> list[int]:
+        """Count of the other Placements' decisions → Balance, for a Placement holding
+        ``own`` (:func:`_balance_table` at :meth:`most`)."""
+        found = self._balances.get(id(own))
+        if found is None:
+            found = self._balances[id(own)] = _balance_list(self.most(own))
+        return found
 
     def most(self, own: Mapping[int, int]) -> int:
         """The largest count of the other Placements' decisions on a cluster (Balance's
@@ -355,6 +366,8 @@ def fast_step(plan: FastPlan, step: int, own: Own, held: Held) -> StepRecord:
     return _every(plan, step, own.vector, held.total - own.vector)
 
 
+#: Steady's score for a cluster the Placement holds.
+_STEADY = steady_score(True)
 #: Candidates of the short list read at a time beyond ``wanted + 1`` and the own ones.
 _SCAN_MORE = 4
 
@@ -376,7 +389,7 @@ def _shortlisted(
     """
     assert plan.base_steps is not None and plan.expired_steps is not None
     wanted, counts, positions = plan.wanted, held.counts, plan.fleet_positions
-    table = _balance_list(held.most(own))
+    table = held.balance(own)
     balance = plan.balance
     rest = balance * table[0]
     free = 0
@@ -404,7 +417,7 @@ def _shortlisted(
     if free <= wanted:
         return None
     row = plan.base_steps[step]
-    steady = plan.steady * steady_score(True)
+    steady = plan.steady * _STEADY
     for position, mine in own.items():
         candidate = plan.candidate_at.get(position)
         if candidate is not None:
@@ -421,7 +434,7 @@ def _shortlisted(
         loss = sum(plains[:wanted]) - sum([entry[2] for entry in chosen])
     names = plan.candidates
     decided = tuple([names[i] for i in sorted([entry[1] for entry in chosen])])
-    return StepRecord(decided, margin, loss, bool(plan.expired_steps[step]))
+    return StepRecord(decided, margin, loss, plan.expired_steps[step])
 
 
 def _every(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
@@ -489,7 +502,7 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
         return None
     size = len(plan.candidates)
     wanted = plan.wanted
-    expired = plan.expired_steps.tolist()
+    expired = plan.expired_steps
     if wanted in (0, size):
         decided = plan.candidates if wanted else ()
         return [StepRecord(decided, None, 0, expired[k]) for k in range(first, count)]
