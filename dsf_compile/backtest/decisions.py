@@ -45,7 +45,7 @@ class Decisions:
         self._sorted = [tuple(sorted(c)) for c in self._clusters]
         #: Every cluster a decision may name → its position in the count vectors.
         self.fleet = _fleet(clusters, initial)
-        self._owns = [Own.of(self._vector(c)) for c in self._clusters]
+        self._owns = [self._own_of(c) for c in self._clusters]
         self._total = self._vector(_clusters_of(self._foreign)) + sum(
             (own.vector for own in self._owns), np.zeros(len(self.fleet), dtype=np.int64)
         )
@@ -57,6 +57,9 @@ class Decisions:
         self.version = 0
         self._held: Held | None = None
         self._all: tuple[PlacementDecision, ...] | None = None
+
+    def _own_of(self, clusters: Sequence[str]) -> Own:
+        return Own.of([self.fleet[name] for name in clusters], len(self.fleet))
 
     def _vector(self, clusters: Sequence[str]) -> IntArray:
         vector = np.zeros(len(self.fleet), dtype=np.int64)
@@ -118,9 +121,9 @@ class Decisions:
         self._own[position] = objects
         self._clusters[position] = clusters
         self._sorted[position] = tuple(sorted(clusters))
-        vector = self._vector(clusters)
-        self._total += vector - self._owns[position].vector
-        self._owns[position] = Own.of(vector)
+        own = self._own_of(clusters)
+        self._total += own.vector - self._owns[position].vector
+        self._owns[position] = own
         self.own_version[position] += 1
         self.version += 1
         self._all = None

@@ -23,7 +23,7 @@ crowd the short list.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -306,9 +306,15 @@ class Own(NamedTuple):
     counts: dict[int, int]
 
     @classmethod
-    def of(cls, vector: IntArray) -> Own:
-        positions = np.flatnonzero(vector)
-        return cls(vector, dict(zip(positions.tolist(), vector[positions].tolist(), strict=True)))
+    def of(cls, positions: Sequence[int], size: int) -> Own:
+        """From the fleet positions of the decided clusters (one per decision)."""
+        counts: dict[int, int] = {}
+        for position in positions:
+            counts[position] = counts.get(position, 0) + 1
+        vector = np.zeros(size, dtype=np.int64)
+        if counts:
+            vector[list(counts)] = list(counts.values())
+        return cls(vector, counts)
 
 
 @dataclass(frozen=True)
