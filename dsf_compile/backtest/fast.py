@@ -245,6 +245,7 @@ def _base_tables(
     """Step → the AddOn and constant terms of every candidate's total, and whether one was
     expired (they read no decision): made once per distinct set of terms in a replay."""
     key = (
+        plan.positions.tobytes(),  # Placements sharing a table share their candidates
         plan.constant.tobytes(),
         tuple((t.weight, id(t.coordinate), t.rows.tobytes()) for t in plan.addon),
     )
@@ -317,6 +318,38 @@ class Own(NamedTuple):
         return cls(vector, counts)
 
 
+class _Scan:
+    """One step's short list as one version of the decisions splits it: its free
+    candidates (value, candidate) in order, and the held ones among them (value,
+    candidate, fleet position, decision count, how many free ones come before it), read
+    as far as a Placement has needed."""
+
+    def __init__(
+        self, step: int, pairs: IntArray, positions: list[int], counts: Mapping[int, int]
+    ) -> None:
+        self.step, self.pairs, self.positions, self.counts = step, pairs, positions, counts
+        self.free: list[tuple[int, int]] = []
+        self.held: list[tuple[int, int, int, int, int]] = []
+        self.read = 0
+
+    def upto(self, wanted: int) -> bool:
+        """Read until ``wanted`` free candidates are known; False when the list has fewer."""
+        free, held, positions, counts = self.free, self.held, self.positions, self.counts
+        length = self.pairs.shape[1]
+        while len(free) < wanted and self.read < length:
+            end = min(length, self.read + wanted + _SCAN_MORE)
+            ids, values = self.pairs[:, self.read : end].tolist()
+            for candidate, value in zip(ids, values, strict=True):
+                position = positions[candidate]
+                count = counts.get(position)
+                if count is None:
+                    free.append((value, candidate))
+                else:
+                    held.append((value, candidate, position, count, len(free)))
+            self.read = end
+        return len(free) >= wanted
+
+
 @dataclass(frozen=True)
 class Held:
     """Every Placement's decisions at one version of the replay (:attr:`version`): how many
@@ -332,6 +365,8 @@ class Held:
     #: id of a Placement's own counts → :meth:`balance` for it (its counts do not change
     #: within a version: the version moves when they do).
     _balances: dict[int, list[int]] = field(default_factory=dict, compare=False, repr=False)
+    #: id of a short list → its :class:`_Scan` at the step last asked.
+    _scans: dict[int, _Scan] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, version: int, total: IntArray) -> Held:
@@ -340,6 +375,14 @@ class Held:
         counts = dict(zip(positions.tolist(), total[positions].tolist(), strict=True))
         ranked = sorted(((n, p) for p, n in counts.items()), reverse=True)
         return cls(version, total.copy(), counts, ranked)
+
+    def scan(self, top: Top, step: int, positions: list[int]) -> _Scan:
+        """The short list ``top`` at ``step`` split by the clusters held at this version:
+        one scan for the Placements sharing the list (and so their candidates)."""
+        found = self._scans.get(id(top))
+        if found is None or found.step != step:
+            found = self._scans[id(top)] = _Scan(step, top.pairs[step], positions, self.counts)
+        return found
 
     def balance(self, own: Mapping[int, int]) -> list[int]:
         """Count of the other Placements' decisions → Balance, for a Placement holding
@@ -381,55 +424,50 @@ _SCAN_MORE = 4
 def _shortlisted(
     plan: FastPlan, top: Top, step: int, own: Mapping[int, int], held: Held
 ) -> StepRecord | None:
-    """Step 6 over the short list up to its ``wanted + 1``-th free candidate (no decision
-    holds it), with the Placement's own clusters wherever they rank.
+    """Step 6 over the short list's first ``wanted + 1`` free candidates (no decision holds
+    them), the held ones before them that can reach them, and the Placement's own clusters
+    wherever they rank.
 
     Every free candidate has the same Balance and Steady terms (Balance 100, Steady 0),
     and a candidate that other Placements hold has a lower Balance (with a weight ≥ 0)
     and no Steady: any candidate after those ``wanted + 1`` in the short list, own ones
     aside, is behind all of them with and without the Steady term, so it is neither
-    decided, nor the best left out, nor among the best ``wanted`` without Steady. None
-    when the short list holds fewer than ``wanted + 1`` free candidates (rank them all).
+    decided, nor the best left out, nor among the best ``wanted`` without Steady; so is
+    a held one before them whose best Balance cannot bring it level with the last of them.
+    None when the short list holds fewer than ``wanted + 1`` free candidates (rank them
+    all). The list is read once per step and version for the Placements sharing it.
 
     In plain Python: a few clusters, where numpy's calls would cost more than the work.
     """
     assert plan.base_steps is not None and plan.expired_steps is not None
-    wanted, counts, positions = plan.wanted, held.counts, plan.fleet_positions
+    wanted = plan.wanted
+    scan = held.scan(top, step, plan.fleet_positions)
+    if not scan.upto(wanted + 1):
+        return None
     table = held.balance(own)
     balance = plan.balance
     rest = balance * table[0]
-    free = 0
     # (−total, candidate, total without Steady) of every cluster looked at
-    pool: list[tuple[int, int, int]] = []
-    # the first wanted + 1 + len(counts) of the list hold wanted + 1 free ones, if it has
-    # them; read a few at a time (the held ones are seldom among the first)
-    pairs = top.pairs[step]
-    start, bound = 0, min(wanted + 1 + len(counts), pairs.shape[1])
-    while free <= wanted and start < bound:
-        end = min(bound, start + wanted + 1 + len(own) + _SCAN_MORE)
-        ids, values = pairs[:, start:end].tolist()
-        for candidate, value in zip(ids, values, strict=True):
-            position = positions[candidate]
-            count = counts.get(position)
-            if count is None:
-                pool.append((-value - rest, candidate, value + rest))
-                free += 1
-                if free > wanted:
-                    break
-            elif position not in own:
-                plain = balance * table[count]
-                pool.append((-value - plain, candidate, value + plain))
-        start = end
-    if free <= wanted:
-        return None
+    pool = [
+        (-value - rest, candidate, value + rest) for value, candidate in scan.free[: wanted + 1]
+    ]
+    # a held candidate (not this Placement's) reaches at most this Balance term: behind
+    # the wanted + 1-th free one by more, it is behind all of them (so are those after it)
+    threshold = pool[wanted][2] - (balance * table[1] if len(table) > 1 else rest)
+    for value, candidate, position, count, before in scan.held:
+        if before > wanted or value < threshold:
+            break
+        if position not in own:
+            plain = balance * table[count]
+            pool.append((-value - plain, candidate, value + plain))
     row = plan.base_steps[step]
     steady = plan.steady * _STEADY
     for position, mine in own.items():
-        candidate = plan.candidate_at.get(position)
-        if candidate is not None:
-            value = int(row[candidate])
-            plain = balance * table[counts[position] - mine]
-            pool.append((-value - plain - steady, candidate, value + plain))
+        at = plan.candidate_at.get(position)
+        if at is not None:
+            value = int(row[at])
+            plain = balance * table[held.counts[position] - mine]
+            pool.append((-value - plain - steady, at, value + plain))
     pool.sort()  # total descending, then name: the candidates are sorted by name
     chosen = pool[:wanted]
     margin = pool[wanted][0] - chosen[-1][0]
