@@ -182,13 +182,11 @@ def _samples(
 def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """The values as floats: at C speed when they are all numbers (a boolean among numbers
     reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
-    try:  # the usual export: numbers only, converted at C speed
-        found = np.array(values, dtype=np.float64)
+    try:  # the usual export: numbers only, converted at C speed (one value at a time,
+        # as numpy converts each item of a list to float64; a nested list is refused)
+        return np.fromiter(values, dtype=np.float64, count=len(values))
     except (TypeError, ValueError, OverflowError):
         pass  # what is not a number among them: one by one, below, for the error
-    else:
-        if found.ndim == 1:
-            return found
     return np.array([_number(v) for v in values], dtype=np.float64)
 
 
