@@ -268,6 +268,22 @@ def _single(
     return np.where(used, mapped[index], _MISSING).astype(np.int16)
 
 
+#: Rows of a coordinate whose samples are mapped in one array at a time (their samples
+#: copied once more: a bounded part of what was read).
+_ROWS_AT_ONCE = 256
+
+
+def _singles(
+    members: Sequence[Series], valid: BoolArray, searches: Searches, window_ms: int
+) -> np.ndarray[Any, np.dtype[np.int16]]:
+    """:func:`_single` of several series sharing one array of times, at once (row by
+    row: ``valid`` holds each one's object states)."""
+    index, seen, counting = searches.latest(members[0].timestamps, window_ms)
+    mapped = placement_values(np.stack([one.values for one in members]))
+    used = np.where(valid, counting, seen)
+    return np.where(used, mapped[:, index], _MISSING).astype(np.int16)
+
+
 def _folded(
     members: Sequence[Series],
     valid: BoolArray,
@@ -365,12 +381,25 @@ class _CoordinateHistory:
         rows = sorted(c for c, r in history.objects if r == resource)
         values = np.full((len(rows), count), _MISSING, dtype=np.int16)
         state = np.zeros((len(rows), count), dtype=np.int8)
+        # rows whose item is one series, by that series' times: mapped together
+        alike: dict[int, tuple[int, list[tuple[int, Series]]]] = {}
         for row, cluster in enumerate(rows):
             found = history.objects[cluster, resource]
             state[row] = found.state
+            members = found.groups.get(score_name)
+            if members is not None and len(members) == 1:
+                one = members[0]
+                alike.setdefault(id(one.timestamps), (found.window_ms, []))[1].append((row, one))
+                continue
             item = found.item_values(score_name, history.searches)
             if item is not None:
                 values[row] = item
+        for window_ms, group in alike.values():
+            for start in range(0, len(group), _ROWS_AT_ONCE):
+                part = group[start : start + _ROWS_AT_ONCE]
+                at = [row for row, _ in part]
+                valid = state[at] == VALID
+                values[at] = _singles([one for _, one in part], valid, history.searches, window_ms)
         changed = np.zeros(count, dtype=np.bool_)
         if count > 1 and rows:
             moved = (values[:, 1:] != values[:, :-1]) | (state[:, 1:] != state[:, :-1])
