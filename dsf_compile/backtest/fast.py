@@ -254,11 +254,16 @@ def _base_tables(
         if not budget.spend(steps * len(plan.candidates) * 4):
             return None
         base = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
-        base += plan.constant.astype(np.int32)
+        if plan.constant.any():
+            base += plan.constant.astype(np.int32)
         expired = np.zeros(steps, dtype=np.bool_)
+        weighted = np.empty_like(base)  # one buffer for every term's weighted scores
         for term in plan.addon:
             values, stale = term.coordinate.gathered(term.rows)
-            base += term.weight * values
+            if term.weight == 1:
+                base += values
+            else:
+                base += np.multiply(values, term.weight, out=weighted)
             expired |= stale
         # the coordinates are kept beside the tables: their ids in the key stay theirs
         found = budget.tables[key] = (base, expired.tolist(), plan.addon)
