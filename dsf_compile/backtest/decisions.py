@@ -28,6 +28,7 @@ class Decisions:
         ordered: Sequence[Placement],
         initial: Sequence[PlacementDecision],
         clusters: Sequence[Cluster],
+        budget: Budget | None = None,
     ) -> None:
         names = {(p.metadata.namespace, p.metadata.name) for p in ordered}
         self._keys = [(p.metadata.namespace, p.metadata.name) for p in ordered]
@@ -51,7 +52,7 @@ class Decisions:
         )
         self.own_version = [0] * len(ordered)
         #: What the fast plans may precompute together.
-        self.budget = Budget()
+        self.budget = budget if budget is not None else Budget()
         #: The clusters with a ``NoSelectIfNew`` taint.
         self.new_only = _new_only(clusters)
         self.version = 0
