@@ -1,4 +1,4 @@
-"""Steps 5 and 6 of the scheduler over numpy vectors, for Placements whose candidates are fixed.
+"""Steps 5 and 6 of the scheduler without it, for Placements whose candidates are fixed.
 
 A Placement is first scheduled by :func:`~dsf_compile.placement.scheduler.schedule`. When
 nothing of steps 1 to 3 can change between steps — no CEL expression reads ``scores()``,
@@ -43,8 +43,9 @@ from dsf_compile.placement.scheduler import PlacementResult, compile_cached
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 #: What the Placements of one replay may precompute together for all steps (steps ×
-#: candidates × 4 bytes each): past it, a Placement reads its AddOn scores step by step,
-#: so that memory stays bounded whatever the number of Placements and steps.
+#: candidates × 4 bytes per table of terms, steps × short list × 16 bytes per short
+#: list): past it, a Placement reads its AddOn scores step by step, so that memory stays
+#: bounded whatever the number of Placements and steps.
 PRECOMPUTED_BYTES = 512 * 1024 * 1024
 
 
@@ -473,6 +474,13 @@ def _shortlisted(
             value = int(row[at])
             plain = balance * table[held.counts[position] - mine]
             pool.append((-value - plain - steady, at, value + plain))
+    return _ranked(plan, pool, plan.expired_steps[step])
+
+
+def _ranked(plan: FastPlan, pool: list[tuple[int, int, int]], expired: bool) -> StepRecord:
+    """Step 6 over ``pool`` ((−total, candidate, total without Steady) of every candidate
+    that can matter): the decided, the margin over the best left out, and the loss."""
+    wanted = plan.wanted
     pool.sort()  # total descending, then name: the candidates are sorted by name
     chosen = pool[:wanted]
     margin = pool[wanted][0] - chosen[-1][0]
@@ -483,7 +491,7 @@ def _shortlisted(
         loss = sum(plains[:wanted]) - sum([entry[2] for entry in chosen])
     names = plan.candidates
     decided = tuple([names[i] for i in sorted([entry[1] for entry in chosen])])
-    return StepRecord(decided, margin, loss, plan.expired_steps[step])
+    return StepRecord(decided, margin, loss, expired)
 
 
 def _every(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
