@@ -1,4 +1,4 @@
-"""Steps 5 and 6 of the scheduler over numpy vectors, for Placements whose candidates are fixed.
+"""Steps 5 and 6 of the scheduler without it, for Placements whose candidates are fixed.
 
 A Placement is first scheduled by :func:`~dsf_compile.placement.scheduler.schedule`. When
 nothing of steps 1 to 3 can change between steps — no CEL expression reads ``scores()``,
@@ -11,12 +11,20 @@ resource prioritizers (constant over fixed candidates, taken from that call). Th
 the ranking (total descending, name ascending), the decisions, the margin and the loss
 are then what :func:`schedule` gives; :func:`plan_for` checks it on the first call and
 keeps the scheduler itself for any Placement where they differ.
+
+At a step, only the clusters some PlacementDecision holds (:class:`Held`) have a Balance
+or Steady score other than the one every other candidate shares (Balance 100 for a
+cluster nobody decided, Steady 0 for one this Placement did not): the best candidates are
+therefore among the held ones and the best of the rest by their AddOn and constant terms
+alone, which are ranked once for all steps (``FastPlan.top``). A step then ranks that
+short list instead of every candidate, and ranks them all when too many held clusters
+crowd the short list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,16 +43,34 @@ from dsf_compile.placement.scheduler import PlacementResult, compile_cached
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 #: What the Placements of one replay may precompute together for all steps (steps ×
-#: candidates × 4 bytes each): past it, a Placement reads its AddOn scores step by step,
-#: so that memory stays bounded whatever the number of Placements and steps.
+#: candidates × 4 bytes per table of terms, steps × short list × 16 bytes per short
+#: list): past it, a Placement reads its AddOn scores step by step, so that memory stays
+#: bounded whatever the number of Placements and steps.
 PRECOMPUTED_BYTES = 512 * 1024 * 1024
+
+
+#: Candidates beyond ``numberOfClusters + 1`` that the per-step short list keeps at
+#: least, best first by the terms that read no decision: room for that many held clusters
+#: among them. Its length is rounded up to a multiple of ``SHORTLIST_ROUND``, so that
+#: Placements deciding a different number of clusters share one short list.
+SHORTLIST_SPARE = 64
+SHORTLIST_ROUND = 64
 
 
 @dataclass
 class Budget:
-    """Bytes left for precomputed AddOn tables in one replay."""
+    """Bytes left for precomputed tables in one replay, and the tables made so far:
+    Placements ranking the same candidates by the same weighted terms share them."""
 
     left: int = PRECOMPUTED_BYTES
+    tables: dict[object, Any] = field(default_factory=dict)
+
+    def spend(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit (and take them if so)."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
 
 
 class _AddOnTerm(NamedTuple):
@@ -63,6 +89,9 @@ class FastPlan:
     candidates: tuple[str, ...]
     #: The candidates' positions in the fleet's cluster index (for decision counts).
     positions: IntArray
+    #: The same as a list, and fleet position → the candidate there.
+    fleet_positions: list[int]
+    candidate_at: dict[int, int]
     addon: tuple[_AddOnTerm, ...]
     #: The summed weights of the built-ins that read the Placement's own decisions
     #: (Steady) and the others' (Balance).
@@ -71,15 +100,22 @@ class FastPlan:
     #: Σ weight × score of the built-ins that read the clusters alone, per candidate.
     constant: IntArray
     count: int | None
-    #: Step → the AddOn part of every candidate's total, and whether one was expired,
+    #: Step → every candidate's AddOn and constant terms, and whether one was expired,
     #: computed for all steps at once (None once the replay's :class:`Budget` is spent).
-    addon_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
-    expired_steps: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+    base_steps: np.ndarray[Any, np.dtype[np.int32]] | None = None
+    expired_steps: list[bool] | None = None
+    #: Step → the best ``wanted + 1 + SHORTLIST_SPARE`` candidates or more by
+    #: ``base_steps`` (total descending, then name), best first; None when that is every
+    #: candidate.
+    top: Top | None = None
+
+    #: How many candidates are decided: ``numberOfClusters``, at most all of them.
+    wanted: int = 0
 
 
-@dataclass(frozen=True)
-class StepRecord:
-    """What one step left of one Placement, from the scheduler or from :func:`fast_step`."""
+class StepRecord(NamedTuple):
+    """What one step left of one Placement, from the scheduler or from :func:`fast_step`
+    (a tuple: one is made per Placement and step)."""
 
     decisions: tuple[str, ...]
     margin: int | None
@@ -126,11 +162,7 @@ def plan_for(
     plan = None if candidates is None else _plan(placement, result, history, fleet, candidates)
     if plan is None:
         return None
-    size = len(history.steps) * len(plan.candidates) * 4
-    if size > budget.left:
-        return plan
-    budget.left -= size
-    return _precomputed(plan, len(history.steps))
+    return _precomputed(plan, len(history.steps), budget)
 
 
 def _fixed_candidates(
@@ -176,33 +208,297 @@ def _plan(
             return None
         else:
             weights[reads] += prioritizer.weight
+    count = placement.spec.numberOfClusters
+    positions = np.array([fleet[c] for c in candidates], dtype=np.int64)
+    listed = positions.tolist()
     return FastPlan(
         candidates,
-        np.array([fleet[c] for c in candidates], dtype=np.int64),
+        positions,
+        listed,
+        {position: candidate for candidate, position in enumerate(listed)},
         tuple(addon),
         weights[Reads.OWN_DECISIONS],
         weights[Reads.OTHER_DECISIONS],
         constant,
         placement.spec.numberOfClusters,
+        wanted=len(candidates) if count is None else min(count, len(candidates)),
     )
 
 
-def _precomputed(plan: FastPlan, steps: int) -> FastPlan:
-    """The AddOn part of the totals for every step at once (it reads no decision)."""
-    addon = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
-    expired = np.zeros(steps, dtype=np.bool_)
-    for term in plan.addon:
-        values, stale = term.coordinate.gathered(term.rows)
-        addon += term.weight * values
-        expired |= stale
-    return replace(plan, addon_steps=addon, expired_steps=expired)
+def _precomputed(plan: FastPlan, steps: int, budget: Budget) -> FastPlan:
+    """The plan with its tables for every step, when they fit the replay's budget: the
+    terms that read no decision (:func:`_base_tables`), and the short list of the best
+    candidates by them (:func:`_top_table`)."""
+    tables = _base_tables(plan, steps, budget)
+    if tables is None:
+        return plan
+    base, expired = tables
+    length = -(-(plan.wanted + 1 + SHORTLIST_SPARE) // SHORTLIST_ROUND) * SHORTLIST_ROUND
+    top = None
+    if length < len(plan.candidates) and plan.wanted > 0:
+        top = _top_table(base, length, budget)
+    return replace(plan, base_steps=base, expired_steps=expired, top=top)
 
 
-def fast_step(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
-    """Steps 5 and 6 at ``step``: ``own`` and ``others`` count, per fleet cluster, this
-    Placement's decisions and every other's."""
-    if plan.addon_steps is not None and plan.expired_steps is not None:
-        totals = plan.constant + plan.addon_steps[step]
+def _base_tables(
+    plan: FastPlan, steps: int, budget: Budget
+) -> tuple[np.ndarray[Any, np.dtype[np.int32]], list[bool]] | None:
+    """Step → the AddOn and constant terms of every candidate's total, and whether one was
+    expired (they read no decision): made once per distinct set of terms in a replay."""
+    key = (
+        plan.positions.tobytes(),  # Placements sharing a table share their candidates
+        plan.constant.tobytes(),
+        tuple((t.weight, id(t.coordinate), t.rows.tobytes()) for t in plan.addon),
+    )
+    found = budget.tables.get(key)
+    if found is None:
+        if not budget.spend(steps * len(plan.candidates) * 4):
+            return None
+        base = np.zeros((steps, len(plan.candidates)), dtype=np.int32)
+        if plan.constant.any():
+            base += plan.constant.astype(np.int32)
+        expired = np.zeros(steps, dtype=np.bool_)
+        weighted = np.empty_like(base)  # one buffer for every term's weighted scores
+        for term in plan.addon:
+            values, stale = term.coordinate.gathered(term.rows)
+            if term.weight == 1:
+                base += values
+            else:
+                base += np.multiply(values, term.weight, out=weighted)
+            expired |= stale
+        # the coordinates are kept beside the tables: their ids in the key stay theirs
+        found = budget.tables[key] = (base, expired.tolist(), plan.addon)
+    return found[0], found[1]
+
+
+class Top(NamedTuple):
+    """Step → the first candidates by the terms that read no decision (total descending,
+    then name), best first (``pairs[step, 0]``), and those terms' values (``pairs[step, 1]``):
+    one array, so that a step reads both at once."""
+
+    pairs: IntArray
+
+
+def _top_table(
+    base: np.ndarray[Any, np.dtype[np.int32]], length: int, budget: Budget
+) -> Top | None:
+    """The ``length`` best candidates by ``base`` at every step; None past the budget.
+    Made once per table and length."""
+    key = (id(base), length)
+    found = budget.tables.get(key)
+    if found is None:
+        steps, size = base.shape
+        if not budget.spend(steps * length * 16):
+            return None
+        pairs = np.zeros((steps, 2, length), dtype=np.int64)
+        for start in range(0, steps, BATCH_STEPS):
+            # one integer orders both ways: higher total first, then the lower position
+            order = base[start : start + BATCH_STEPS].astype(np.int64)
+            order *= -size
+            order += _positions(size)
+            best = np.partition(order, length - 1, axis=1)[:, :length]
+            best.sort(axis=1)
+            found_ids = best % size
+            pairs[start : start + BATCH_STEPS, 0] = found_ids
+            pairs[start : start + BATCH_STEPS, 1] = (found_ids - best) // size
+        found = budget.tables[key] = (Top(pairs), base)
+    return found[0]
+
+
+class Own(NamedTuple):
+    """One Placement's decisions in the replay: per fleet cluster (``vector``), and the
+    clusters they hold with their counts (``counts``: a handful)."""
+
+    vector: IntArray
+    counts: dict[int, int]
+
+    @classmethod
+    def of(cls, positions: Sequence[int], size: int) -> Own:
+        """From the fleet positions of the decided clusters (one per decision)."""
+        counts: dict[int, int] = {}
+        for position in positions:
+            counts[position] = counts.get(position, 0) + 1
+        vector = np.zeros(size, dtype=np.int64)
+        if counts:
+            vector[list(counts)] = list(counts.values())
+        return cls(vector, counts)
+
+
+class _Scan:
+    """One step's short list as one version of the decisions splits it: its free
+    candidates (value, candidate) in order, and the held ones among them (value,
+    candidate, fleet position, decision count, how many free ones come before it), read
+    as far as a Placement has needed."""
+
+    def __init__(
+        self, step: int, pairs: IntArray, positions: list[int], counts: Mapping[int, int]
+    ) -> None:
+        self.step, self.pairs, self.positions, self.counts = step, pairs, positions, counts
+        self.free: list[tuple[int, int]] = []
+        self.held: list[tuple[int, int, int, int, int]] = []
+        self.read = 0
+
+    def upto(self, wanted: int) -> bool:
+        """Read until ``wanted`` free candidates are known; False when the list has fewer."""
+        free, held, positions, counts = self.free, self.held, self.positions, self.counts
+        length = self.pairs.shape[1]
+        while len(free) < wanted and self.read < length:
+            end = min(length, self.read + wanted + _SCAN_MORE)
+            ids, values = self.pairs[:, self.read : end].tolist()
+            for candidate, value in zip(ids, values, strict=True):
+                position = positions[candidate]
+                count = counts.get(position)
+                if count is None:
+                    free.append((value, candidate))
+                else:
+                    held.append((value, candidate, position, count, len(free)))
+            self.read = end
+        return len(free) >= wanted
+
+
+@dataclass(frozen=True)
+class Held:
+    """Every Placement's decisions at one version of the replay (:attr:`version`): how many
+    decisions hold each fleet cluster (``total``), and the same for the clusters some
+    decision holds (``counts``, and ``ranked``: (count, cluster) by count descending). The
+    only clusters whose Balance and Steady scores are not the ones every other candidate
+    shares."""
+
+    version: int
+    total: IntArray
+    counts: dict[int, int]
+    ranked: list[tuple[int, int]]
+    #: id of a Placement's own counts → :meth:`balance` for it (its counts do not change
+    #: within a version: the version moves when they do).
+    _balances: dict[int, list[int]] = field(default_factory=dict, compare=False, repr=False)
+    #: id of a short list → its :class:`_Scan` at the step last asked.
+    _scans: dict[int, _Scan] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, version: int, total: IntArray) -> Held:
+        """From the count vector (copied: the replay updates its own in place)."""
+        positions = np.flatnonzero(total)
+        counts = dict(zip(positions.tolist(), total[positions].tolist(), strict=True))
+        ranked = sorted(((n, p) for p, n in counts.items()), reverse=True)
+        return cls(version, total.copy(), counts, ranked)
+
+    def scan(self, top: Top, step: int, positions: list[int]) -> _Scan:
+        """The short list ``top`` at ``step`` split by the clusters held at this version:
+        one scan for the Placements sharing the list (and so their candidates)."""
+        found = self._scans.get(id(top))
+        if found is None or found.step != step:
+            found = self._scans[id(top)] = _Scan(step, top.pairs[step], positions, self.counts)
+        return found
+
+    def balance(self, own: Mapping[int, int]) -> list[int]:
+        """Count of the other Placements' decisions → Balance, for a Placement holding
+        ``own`` (:func:`_balance_table` at :meth:`most`)."""
+        found = self._balances.get(id(own))
+        if found is None:
+            found = self._balances[id(own)] = _balance_list(self.most(own))
+        return found
+
+    def most(self, own: Mapping[int, int]) -> int:
+        """The largest count of the other Placements' decisions on a cluster (Balance's
+        ``max``), for a Placement holding ``own``."""
+        most = 0
+        for count, position in self.ranked:
+            mine = own.get(position, 0)
+            most = max(most, count - mine)
+            if not mine:  # every cluster after this one has at most its count
+                break
+        return most
+
+
+def fast_step(plan: FastPlan, step: int, own: Own, held: Held) -> StepRecord:
+    """Steps 5 and 6 at ``step``: ``own`` counts, per fleet cluster, this Placement's
+    decisions, ``held`` every Placement's. Over the short list when the plan has one and
+    it holds enough clusters nobody decided, else over every candidate."""
+    if plan.top is not None and plan.balance >= 0:
+        found = _shortlisted(plan, plan.top, step, own.counts, held)
+        if found is not None:
+            return found
+    return _every(plan, step, own.vector, held.total - own.vector)
+
+
+#: Steady's score for a cluster the Placement holds.
+_STEADY = steady_score(True)
+#: Candidates of the short list read at a time beyond ``wanted + 1`` and the own ones.
+_SCAN_MORE = 4
+
+
+def _shortlisted(
+    plan: FastPlan, top: Top, step: int, own: Mapping[int, int], held: Held
+) -> StepRecord | None:
+    """Step 6 over the short list's first ``wanted + 1`` free candidates (no decision holds
+    them), the held ones before them that can reach them, and the Placement's own clusters
+    wherever they rank.
+
+    Every free candidate has the same Balance and Steady terms (Balance 100, Steady 0),
+    and a candidate that other Placements hold has a lower Balance (with a weight ≥ 0)
+    and no Steady: any candidate after those ``wanted + 1`` in the short list, own ones
+    aside, is behind all of them with and without the Steady term, so it is neither
+    decided, nor the best left out, nor among the best ``wanted`` without Steady; so is
+    a held one before them whose best Balance cannot bring it level with the last of them.
+    None when the short list holds fewer than ``wanted + 1`` free candidates (rank them
+    all). The list is read once per step and version for the Placements sharing it.
+
+    In plain Python: a few clusters, where numpy's calls would cost more than the work.
+    """
+    assert plan.base_steps is not None and plan.expired_steps is not None
+    wanted = plan.wanted
+    scan = held.scan(top, step, plan.fleet_positions)
+    if not scan.upto(wanted + 1):
+        return None
+    table = held.balance(own)
+    balance = plan.balance
+    rest = balance * table[0]
+    # (−total, candidate, total without Steady) of every cluster looked at
+    pool = [
+        (-value - rest, candidate, value + rest) for value, candidate in scan.free[: wanted + 1]
+    ]
+    # a held candidate (not this Placement's) reaches at most this Balance term: behind
+    # the wanted + 1-th free one by more, it is behind all of them (so are those after it)
+    threshold = pool[wanted][2] - (balance * table[1] if len(table) > 1 else rest)
+    for value, candidate, position, count, before in scan.held:
+        if before > wanted or value < threshold:
+            break
+        if position not in own:
+            plain = balance * table[count]
+            pool.append((-value - plain, candidate, value + plain))
+    row = plan.base_steps[step]
+    steady = plan.steady * _STEADY
+    for position, mine in own.items():
+        at = plan.candidate_at.get(position)
+        if at is not None:
+            value = int(row[at])
+            plain = balance * table[held.counts[position] - mine]
+            pool.append((-value - plain - steady, at, value + plain))
+    return _ranked(plan, pool, plan.expired_steps[step])
+
+
+def _ranked(plan: FastPlan, pool: list[tuple[int, int, int]], expired: bool) -> StepRecord:
+    """Step 6 over ``pool`` ((−total, candidate, total without Steady) of every candidate
+    that can matter): the decided, the margin over the best left out, and the loss."""
+    wanted = plan.wanted
+    pool.sort()  # total descending, then name: the candidates are sorted by name
+    chosen = pool[:wanted]
+    margin = pool[wanted][0] - chosen[-1][0]
+    loss = 0
+    if plan.steady:  # else the totals are the totals without it: the decided are the best
+        plains = [entry[2] for entry in pool]
+        plains.sort(reverse=True)
+        loss = sum(plains[:wanted]) - sum([entry[2] for entry in chosen])
+    names = plan.candidates
+    decided = tuple([names[i] for i in sorted([entry[1] for entry in chosen])])
+    return StepRecord(decided, margin, loss, expired)
+
+
+def _every(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
+    """Steps 5 and 6 over every candidate: ``own`` and ``others`` count, per fleet cluster,
+    this Placement's decisions and every other's."""
+    if plan.base_steps is not None and plan.expired_steps is not None:
+        totals = plan.base_steps[step].astype(np.int64)
         expired = bool(plan.expired_steps[step])
     else:
         totals = plan.constant.copy()
@@ -233,7 +529,7 @@ def _select(
     without that term ahead of it; with a negative one, every cluster is looked at).
     """
     size = len(totals)
-    wanted = size if plan.count is None else min(plan.count, size)
+    wanted = plan.wanted
     if wanted == size:  # every candidate decided: nothing left out, nothing lost
         return StepRecord(plan.candidates, None, 0, expired)
     if wanted == 0:
@@ -259,11 +555,11 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
     """Steps ``first`` to ``count − 1`` at once, for a plan whose totals read no decision
     (no Steady, no Balance) and were precomputed: what :func:`fast_step` gives at each
     (None for any other plan)."""
-    if plan.steady or plan.balance or plan.addon_steps is None or plan.expired_steps is None:
+    if plan.steady or plan.balance or plan.base_steps is None or plan.expired_steps is None:
         return None
     size = len(plan.candidates)
-    wanted = size if plan.count is None else min(plan.count, size)
-    expired = plan.expired_steps.tolist()
+    wanted = plan.wanted
+    expired = plan.expired_steps
     if wanted in (0, size):
         decided = plan.candidates if wanted else ()
         return [StepRecord(decided, None, 0, expired[k]) for k in range(first, count)]
@@ -271,7 +567,7 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
     last: tuple[str, ...] = ()
     for start in range(first, count, BATCH_STEPS):
         end = min(count, start + BATCH_STEPS)
-        chosen, margins = _best(plan, plan.addon_steps[start:end], wanted)
+        chosen, margins = _best(plan, plan.base_steps[start:end], wanted)
         moved = np.ones(len(chosen), dtype=np.bool_)
         moved[1:] = (chosen[1:] != chosen[:-1]).any(axis=1)
         if records:
@@ -286,12 +582,12 @@ def fast_steps(plan: FastPlan, first: int, count: int) -> list[StepRecord] | Non
 
 
 def _best(
-    plan: FastPlan, addon: np.ndarray[Any, np.dtype[np.int32]], wanted: int
+    plan: FastPlan, base: np.ndarray[Any, np.dtype[np.int32]], wanted: int
 ) -> tuple[IntArray, IntArray]:
     """Per step (row): the decided candidates' positions, sorted, and the margin — step 6
     as :func:`_select` takes it, over all the rows at once."""
     size = len(plan.candidates)
-    totals = plan.constant + addon.astype(np.int64)
+    totals = base.astype(np.int64)
     order = -totals * size + _positions(size)
     part = np.argpartition(order, wanted, axis=1)[:, : wanted + 1]
     part = np.take_along_axis(part, np.argsort(np.take_along_axis(order, part, 1), 1), 1)
@@ -319,6 +615,15 @@ def _balance(others: IntArray, positions: IntArray) -> IntArray:
 
 
 _BALANCE_TABLES: dict[int, IntArray] = {}
+_BALANCE_LISTS: dict[int, list[int]] = {}
+
+
+def _balance_list(most: int) -> list[int]:
+    """:func:`_balance_table` as a list (read one score at a time)."""
+    found = _BALANCE_LISTS.get(most)
+    if found is None:
+        found = _BALANCE_LISTS[most] = _balance_table(most).tolist()
+    return found
 
 
 def _balance_table(most: int) -> IntArray:

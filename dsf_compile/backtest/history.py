@@ -89,9 +89,13 @@ class HistoryReader:
     limits: HistorySettings
     _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
     _points: int = 0
-    #: The last line's timestamps, as given and as an array: the series of one scrape
-    #: target share their scrape times, and then their array (converted once, held once).
-    _times: tuple[list[Any], np.ndarray[Any, np.dtype[np.int64]]] | None = None
+    #: The last line's timestamps, as given and as an array, and which are in the window:
+    #: the series of one scrape target share their scrape times, and then their array
+    #: (converted once, held once).
+    _times: (
+        tuple[list[Any], np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.bool_]]]
+        | None
+    ) = None
 
     def add(self, metric: Any, timestamps: Any, values: Any) -> str | None:
         """Add one series' samples; the problem (``field: message``) when they are not history."""
@@ -111,8 +115,10 @@ class HistoryReader:
         times, numbers = samples
         if not shared:
             times.flags.writeable = False  # shared by the series with the same times
-            self._times = (timestamps, times)
-        keep = (times >= self.start_ms) & (times <= self.end_ms) & ~np.isnan(numbers)
+            inside = (times >= self.start_ms) & (times <= self.end_ms)
+            self._times = (timestamps, times, inside)
+        assert self._times is not None
+        keep = self._times[2] & ~np.isnan(numbers)
         if not keep.all():
             times, numbers = times[keep], numbers[keep]
         key = tuple(str(metric.get(k, "")) for k in IDENTITY_LABELS)
@@ -176,13 +182,11 @@ def _samples(
 def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """The values as floats: at C speed when they are all numbers (a boolean among numbers
     reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
-    try:  # the usual export: numbers only, converted at C speed
-        found = np.array(values, dtype=np.float64)
+    try:  # the usual export: numbers only, converted at C speed (one value at a time,
+        # as numpy converts each item of a list to float64; a nested list is refused)
+        return np.fromiter(values, dtype=np.float64, count=len(values))
     except (TypeError, ValueError, OverflowError):
         pass  # what is not a number among them: one by one, below, for the error
-    else:
-        if found.ndim == 1:
-            return found
     return np.array([_number(v) for v in values], dtype=np.float64)
 
 
@@ -289,7 +293,7 @@ class LineSplitter:
         elif len(piece) > self.max_line:
             raise self.too_long()
         self.number += 1
-        if piece.strip():
+        if piece and not piece.isspace():  # not blank (as strip() would say, without a copy)
             yield self.number, piece
 
     def too_long(self) -> InputError:

@@ -61,6 +61,64 @@ class ScorerRule:
         return validity_seconds(self.interval) * 1000
 
 
+class Searches:
+    """Where every step falls in an array of sample times, worked out once per array.
+
+    The series of one scrape target share their timestamps (one array: the reader keeps
+    it for the lines that repeat it), and so do these searches and what follows from them.
+    Only the last few arrays are remembered: memory stays a few rows of steps.
+    """
+
+    #: Arrays remembered at a time.
+    KEPT = 4
+
+    def __init__(self, steps: IntArray) -> None:
+        self.steps = steps
+        self._found: dict[tuple[int, str, int], tuple[IntArray, tuple[Any, ...]]] = {}
+
+    def _recall(self, times: IntArray, what: str, window_ms: int) -> tuple[Any, ...] | None:
+        found = self._found.get((id(times), what, window_ms))
+        # the array is held beside its results: its id cannot name another one meanwhile
+        return found[1] if found is not None and found[0] is times else None
+
+    def _keep(self, times: IntArray, what: str, window_ms: int, value: tuple[Any, ...]) -> None:
+        if len(self._found) >= self.KEPT:
+            del self._found[next(iter(self._found))]
+        self._found[id(times), what, window_ms] = (times, value)
+
+    def latest(self, times: IntArray, window_ms: int) -> tuple[IntArray, BoolArray, BoolArray]:
+        """At every step: the index of the latest sample at or before it, whether there is
+        one, and whether it is at most ``window_ms`` old (read-only arrays)."""
+        found = self._recall(times, "latest", window_ms)
+        if found is None:
+            latest = np.searchsorted(times, self.steps, side="right").astype(np.int64) - 1
+            seen = latest >= 0
+            index = np.maximum(latest, 0)
+            newest = times[index] if len(times) else np.zeros(len(self.steps), np.int64)
+            found = _frozen(index, seen, seen & (self.steps - newest <= window_ms))
+            self._keep(times, "latest", window_ms, found)
+        return found
+
+    def state(self, times: IntArray, window_ms: int) -> tuple[Any, IntArray]:
+        """At every step: the object's state when ``times`` are its samples' times, and its
+        ``validUntil`` (read-only arrays, shared by the objects with those times)."""
+        found = self._recall(times, "state", window_ms)
+        if found is None:
+            index, seen, valid = self.latest(times, window_ms)
+            newest = times[index] if len(times) else np.zeros(len(self.steps), np.int64)
+            state = np.where(valid, VALID, np.where(seen, EXPIRED, ABSENT)).astype(np.int8)
+            until = np.where(seen, newest + window_ms, 0).astype(np.int64)
+            found = _frozen(state, until)
+            self._keep(times, "state", window_ms, found)
+        return found
+
+
+def _frozen(*arrays: Any) -> tuple[Any, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
 @dataclass(frozen=True)
 class ObjectHistory:
     """One cluster's AddOnPlacementScore of one scorer, at every step.
@@ -78,16 +136,19 @@ class ObjectHistory:
     window_ms: int
     steps: IntArray
 
-    def item_values(self, name: str) -> np.ndarray[Any, np.dtype[np.int16]] | None:
+    def item_values(
+        self, name: str, searches: Searches | None = None
+    ) -> np.ndarray[Any, np.dtype[np.int16]] | None:
         """The item's value at every step (``_MISSING`` where the object lacks it); None
         when no series renders that name."""
         members = self.groups.get(name)
         if members is None:
             return None
         valid = self.state == VALID
+        searches = searches if searches is not None else Searches(self.steps)
         if len(members) == 1:
-            return _single(members[0], valid, self.steps, self.window_ms)
-        return _folded(members, valid, self.steps, self.window_ms, self.how)
+            return _single(members[0], valid, searches, self.window_ms)
+        return _folded(members, valid, searches, self.window_ms, self.how)
 
     def item_list(self, step: int) -> list[dict[str, object]]:
         """The object's items at ``step``, sorted by name, as CEL's ``scores()`` lists them."""
@@ -158,6 +219,7 @@ def rebuild_object(
     rule: ScorerRule,
     how: Aggregation,
     steps: IntArray,
+    searches: Searches | None = None,
 ) -> ObjectHistory:
     """The object of one cluster and scorer (``series`` all of that cluster and score name).
 
@@ -165,13 +227,8 @@ def rebuild_object(
     valid when that sample is at most V old (some series counts), expired when it is
     older, absent before it; ``validUntil`` is that sample + V either way.
     """
-    times = _merged_times(series)
-    latest = np.searchsorted(times, steps, side="right").astype(np.int64) - 1
-    seen = latest >= 0
-    newest = times[np.maximum(latest, 0)] if len(times) else np.zeros(len(steps), np.int64)
-    valid = seen & (steps - newest <= rule.window_ms)
-    state = np.where(valid, VALID, np.where(seen, EXPIRED, ABSENT)).astype(np.int8)
-    until = np.where(seen, newest + rule.window_ms, 0).astype(np.int64)
+    searches = searches if searches is not None else Searches(steps)
+    state, until = searches.state(_merged_times(series), rule.window_ms)
     groups: dict[str, list[Series]] = {}
     for one in series:
         name = render_dimension(
@@ -194,42 +251,55 @@ def _merged_times(series: Sequence[Series]) -> IntArray:
 
 
 def _picked(
-    one: Series, valid: BoolArray, steps: IntArray, window_ms: int
+    one: Series, valid: BoolArray, searches: Searches, window_ms: int
 ) -> tuple[IntArray, BoolArray]:
     """At every step: the index of the series' latest sample, and whether the object uses it
     (a valid object the counting series, an expired one every series with a sample)."""
-    latest = np.searchsorted(one.timestamps, steps, side="right").astype(np.int64) - 1
-    seen = latest >= 0
-    index = np.maximum(latest, 0)
-    counting = seen & (steps - one.timestamps[index] <= window_ms)
+    index, seen, counting = searches.latest(one.timestamps, window_ms)
     return index, np.where(valid, counting, seen)
 
 
 def _single(
-    one: Series, valid: BoolArray, steps: IntArray, window_ms: int
+    one: Series, valid: BoolArray, searches: Searches, window_ms: int
 ) -> np.ndarray[Any, np.dtype[np.int16]]:
     """One series' item: each sample mapped once (the agent's rounding and clamping)."""
-    index, used = _picked(one, valid, steps, window_ms)
+    index, used = _picked(one, valid, searches, window_ms)
     mapped = placement_values(one.values)
     return np.where(used, mapped[index], _MISSING).astype(np.int16)
+
+
+#: Rows of a coordinate whose samples are mapped in one array at a time (their samples
+#: copied once more: a bounded part of what was read).
+_ROWS_AT_ONCE = 256
+
+
+def _singles(
+    members: Sequence[Series], valid: BoolArray, searches: Searches, window_ms: int
+) -> np.ndarray[Any, np.dtype[np.int16]]:
+    """:func:`_single` of several series sharing one array of times, at once (row by
+    row: ``valid`` holds each one's object states)."""
+    index, seen, counting = searches.latest(members[0].timestamps, window_ms)
+    mapped = placement_values(np.stack([one.values for one in members]))
+    used = np.where(valid, counting, seen)
+    return np.where(used, mapped[:, index], _MISSING).astype(np.int16)
 
 
 def _folded(
     members: Sequence[Series],
     valid: BoolArray,
-    steps: IntArray,
+    searches: Searches,
     window_ms: int,
     how: Aggregation,
 ) -> np.ndarray[Any, np.dtype[np.int16]]:
     """Several series rendering one name, folded at every step at once, one series after
     the other in series order (as the agent folds the results of one cycle): a running
     fold over the steps, so memory stays one row whatever the number of series."""
-    count = len(steps)
+    count = len(searches.steps)
     held = np.zeros(count, dtype=np.int64)  # how many series the fold holds at each step
     folded = np.zeros(count, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         for one in members:
-            index, used = _picked(one, valid, steps, window_ms)
+            index, used = _picked(one, valid, searches, window_ms)
             value = one.values[index]
             first = used & (held == 0)
             if how == "max":
@@ -256,9 +326,15 @@ def _folded(
 class ScoreHistory:
     """Every rebuilt object, by (cluster, AddOnPlacementScore name)."""
 
-    def __init__(self, objects: Mapping[tuple[str, str], ObjectHistory], steps: IntArray) -> None:
+    def __init__(
+        self,
+        objects: Mapping[tuple[str, str], ObjectHistory],
+        steps: IntArray,
+        searches: Searches | None = None,
+    ) -> None:
         self.objects = objects
         self.steps = steps
+        self.searches = searches if searches is not None else Searches(steps)
         self._times: dict[int, datetime] = {}
         self._tables: dict[tuple[str, str], _CoordinateHistory] = {}
 
@@ -286,7 +362,8 @@ class _CoordinateHistory:
     clusters: Mapping[str, int]
     values: np.ndarray[Any, np.dtype[np.int16]]
     state: np.ndarray[Any, np.dtype[np.int8]]
-    until_ms: IntArray
+    #: The AddOnPlacementScore's name.
+    resource: str
     #: Steps at which some cluster's (value, state) differs from the step before.
     changed: BoolArray
     #: Step → each row's AddOn score (0 when absent, missing or expired); one more row, 0,
@@ -304,14 +381,25 @@ class _CoordinateHistory:
         rows = sorted(c for c, r in history.objects if r == resource)
         values = np.full((len(rows), count), _MISSING, dtype=np.int16)
         state = np.zeros((len(rows), count), dtype=np.int8)
-        until = np.zeros((len(rows), count), dtype=np.int64)
+        # rows whose item is one series, by that series' times: mapped together
+        alike: dict[int, tuple[int, list[tuple[int, Series]]]] = {}
         for row, cluster in enumerate(rows):
             found = history.objects[cluster, resource]
             state[row] = found.state
-            until[row] = found.until_ms
-            item = found.item_values(score_name)
+            members = found.groups.get(score_name)
+            if members is not None and len(members) == 1:
+                one = members[0]
+                alike.setdefault(id(one.timestamps), (found.window_ms, []))[1].append((row, one))
+                continue
+            item = found.item_values(score_name, history.searches)
             if item is not None:
                 values[row] = item
+        for window_ms, group in alike.values():
+            for start in range(0, len(group), _ROWS_AT_ONCE):
+                part = group[start : start + _ROWS_AT_ONCE]
+                at = [row for row, _ in part]
+                valid = state[at] == VALID
+                values[at] = _singles([one for _, one in part], valid, history.searches, window_ms)
         changed = np.zeros(count, dtype=np.bool_)
         if count > 1 and rows:
             moved = (values[:, 1:] != values[:, :-1]) | (state[:, 1:] != state[:, :-1])
@@ -326,7 +414,7 @@ class _CoordinateHistory:
             {c: i for i, c in enumerate(rows)},
             values,
             state,
-            until,
+            resource,
             changed,
             effective,
             expired,
@@ -358,14 +446,16 @@ class _CoordinateHistory:
     def table(self, step: int) -> dict[str, tuple[int | None, datetime | None]]:
         """The coordinate at ``step``, as :meth:`ScoreIndex.addon_table` gives it (cluster →
         the item's value or None, validUntil), for the clusters that have the object."""
-        moment = self.history.moment
+        moment, objects = self.history.moment, self.history.objects
         return {
-            cluster: (None if value == _MISSING else value, moment(until))
-            for cluster, value, state, until in zip(
+            cluster: (
+                None if value == _MISSING else value,
+                moment(int(objects[cluster, self.resource].until_ms[step])),
+            )
+            for cluster, value, state in zip(
                 self.clusters,
                 self.values[:, step].tolist(),
                 self.state[:, step].tolist(),
-                self.until_ms[:, step].tolist(),
                 strict=True,
             )
             if state != ABSENT
@@ -384,10 +474,11 @@ def rebuild_all(
     for one in series:
         if one.score_name in rules:
             grouped.setdefault((one.cluster, one.score_name), []).append(one)
+    searches = Searches(steps)
     objects = {
         (cluster, rules[score_name].resource): rebuild_object(
-            members, rules[score_name], aggregation(cluster, score_name), steps
+            members, rules[score_name], aggregation(cluster, score_name), steps, searches
         )
         for (cluster, score_name), members in sorted(grouped.items())
     }
-    return ScoreHistory(objects, steps)
+    return ScoreHistory(objects, steps, searches)

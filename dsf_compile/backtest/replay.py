@@ -23,6 +23,7 @@ import numpy as np
 
 from dsf_compile.backtest.decisions import Decisions
 from dsf_compile.backtest.fast import (
+    Budget,
     FastPlan,
     StepRecord,
     eligible,
@@ -129,14 +130,16 @@ def replay(
     initial: Sequence[PlacementDecision],
     *,
     fast: bool = True,
+    budget: Budget | None = None,
 ) -> list[Track]:
     """Replay ``placements`` (sorted by namespace/name here) over every step of ``history``.
 
     ``fast=False`` schedules every Placement with the scheduler at each change (the tests
-    compare both).
+    compare both). ``budget`` holds the tables of the replays before on the same history
+    (``--steady`` replays the fleet again with other Steady weights: the same tables).
     """
     ordered = sorted(placements, key=lambda p: (p.metadata.namespace, p.metadata.name))
-    decisions = Decisions(ordered, initial, clusters)
+    decisions = Decisions(ordered, initial, clusters, budget)
     tracks = [Track(p) for p in ordered]
     inputs = [_inputs_of(p) for p in ordered]
     versions = [_score_versions(i, history) for i in inputs]
@@ -174,10 +177,9 @@ def replay(
                         placement, result, record, history, decisions, position, step
                     )
                 decisions.update(position, result)
-            # after its own update: the key it will be compared with at the next step
-            last_keys[position] = _key(
-                inputs[position], versions[position], step, decisions, position
-            )
+            # what this call read: its own decisions before it moved them (Steady reads
+            # those; the next step reads the new ones, and is scheduled again)
+            last_keys[position] = key
     return tracks
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dsf_compile.backtest.coverage import coverage_warning, missing_scores
+from dsf_compile.backtest.fast import Budget
 from dsf_compile.backtest.history import (
     HistoryReader,
     HistoryReadError,
@@ -207,10 +208,19 @@ class Replayer:
         self.history = rebuild_all(series, _used_rules(fleet), _aggregation(fleet.inputs), steps)
         self.clusters = inventory_clusters(fleet.inputs)
         self.bindings = [b.model for b in fleet.inputs.bindings]
+        #: The tables of the replays so far (the ``--steady`` ones share the first's).
+        self.budget = Budget()
 
     def run(self, placements: Sequence[Placement]) -> list[Track]:
         """Every Placement's track over the window."""
-        return replay(placements, self.clusters, self.bindings, self.history, self.initial)
+        return replay(
+            placements,
+            self.clusters,
+            self.bindings,
+            self.history,
+            self.initial,
+            budget=self.budget,
+        )
 
 
 def is_reported(track: Track, fleet: Fleet) -> bool:

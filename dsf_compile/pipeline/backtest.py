@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsf_compile.pipeline.inputs import load_inputs
+from dsf_compile.pipeline.inputs import load_inputs, without_cyclic_gc
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:
@@ -69,21 +69,23 @@ def run_backtest(root: Path, request: BacktestRequest, now: datetime) -> Outcome
     if request.save_history:  # refused before the read: nothing is fetched for nothing
         saving_target(request.save_history)
     baseline = read_baseline(request.baseline) if request.baseline else None
-    series, source = run.read_history(request.history, fleet, window)
-    if request.save_history:
-        from dsf_compile.backtest.history import write_export_file
+    # the series, the rebuilt scores and every step's record stay alive until the report
+    with without_cyclic_gc():
+        series, source = run.read_history(request.history, fleet, window)
+        if request.save_history:
+            from dsf_compile.backtest.history import write_export_file
 
-        write_export_file(saving_target(request.save_history), series)
-    initial = run.initial_decisions(request.decisions)
-    window = replace(window, first=first_covered(series, window))
-    replayer = run.Replayer(fleet, window, series, initial)
-    reports = [
-        run.with_warnings(summarize(track, window), track, replayer)
-        for track in replayer.run(fleet.placements)
-        if run.is_reported(track, fleet)
-    ]
-    if weights:
-        reports = run.with_sweep(reports, replayer, weights)
+            write_export_file(saving_target(request.save_history), series)
+        initial = run.initial_decisions(request.decisions)
+        window = replace(window, first=first_covered(series, window))
+        replayer = run.Replayer(fleet, window, series, initial)
+        reports = [
+            run.with_warnings(summarize(track, window), track, replayer)
+            for track in replayer.run(fleet.placements)
+            if run.is_reported(track, fleet)
+        ]
+        if weights:
+            reports = run.with_sweep(reports, replayer, weights)
     if baseline is not None:
         reports = [replace(r, baseline=baseline.get(r.key)) for r in reports]
     report = Report(window, source, run.NOTES, tuple(reports), weights, baseline is not None)

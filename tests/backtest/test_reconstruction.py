@@ -99,3 +99,49 @@ def test_vectorized_mapping_is_the_agents(scores: list[float]) -> None:
 
     mapped = placement_values(np.array(scores, dtype=np.float64)).tolist()
     assert mapped == [placement_value(s) for s in scores]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=1_300_000), min_size=1, max_size=20),
+    st.lists(
+        st.tuples(
+            st.lists(st.floats(min_value=-300, max_value=300), min_size=20, max_size=20),
+            st.lists(st.integers(min_value=0, max_value=1_300_000), max_size=8),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_series_sharing_times_give_each_cluster_its_own_item(
+    times: list[int], clusters: list[tuple[list[float], list[int]]]
+) -> None:
+    """Clusters whose series share their sample times (one scrape target's: one array) have
+    their items mapped together; each still gets what it gets alone, including a cluster
+    whose object holds another series too (its state then differs)."""
+    from dsf_compile.backtest.rebuilt_scores import rebuild_all
+
+    shared = sorted(set(times))
+    reader = HistoryReader(
+        frozenset(f"c{i}" for i in range(len(clusters))),
+        frozenset({RULE.score_name}),
+        0,
+        10**13,
+        HistorySettings(maxBytes=10**9, maxSeries=10**6, maxPoints=10**8),
+    )
+    for i, (values, _) in enumerate(clusters):  # one after the other: one array of times
+        labels = {"ds_cluster": f"c{i}", "ds_score_name": RULE.score_name, "ds_node": "a"}
+        assert reader.add(labels, list(shared), values[: len(shared)]) is None
+    for i, (_, other) in enumerate(clusters):
+        if other:  # another item of the same object: its state follows both series
+            labels = {"ds_cluster": f"c{i}", "ds_score_name": RULE.score_name, "ds_node": "b"}
+            extra = sorted(set(other))
+            assert reader.add(labels, extra, [1.0] * len(extra)) is None
+    series = reader.series()
+    assert len({id(one.timestamps) for one in series if one.labels["node"] == "a"}) == 1
+    history = rebuild_all(series, {RULE.score_name: RULE}, lambda c, s: "last", STEPS)
+    table = history.coordinate(RULE.resource, "a")
+    for cluster, row in table.clusters.items():
+        alone = history.objects[cluster, RULE.resource].item_values("a")
+        assert alone is not None
+        assert table.values[row].tolist() == alone.tolist()
