@@ -114,7 +114,7 @@ def github_property(text: str) -> str:
 def json_text(encoded: str) -> str:
     """The text of ``json.dumps(..., ensure_ascii=False)`` with every non-printable character
     left in it written as a JSON escape (``\\u202e``); the same JSON value, printable."""
-    if encoded.isprintable() or all(ch.isprintable() or ch == "\n" for ch in encoded):
+    if encoded.isprintable() or encoded.replace("\n", "").isprintable():  # at C speed
         return encoded
     # json.dumps escaped every C0 control inside strings: a raw "\n" is its own indentation
     return "".join(ch if ch.isprintable() or ch == "\n" else _json_escape(ch) for ch in encoded)
