@@ -46,6 +46,21 @@ def test_validate_searches_no_package_metadata_for_pydantic_plugins() -> None:
     assert not imported & {"importlib.metadata", "email", "pydantic.plugin._loader"}
 
 
+def test_validate_loads_no_writer_and_no_engine_the_fleet_does_not_use() -> None:
+    # the example fleet's Placements hold no CEL pattern, its dsf.yaml maps no address,
+    # and nothing it says is a misspelt name
+    imported, _ = imported_by(EXAMPLE_FLEET, "validate")
+    assert "dsf_compile.placement.checks" in imported  # the Placements were checked
+    unused = {
+        "dsf_compile.edges.journal",  # what a writing command recovers; validate only flags
+        "dsf_compile.backtest.gate",
+        "dsf_transport.connect_to",
+        "re2",
+        "difflib",
+    }
+    assert not imported & unused
+
+
 def test_models_build_with_the_plugin_search_left_out() -> None:
     assert _in_a_fresh_interpreter(_BUILD_A_MODEL) == "False"
 

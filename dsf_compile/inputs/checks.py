@@ -85,7 +85,7 @@ CHECKS: tuple[InputCheck, ...] = (
         Stage.LOAD,
         "no journal or temporary file of dsf-compile's anywhere in the repository "
         "(validate, render --check)",
-        "dsf_compile.edges.journal:debris_problems",
+        "dsf_compile.edges.debris:debris_problems",
     ),
     # ---------------------------------------------------------------- schema
     InputCheck(

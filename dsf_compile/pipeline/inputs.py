@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsf_compile.edges.journal import debris_problems
+from dsf_compile.edges.debris import debris_problems
 from dsf_compile.errors import (
     InputError,
 )

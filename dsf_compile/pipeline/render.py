@@ -37,7 +37,7 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
 
 
 def _render_fleet(root: Path, check: bool) -> RenderResult:
-    from dsf_compile.edges.journal import debris_problems
+    from dsf_compile.edges.debris import debris_problems
     from dsf_compile.edges.tree import RENDERED
     from dsf_compile.render.manifests import render_manifests
     from dsf_compile.render.reshard import applied_paths, check_reshard
