@@ -14,16 +14,17 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+
+from dsf_contract.records import frozen
 
 #: What names the whole document when an error is about no field of it.
 WHOLE_DOCUMENT = "(document)"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Error:
     """One pydantic error as the wordings read it."""
 

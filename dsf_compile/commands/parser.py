@@ -14,12 +14,13 @@ import enum
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NoReturn
 
 from dsf_compile.errors import UsageError
 from dsf_contract import __version__
+from dsf_contract.records import frozen
 
 PROG = "dsf-compile"
 #: ``--root``'s help, the same in ``dsf-compile`` and ``dsf-mcp``.
@@ -48,7 +49,7 @@ COMPLETION_ATTRIBUTE = "dsf_completion"
 _UNSET: Any = object()
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     """One row of an option table: a flag (or a positional's name), its metavar, help,
     value type and completion, and how argparse stores it. Each option is defined once;
@@ -119,7 +120,7 @@ def add_options(parser: argparse._ActionsContainer, options: Iterable[Option]) -
             setattr(action, COMPLETION_ATTRIBUTE, option.complete)
 
 
-@dataclass(frozen=True)
+@frozen
 class Command:
     """One subcommand: what ``--help`` says about it and how it runs."""
 

@@ -12,11 +12,12 @@ answer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsf_compile.render import fastpath
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:
     from dsf_compile.inputs.validate import Inputs
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 NOTHING_CHANGED = "0 added, 0 changed, 0 removed"
 
 
-@dataclass(frozen=True)
+@frozen
 class Rendered:
     """What ``render`` did: what it said, a summary of the changes, the temporary files it
     could not remove, and what it recovered of a killed render (one line, or empty)."""
@@ -39,7 +40,7 @@ class Rendered:
     recovered: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Checked:
     """What ``render --check``/``diff`` found; ``changes`` is None when the cache vouched for
     ``rendered/`` (then it is up to date)."""

@@ -36,7 +36,6 @@ import secrets
 import stat
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -52,6 +51,7 @@ from dsf_compile.edges.journal_scope import JournalState, Ownership
 from dsf_compile.edges.tree import Tree, remove_quietly, where
 from dsf_compile.errors import DsfError, ForeignJournalError, InputError
 from dsf_contract.escaping import terminal
+from dsf_contract.records import frozen
 
 LOCK_WAIT_SECONDS = 60.0
 """How long a command waits for another one writing the same folder."""
@@ -103,7 +103,7 @@ class Removal(NamedTuple):
     backup: str  # the name it is renamed away to before it is deleted
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """A committed journal: every rename and every removal of the update."""
 
@@ -121,7 +121,7 @@ def staging(folders: Sequence[str]) -> str:
     return json.dumps(body) + "\n"
 
 
-@dataclass(frozen=True)
+@frozen
 class FoundJournal:
     """The journal a folder holds (``present``), its ``state`` (``None`` when it is not
     one dsf wrote in full: then nothing of it is trusted, and it is only undone), a
@@ -202,7 +202,7 @@ class RecoveryAction(StrEnum):
     UNDONE = "undone"  # any other: what it staged removed
 
 
-@dataclass(frozen=True)
+@frozen
 class Recovery:
     """What the next run found of a killed one, and did about it: every file it touched,
     named under ``label``."""
@@ -237,7 +237,7 @@ class Recovery:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Debris:
     """What a killed command left, found without changing anything (``render --check``)."""
 

@@ -10,7 +10,7 @@ import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +40,7 @@ from dsf_compile.sync.lock import (
 )
 from dsf_contract.bounded_yaml import Document
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.settings import Settings
@@ -114,7 +115,7 @@ def _load_inputs(root: Path) -> Inputs:
     return validate_documents(documents, settings, problems, settings_document)
 
 
-@dataclass(frozen=True)
+@frozen
 class Validated:
     """What ``validate`` read and resolved, for a caller that goes on from there (``dsf-mcp``):
     the inputs, the lockfile (None when there is none or it is unreadable) and each scorer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +10,7 @@ from dsf_compile.errors import (
 )
 from dsf_compile.pipeline.inputs import plan_fleet, without_cyclic_gc
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.validate import Inputs
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.resolve.scorer import ResolvedScorer
 
 
-@dataclass(frozen=True)
+@frozen
 class RenderResult:
     """What ``render`` wrote, or (``check``) what it would change."""
 

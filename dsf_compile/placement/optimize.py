@@ -43,7 +43,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -56,6 +55,7 @@ from dsf_compile.placement.optimize_model import (
     SolverMissingError,
     TimeLimitError,
 )
+from dsf_contract.records import frozen
 from dsf_contract.summary import PLACEHOLDER_RE
 
 __all__ = [
@@ -80,7 +80,7 @@ MAX_Z_VARIABLES = 250_000
 DEFAULT_TIME_LIMIT = 60.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Workload:
     """A ManifestWorkReplicaSet to place: its app (for the score item) and its demand."""
 
@@ -90,7 +90,7 @@ class Workload:
     amount: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class Configuration:
     """A Policy a cluster may take: the device it sets up and what it supplies."""
 
@@ -100,7 +100,7 @@ class Configuration:
     amount: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class Solution:
     """The solution: a configuration per used cluster, a cluster per placed workload."""
 

@@ -9,7 +9,6 @@ of :mod:`.checks_optimization` passed (every Policy and workload there, every la
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -46,10 +45,11 @@ from dsf_compile.placement.optimize import (
 )
 from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 
-@dataclass(frozen=True)
+@frozen
 class Proposal:
     """The file ``optimize`` writes for one PlacementOptimization, and what it says."""
 
