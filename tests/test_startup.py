@@ -7,6 +7,7 @@ command line takes around pydantic's plugin search to its conditions.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import pydantic
 
 from dsf_compile.commands import cli
+from dsf_compile.pipeline.collector import loading
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT, imported_by
 
 
@@ -83,3 +85,16 @@ def test_the_replaced_loader_offers_what_pydantic_imports_from_it() -> None:
         asked |= set(re.findall(r"\b_loader\.(\w+)", text))
     assert asked == {"get_plugins"}
     assert cli._no_plugins() == ()
+
+
+def test_what_a_command_loads_is_left_out_of_later_collections() -> None:
+    enabled = gc.isenabled()
+    before = gc.get_freeze_count()
+    try:
+        with loading():
+            assert not gc.isenabled()  # no collection while the code loads
+            loaded: list[list[int]] = [[] for _ in range(1000)]
+        assert gc.isenabled() == enabled  # the work itself is collected as before
+        assert gc.get_freeze_count() >= before + len(loaded)
+    finally:
+        gc.unfreeze()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import itertools
 import os
 import sys
@@ -37,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     without_pydantic_plugins()
     code = run(list(sys.argv[1:] if argv is None else argv), sys.stdout, sys.stderr)
+    # The process ends here: the collection CPython makes at exit would walk everything
+    # the command built (a twentieth of validate) only to free memory the exit frees.
+    gc.freeze()
     sys.exit(code)
 
 

@@ -6,10 +6,7 @@ committed lockfile; no network, nothing written.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +23,7 @@ from dsf_compile.inputs.validate import (
     validate_documents,
     validate_settings,
 )
+from dsf_compile.pipeline.collector import without_cyclic_gc
 from dsf_compile.resolve.summaries import (
     Plan,
     Resolutions,
@@ -68,28 +66,6 @@ def load_settings(root: Path) -> Settings:
     if problems:
         raise InputError(problems)
     return settings
-
-
-@contextmanager
-def without_cyclic_gc() -> Iterator[None]:
-    """No cyclic garbage collection while a command builds what it keeps.
-
-    Loading and rendering allocate millions of small objects that all stay alive
-    (documents, positions, models, the rendered files), and each of CPython's collections
-    walks them: measured on 20,000 clusters × 2,000 Placements, collections took 40 % of
-    ``validate`` and made it grow faster than its input; on a render of 1,000 clusters ×
-    50 scorers they took a fifth of the work, and a varying fifth (how many collections
-    run depends on where the allocation counts fall). What this work discards is freed by
-    reference counting; the collector resumes for the rest of the command. Nested uses
-    are fine: only the outermost one turns the collector back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def load_inputs(root: Path) -> Inputs:

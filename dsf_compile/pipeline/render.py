@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from dsf_compile.errors import (
     InputError,
 )
-from dsf_compile.pipeline.inputs import plan_fleet, without_cyclic_gc
+from dsf_compile.pipeline.collector import without_cyclic_gc
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_contract.problem import Problem
 from dsf_contract.records import frozen
 
