@@ -50,12 +50,14 @@ def test_validate_searches_no_package_metadata_for_pydantic_plugins() -> None:
 
 def test_validate_loads_no_writer_and_no_engine_the_fleet_does_not_use() -> None:
     # the example fleet's Placements hold no CEL pattern, its dsf.yaml maps no address,
-    # and nothing it says is a misspelt name
+    # nothing it says is a misspelt name, and validate checks its PlacementOptimization
+    # without running the solver
     imported, _ = imported_by(EXAMPLE_FLEET, "validate")
     assert "dsf_compile.placement.checks" in imported  # the Placements were checked
     unused = {
         "dsf_compile.edges.journal",  # what a writing command recovers; validate only flags
         "dsf_compile.backtest.gate",
+        "dsf_compile.placement.optimize",  # the solver; its PlacementOptimization is checked
         "dsf_transport.connect_to",
         "re2",
         "difflib",

@@ -40,7 +40,6 @@ The solver is HiGHS through ``scipy.optimize.milp`` (``pip install 'ocm-dynamic-
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -56,7 +55,6 @@ from dsf_compile.placement.optimize_model import (
     TimeLimitError,
 )
 from dsf_contract.records import frozen
-from dsf_contract.summary import PLACEHOLDER_RE
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",
@@ -70,7 +68,6 @@ __all__ = [
     "TimeLimitError",
     "Workload",
     "check_size",
-    "item_pattern",
     "solve",
 ]
 
@@ -112,21 +109,6 @@ class Solution:
 
 ScoreTable = Mapping[tuple[str, str, str], int]
 """``(app, cluster, device)`` → score."""
-
-
-def item_pattern(dimension_format: str) -> re.Pattern[str]:
-    """Read an item name back through the dimension format: named groups ``app`` and ``device``."""
-    parts = PLACEHOLDER_RE.split(dimension_format)
-    out, seen = [], set()
-    for index, part in enumerate(parts):
-        if index % 2 == 0:
-            out.append(re.escape(part))
-        elif part in ("app", "device") and part not in seen:
-            seen.add(part)
-            out.append(f"(?P<{part}>.*?)")
-        else:
-            out.append(".*?")
-    return re.compile("".join(out), re.DOTALL)
 
 
 def check_size(workloads: int, pairs: int) -> None:

@@ -17,7 +17,11 @@ from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.located import Located
-from dsf_compile.inputs.optimization import GENERATED_BY_LABEL, PlacementOptimization
+from dsf_compile.inputs.optimization import (
+    GENERATED_BY_LABEL,
+    PlacementOptimization,
+    item_pattern,
+)
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     POLICY_API_VERSION,
@@ -40,7 +44,6 @@ from dsf_compile.placement.optimize import (
     TimeLimitError,
     Workload,
     check_size,
-    item_pattern,
     solve,
 )
 from dsf_contract.compliance import POLICY_GROUP
