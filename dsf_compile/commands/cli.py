@@ -82,7 +82,7 @@ def run(argv: list[str], out: TextIO, err: TextIO) -> int:
     try:
         # --help, --version and usage messages go where this run prints, as everything else
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            parser = build_parser()
+            parser = cli_parser.build_parser(COMMANDS, named=argv)  # the named commands' options
             args = parser.parse_args(argv)
         command = BY_NAME[args.command]
         cli_parser.check_format(command, args.format)

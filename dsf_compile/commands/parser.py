@@ -13,7 +13,7 @@ import argparse
 import enum
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, NoReturn
@@ -143,8 +143,16 @@ class Command:
     writes: bool = False
 
 
-def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
-    """The whole parser: the global options, then one subparser per command."""
+def build_parser(
+    commands: Sequence[Command], named: Collection[str] | None = None
+) -> argparse.ArgumentParser:
+    """The whole parser: the global options, then one subparser per command.
+
+    With ``named`` (the arguments of one run), only the commands named there get their
+    options: the others are listed (``--help``, choices, usage errors) as before, but no
+    run parses their options, and adding a hundred options to argparse was a tenth of
+    ``dsf-compile --help``.
+    """
     parser = _Parser(
         prog=PROG,
         description="Validate, sync and render a DSF fleet for OCM.",
@@ -157,7 +165,7 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
     for command in commands:
-        _add_command(subparsers, command)
+        _add_command(subparsers, command, named is None or command.name in named)
     return parser
 
 
@@ -175,7 +183,7 @@ def _add_global_options(
         )
 
 
-def _add_command(subparsers: Any, command: Command) -> None:
+def _add_command(subparsers: Any, command: Command, with_options: bool) -> None:
     sub = subparsers.add_parser(
         command.name,
         help=command.summary,
@@ -183,6 +191,8 @@ def _add_command(subparsers: Any, command: Command) -> None:
         epilog="example:\n" + "\n".join(f"  {line}" for line in command.example.splitlines()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    if not with_options:
+        return
     if command.repository:
         _add_global_options(sub, command.formats, argparse.SUPPRESS)
     add_options(sub, command.options)
