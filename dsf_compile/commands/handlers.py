@@ -363,11 +363,9 @@ def handle_completion(call: Call) -> int:
     PATH option completes file names, a folder's (``--root``, ``init DIR``) folders."""
     import shtab
 
-    from dsf_compile.commands.parser import build_parser, with_completions
-    from dsf_compile.commands.table import COMMANDS
+    from dsf_compile.commands.parser import with_completions
 
     hints = {"file": shtab.FILE, "directory": shtab.DIRECTORY}
-    # every command's options: the run's own parser has only those of the commands it names
-    parser = with_completions(build_parser(COMMANDS), hints)
+    parser = with_completions(call.parser, hints)  # every command's options (reads_every_option)
     call.out.write(shtab.complete(parser, shell=call.args.shell))
     return EXIT_OK

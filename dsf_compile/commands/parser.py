@@ -141,6 +141,8 @@ class Command:
     repository: bool = True
     #: Whether it may write (``--check`` aside): only then does a failure say nothing was written.
     writes: bool = False
+    #: Whether it reads every command's options from the parser (the completion scripts).
+    reads_every_option: bool = False
 
 
 def build_parser(
@@ -151,8 +153,10 @@ def build_parser(
     With ``named`` (the arguments of one run), only the commands named there get their
     options: the others are listed (``--help``, choices, usage errors) as before, but no
     run parses their options, and adding a hundred options to argparse was a tenth of
-    ``dsf-compile --help``.
+    ``dsf-compile --help``. A named command that reads every option gets them all.
     """
+    if named is not None and any(c.reads_every_option and c.name in named for c in commands):
+        named = None
     parser = _Parser(
         prog=PROG,
         description="Validate, sync and render a DSF fleet for OCM.",
