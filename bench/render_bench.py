@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import yaml
@@ -38,6 +38,7 @@ from dsf_compile.commands.cli import run  # noqa: E402
 from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
 from dsf_compile.pipeline.inputs import plan_fleet  # noqa: E402
 from dsf_compile.render.manifests import render_manifests  # noqa: E402
+from dsf_compile.render.shards import CLUSTERS_FOLDER, shard_count  # noqa: E402
 from dsf_compile.resolve.summaries import Plan  # noqa: E402
 from dsf_compile.sync.lock import Lockfile, make_entry, write_lockfile  # noqa: E402
 from dsf_contract.scoring_api import ScorerConfig  # noqa: E402
@@ -208,9 +209,19 @@ def floor_seconds(plan: Plan, scratch: Path, repeat: int) -> float:
     return best_of(repeat, floor)
 
 
-def layout_floor_seconds(plan: Plan, scratch: Path, repeat: int) -> float:
+def asked_shards(plan: Plan, files: Mapping[str, str]) -> int:
+    """The number of shards the plan's ``render.shardBytes`` asks for, given ``files``
+    rendered with the count unset (one shard, which the budget is held against)."""
+    size = sum(
+        len(text.encode("utf-8"))
+        for path, text in files.items()
+        if path.startswith(f"{CLUSTERS_FOLDER}/") and not path.endswith("/kustomization.yaml")
+    )
+    return shard_count(size, plan.inputs.settings.render.shardBytes)
+
+
+def layout_floor_seconds(rendered: Mapping[str, str], scratch: Path, repeat: int) -> float:
     """The very files render writes, by a bare loop: the cost of the layout itself."""
-    rendered = render_manifests(plan)
 
     def layout_floor(number: int) -> float:
         start = time.perf_counter()
@@ -243,11 +254,15 @@ def measure(
     inputs = scratch / "inputs"
     generate_fleet(inputs, clusters, scorers)
     plan = plan_fleet(inputs)
+    rendered = render_manifests(plan)
+    # render no longer chooses the number of shards on its own (past render.shardBytes it
+    # refuses until render.shards pins one): the fleet pins the count the budget asks for
+    (inputs / "dsf.yaml").write_text(f"render:\n  shards: {asked_shards(plan, rendered)}\n")
     figures = {
         "floor": floor_seconds(plan, scratch, repeat),
-        "layout floor": layout_floor_seconds(plan, scratch, repeat),
+        "layout floor": layout_floor_seconds(rendered, scratch, repeat),
     }
-    del plan
+    del plan, rendered
     peaks: list[float] = []
 
     def fresh_fleet(name: str) -> Path:

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.command_bench import RowCells  # noqa: E402
-from bench.render_bench import generate_fleet, render_command  # noqa: E402
+from bench.render_bench import asked_shards, generate_fleet, render_command  # noqa: E402
 
 #: The project's limit (docs/gitops.md): every Application's / Flux Kustomization's kustomize output at most this.
 LIMIT_BYTES = 64 * 1024 * 1024
@@ -87,16 +87,9 @@ def asked_count(root: Path) -> int:
     with the count unset: one shard, which the budget is held against)."""
     from dsf_compile.pipeline.inputs import plan_fleet
     from dsf_compile.render.manifests import render_manifests
-    from dsf_compile.render.shards import CLUSTERS_FOLDER, shard_count
 
     plan = plan_fleet(root)
-    files = render_manifests(plan)
-    size = sum(
-        len(text.encode("utf-8"))
-        for path, text in files.items()
-        if path.startswith(f"{CLUSTERS_FOLDER}/") and not path.endswith("/kustomization.yaml")
-    )
-    return shard_count(size, plan.inputs.settings.render.shardBytes)
+    return asked_shards(plan, render_manifests(plan))
 
 
 def measure(clusters: int, scorers: int, shard_bytes: int | None = None) -> dict[str, float]:

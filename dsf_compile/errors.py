@@ -7,7 +7,6 @@ catches :class:`DsfError`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from dsf_contract.problem import Problem
@@ -96,5 +95,7 @@ class UsageError(DsfError):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, or an empty string."""
+    import difflib  # every command imports this module; few ever suggest a name
+
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""

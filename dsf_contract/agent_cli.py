@@ -8,14 +8,15 @@ passing one the agent no longer knows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+from dsf_contract.records import frozen
 
 #: The agent's program name: its command, and the manager named on what it writes.
 PROGRAM = "dsf-agent"
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentOption:
     """One option of ``dsf-agent``: its flag, and the ``DSF_*`` variable that sets it too."""
 

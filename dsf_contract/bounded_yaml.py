@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, cast
 
 import yaml
 
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 try:  # the C composer is several times faster; both behave the same here
     _Loader: type = yaml.CSafeLoader
@@ -41,7 +42,7 @@ _COMPOSE_SAFE_DEPTH = 5_000
 Pointer = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Document:
     """One YAML document of one file, as plain Python values plus positions."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from dsf_contract.agent_cli import Aggregation
+from dsf_contract.records import frozen
 from dsf_contract.summary import PLACEHOLDER_RE
 
 #: The result labels the agent uses (dimension placeholders and ``dynamic_score`` labels).
@@ -98,7 +98,7 @@ def placement_values(scores: Any) -> Any:
     return np.floor(np.clip(scores, SCORE_MIN, SCORE_MAX)).astype(np.int16)
 
 
-@dataclass(frozen=True)
+@frozen
 class StatusScore:
     """One entry of ``status.scores``."""
 

@@ -10,7 +10,7 @@ name, a limit or a field exists once.
 # (a fifth of this module's import); evaluated by the interpreter, they cost nothing more.
 
 import re
-from typing import Annotated
+from typing import Annotated, Generic, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -127,7 +127,21 @@ class Summary(BaseModel):
 SUMMARY_KEYS = tuple(Summary.model_fields)
 
 
-class SummaryList(RootModel[Items[Summary]]):
+_Root = TypeVar("_Root")
+
+
+class _DeferredRoot(RootModel[_Root], Generic[_Root]):
+    """A root model built on first use, like its subclasses.
+
+    ``RootModel[X]`` is built when the class statement runs (pydantic's ``RootModel``
+    does not defer), which made every command that imports this module build the
+    summaries' schema; only ``dsf-compile schemas`` uses the list.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class SummaryList(_DeferredRoot[Items[Summary]]):
     """The ``summaries`` key of the ConfigMap: a JSON list of summaries."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, strict=True)

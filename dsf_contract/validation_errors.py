@@ -12,19 +12,19 @@ text.
 from __future__ import annotations
 
 import datetime
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+
+from dsf_contract.records import frozen
 
 #: What names the whole document when an error is about no field of it.
 WHOLE_DOCUMENT = "(document)"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Error:
     """One pydantic error as the wordings read it."""
 
@@ -75,6 +75,8 @@ def _unknown_field(e: _Error) -> str:
     field = str(e.error["loc"][-1]) if e.error["loc"] else ""
     # a field of another model is no hint: "labels" at the top of a scorer is not "labels"
     candidates = [name for name in e.fields if name != field]
+    import difflib  # only to suggest a field: valid inputs never load it
+
     close = difflib.get_close_matches(field, candidates, n=1, cutoff=0.75)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return f"unknown field{hint}"

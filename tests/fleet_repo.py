@@ -57,6 +57,20 @@ def run_command(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return result
 
 
+def imported_by(root: Path, *argv: str) -> tuple[set[str], str]:
+    """The modules a whole ``dsf-compile`` command imports (it must succeed), and its stderr."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dsf_compile", "--root", str(root), *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    return {line.split("|")[-1].strip() for line in lines if "|" in line}, result.stderr
+
+
 def cli(*argv: str) -> tuple[int, str, str]:
     """``dsf-compile ARGV…`` in this process: its exit code, stdout and stderr."""
     import io

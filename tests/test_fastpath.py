@@ -6,8 +6,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render import fastpath, settle
 from dsf_compile.render.fastpath_cache import CACHE
 from dsf_compile.render.manifests import render_manifests
-from tests.fleet_repo import REPO_ROOT, copy_fleet, run_command
+from tests.fleet_repo import copy_fleet, imported_by, run_command
 
 
 def cli(root: Path, *argv: str) -> tuple[int, str, str]:
@@ -310,20 +308,6 @@ def test_the_libraries_that_encode_the_output_are_part_of_the_digest(
         fastpath, "_installed", lambda name: real(name) + ("+new" if name == "yaml" else "")
     )
     assert fastpath.inputs_digest(rendered_fleet) != before
-
-
-def imported_by(root: Path, *argv: str) -> tuple[set[str], str]:
-    """The modules a whole ``dsf-compile`` command imports (it must succeed), and its stderr."""
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "dsf_compile", "--root", str(root), *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    lines = result.stderr.splitlines()
-    return {line.split("|")[-1].strip() for line in lines if "|" in line}, result.stderr
 
 
 @pytest.mark.parametrize(

@@ -8,18 +8,18 @@ compare. A check that could not compare fails, and says why.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from dsf_compile.ci.steps import MAX_ANNOTATIONS, Outcome, Ran, dsf, problems_of
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 RENDER_HINT = "run 'dsf-compile render' and commit rendered/"
 SCHEMAS_HINT = "run 'dsf-compile schemas' and commit schemas/"
 _STALE_SCHEMA = re.compile(r"^schemas/(\S+) is stale")
 
 
-@dataclass(frozen=True)
+@frozen
 class Fleet:
     """Where the checks run: the fleet's folder, and its path in the repository."""
 

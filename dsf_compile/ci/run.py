@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
@@ -24,13 +23,14 @@ from dsf_compile.edges import github
 from dsf_compile.errors import UsageError
 from dsf_contract.escaping import github_message
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 #: The history ``backtest`` replays: this many days up to the run's start.
 HISTORY_DAYS = 7
 _SCORE_FILES = (".yaml", ".yml", ".json")
 
 
-@dataclass(frozen=True)
+@frozen
 class Options:
     """``dsf-compile ci``'s options (an empty text is "not given", as the action passes them)."""
 
@@ -45,7 +45,7 @@ class Options:
     github: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """What ``ci`` found: the report, whether anything changes, and whether a check failed."""
 

@@ -20,6 +20,7 @@ from typing import Any
 from dsf_compile.edges.files import read_regular_file
 from dsf_contract.bounded_json import load_json
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 #: What one check may print at the most (a large fleet's diff is a few MiB).
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
@@ -44,7 +45,7 @@ class Outcome:
         return self.state == "failed"
 
 
-@dataclass(frozen=True)
+@frozen
 class Ran:
     """A finished ``dsf-compile`` process: its exit code and what it printed."""
 

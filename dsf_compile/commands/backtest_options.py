@@ -4,13 +4,18 @@ that the other commands do not need."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from dsf_compile.backtest.gate import ChangesLimit, parse_limit
 from dsf_compile.commands.parser import DECISIONS, Completion, Option
+
+if TYPE_CHECKING:  # the option table is built by every command, backtest's gate by backtest
+    from dsf_compile.backtest.gate import ChangesLimit
 
 
 def changes_limit(text: str) -> ChangesLimit:
     """``--max-changes-per-day``: a finite number ≥ 0, else a usage error (exit 2)."""
+    from dsf_compile.backtest.gate import parse_limit
+
     try:
         return parse_limit(text)
     except ValueError as err:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -20,6 +19,7 @@ from dsf_compile.errors import (
     UsageError,
 )
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:
     from dsf_compile.edges.hub import HubAccess
@@ -111,7 +111,7 @@ def print_error(error: BaseException | str, stream: TextIO) -> None:
         print(f"dsf-compile: error: {safe_message(line)}", file=stream)
 
 
-@dataclass(frozen=True)
+@frozen
 class Call:
     """One command's parsed arguments, its repository, and where and how it prints."""
 

@@ -33,6 +33,7 @@ from dsf_compile.errors import (
     UnreachableFleetError,
     UsageError,
 )
+from dsf_compile.pipeline.collector import loading
 
 if TYPE_CHECKING:
     from dsf_compile.commands.reporters import Replay
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 
 def handle_validate(call: Call) -> int:
     """``validate``: the inputs checked; ``--strict`` makes warnings errors."""
-    from dsf_compile.pipeline.inputs import validate_fleet
+    with loading():
+        from dsf_compile.pipeline.inputs import validate_fleet
 
     inputs = validate_fleet(call.root)
     # info lines (what the hub needs for a kind) are not findings: --strict keeps them
@@ -66,8 +68,9 @@ def handle_sync(call: Call) -> int:
         return _discover(call)
     if args.allow_mass_removal:
         raise UsageError("--allow-mass-removal goes with --clusters")
-    from dsf_compile.pipeline.sync import sync_fleet
-    from dsf_compile.sync.fetch import format_progress
+    with loading():
+        from dsf_compile.pipeline.sync import sync_fleet
+        from dsf_compile.sync.fetch import format_progress
 
     show = not call.structured and (err.isatty() if hasattr(err, "isatty") else False)
 
@@ -192,7 +195,8 @@ def judged_at(call: Call, state: HubState, windows: Callable[[], Mapping[str, in
 
 def handle_optimize(call: Call) -> int:
     """``optimize``: every PlacementOptimization solved and its plan written."""
-    from dsf_compile.pipeline.placements import fleet_score_windows, optimize_fleet
+    with loading():
+        from dsf_compile.pipeline.placements import fleet_score_windows, optimize_fleet
 
     args = call.args
     state = hub_state_of(args, call.root) or no_scores()
@@ -221,7 +225,8 @@ def handle_explain(call: Call) -> int:
     args = call.args
     if args.verify:
         return _verify(call)
-    from dsf_compile.pipeline.placements import explain_fleet
+    with loading():
+        from dsf_compile.pipeline.placements import explain_fleet
 
     hub_state = hub_state_of(args, call.root)
     inputs = None
@@ -304,7 +309,8 @@ def handle_scorer_check(call: Call) -> int:
 
 def handle_schemas(call: Call) -> int:
     """``schemas``: ``schemas/`` written (``--check``: exit 1 when stale)."""
-    from dsf_compile.pipeline.schemas import write_schemas
+    with loading():
+        from dsf_compile.pipeline.schemas import write_schemas
 
     check = call.args.check
     stale = write_schemas(call.root / "schemas", check=check, notice=call.say)
@@ -360,6 +366,6 @@ def handle_completion(call: Call) -> int:
     from dsf_compile.commands.parser import with_completions
 
     hints = {"file": shtab.FILE, "directory": shtab.DIRECTORY}
-    parser = with_completions(call.parser, hints)
+    parser = with_completions(call.parser, hints)  # every command's options (reads_every_option)
     call.out.write(shtab.complete(parser, shell=call.args.shell))
     return EXIT_OK

@@ -13,13 +13,14 @@ import argparse
 import enum
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NoReturn
 
 from dsf_compile.errors import UsageError
 from dsf_contract import __version__
+from dsf_contract.records import frozen
 
 PROG = "dsf-compile"
 #: ``--root``'s help, the same in ``dsf-compile`` and ``dsf-mcp``.
@@ -48,7 +49,7 @@ COMPLETION_ATTRIBUTE = "dsf_completion"
 _UNSET: Any = object()
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     """One row of an option table: a flag (or a positional's name), its metavar, help,
     value type and completion, and how argparse stores it. Each option is defined once;
@@ -119,7 +120,7 @@ def add_options(parser: argparse._ActionsContainer, options: Iterable[Option]) -
             setattr(action, COMPLETION_ATTRIBUTE, option.complete)
 
 
-@dataclass(frozen=True)
+@frozen
 class Command:
     """One subcommand: what ``--help`` says about it and how it runs."""
 
@@ -140,10 +141,22 @@ class Command:
     repository: bool = True
     #: Whether it may write (``--check`` aside): only then does a failure say nothing was written.
     writes: bool = False
+    #: Whether it reads every command's options from the parser (the completion scripts).
+    reads_every_option: bool = False
 
 
-def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
-    """The whole parser: the global options, then one subparser per command."""
+def build_parser(
+    commands: Sequence[Command], named: Collection[str] | None = None
+) -> argparse.ArgumentParser:
+    """The whole parser: the global options, then one subparser per command.
+
+    With ``named`` (the arguments of one run), only the commands named there get their
+    options: the others are listed (``--help``, choices, usage errors) as before, but no
+    run parses their options, and adding a hundred options to argparse was a tenth of
+    ``dsf-compile --help``. A named command that reads every option gets them all.
+    """
+    if named is not None and any(c.reads_every_option and c.name in named for c in commands):
+        named = None
     parser = _Parser(
         prog=PROG,
         description="Validate, sync and render a DSF fleet for OCM.",
@@ -156,7 +169,7 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
     for command in commands:
-        _add_command(subparsers, command)
+        _add_command(subparsers, command, named is None or command.name in named)
     return parser
 
 
@@ -174,7 +187,7 @@ def _add_global_options(
         )
 
 
-def _add_command(subparsers: Any, command: Command) -> None:
+def _add_command(subparsers: Any, command: Command, with_options: bool) -> None:
     sub = subparsers.add_parser(
         command.name,
         help=command.summary,
@@ -182,6 +195,8 @@ def _add_command(subparsers: Any, command: Command) -> None:
         epilog="example:\n" + "\n".join(f"  {line}" for line in command.example.splitlines()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    if not with_options:
+        return
     if command.repository:
         _add_global_options(sub, command.formats, argparse.SUPPRESS)
     add_options(sub, command.options)

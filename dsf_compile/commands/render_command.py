@@ -5,18 +5,20 @@ otherwise take the inputs' digest *before* rendering (an edit made meanwhile the
 as a change), render, and record what was written (with what the render settled) or
 what was checked clean.
 
-Like the fast path, this module imports only the standard library and ``fastpath`` at
-the top: the pipeline, the models and PyYAML are imported only when the cache cannot
-answer.
+Like the fast path, this module imports only the standard library, ``fastpath`` and the
+collector's switch at the top: the pipeline, the models and PyYAML are imported only
+when the cache cannot answer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsf_compile.pipeline.collector import loading
 from dsf_compile.render import fastpath
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:
     from dsf_compile.inputs.validate import Inputs
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 NOTHING_CHANGED = "0 added, 0 changed, 0 removed"
 
 
-@dataclass(frozen=True)
+@frozen
 class Rendered:
     """What ``render`` did: what it said, a summary of the changes, the temporary files it
     could not remove, and what it recovered of a killed render (one line, or empty)."""
@@ -39,7 +41,7 @@ class Rendered:
     recovered: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Checked:
     """What ``render --check``/``diff`` found; ``changes`` is None when the cache vouched for
     ``rendered/`` (then it is up to date)."""
@@ -55,9 +57,10 @@ def render(root: Path) -> Rendered:
     said = fastpath.unchanged(root)
     if said is not None:
         return Rendered(said, NOTHING_CHANGED)
-    from dsf_compile.pipeline.render import render_fleet
-
     digest = fastpath.inputs_digest(root)  # before rendering: an edit meanwhile counts
+    with loading():
+        from dsf_compile.pipeline.render import render_fleet
+
     result = render_fleet(root)
     changes = result.changes
     said = fastpath.Remembered(result.files, result.clusters, result.warnings)
@@ -81,9 +84,10 @@ def check(root: Path, *, use_cache: bool = True) -> Checked:
     said = fastpath.unchanged(root) if use_cache else None
     if said is not None:
         return Checked(said.warnings, None)
-    from dsf_compile.pipeline.render import render_fleet
-
     digest = fastpath.inputs_digest(root)
+    with loading():
+        from dsf_compile.pipeline.render import render_fleet
+
     result = render_fleet(root, check=True)
     if result.changes.empty and digest is not None:
         said = fastpath.Remembered(result.files, result.clusters, result.warnings)

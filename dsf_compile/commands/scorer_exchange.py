@@ -20,6 +20,7 @@ import httpx
 from dsf_compile.edges.untrusted import safe_message
 from dsf_contract.agent_cli import DEFAULT_MAX_SCORING_RESPONSE_BYTES
 from dsf_contract.fields import check_http_url
+from dsf_contract.records import frozen
 from dsf_transport.http import BodyTooLargeError, read_capped
 
 Status = Literal["PASS", "FAIL", "SKIP"]
@@ -29,7 +30,7 @@ POINTS_PER_SERIES = 60
 FIRST_TIMESTAMP = 1_718_600_000  # fixed, so a run is reproducible
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckResult:
     """The outcome of one check; ``seconds`` is None for checks that make no request."""
 
@@ -44,7 +45,7 @@ class CheckResult:
         return f"{self.status} {self.name:<16} {self.reason}{timing}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Answer:
     """A scorer's answer: status, body (capped), time taken, any redirect target."""
 
@@ -62,7 +63,7 @@ class RequestFailedError(Exception):
         self.seconds = seconds
 
 
-@dataclass(frozen=True)
+@frozen
 class Endpoints:
     """The URLs of one scorer: its ``/healthz``, its ``/config`` and their origin."""
 

@@ -315,6 +315,7 @@ COMMANDS: tuple[Command, ...] = (
         _COMPLETION_OPTIONS,
         formats=(),
         repository=False,
+        reads_every_option=True,
     ),
 )
 BY_NAME = {command.name: command for command in COMMANDS}

@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dsf_compile.edges.files import read_regular_file
 from dsf_contract.bounded_json import load_json
+from dsf_contract.records import frozen
 from dsf_transport.http import (
     BodyTooLargeError,
     UserAgent,
@@ -47,7 +47,7 @@ class ApiError(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
+@frozen
 class Posted:
     """What became of the comment: ``created``/``edited``, or ``notice``/``warning`` and why."""
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dsf_compile.errors import DsfError
 from dsf_contract.bounded_json import load_json
+from dsf_contract.records import frozen
 from dsf_transport.http import causes, connect_failure
 from dsf_transport.kube_bounds import Budget, StopReadError, bound_pools, stop_in
 
@@ -196,7 +196,7 @@ def _page_contents(answer: Any, plural: str) -> tuple[list[Any], str]:
     return items, token
 
 
-@dataclass(frozen=True)
+@frozen
 class HubAccess:
     """Where a hub's credentials come from, found as kubectl finds them.
 

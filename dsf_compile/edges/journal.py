@@ -36,25 +36,22 @@ import secrets
 import stat
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from dsf_compile.edges.files import (
     JOURNAL,
-    MAX_DEBRIS_SCAN,
     STAGED_SUFFIX,
     TEMP_TOKEN_HEX,
     TEMPORARY,
     create_new,
-    find_debris,
 )
 from dsf_compile.edges.journal_scope import JournalState, Ownership
-from dsf_compile.edges.tree import RENDERED, Tree, remove_quietly, where
+from dsf_compile.edges.tree import Tree, remove_quietly, where
 from dsf_compile.errors import DsfError, ForeignJournalError, InputError
 from dsf_contract.escaping import terminal
-from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 LOCK_WAIT_SECONDS = 60.0
 """How long a command waits for another one writing the same folder."""
@@ -106,7 +103,7 @@ class Removal(NamedTuple):
     backup: str  # the name it is renamed away to before it is deleted
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """A committed journal: every rename and every removal of the update."""
 
@@ -124,7 +121,7 @@ def staging(folders: Sequence[str]) -> str:
     return json.dumps(body) + "\n"
 
 
-@dataclass(frozen=True)
+@frozen
 class FoundJournal:
     """The journal a folder holds (``present``), its ``state`` (``None`` when it is not
     one dsf wrote in full: then nothing of it is trusted, and it is only undone), a
@@ -205,7 +202,7 @@ class RecoveryAction(StrEnum):
     UNDONE = "undone"  # any other: what it staged removed
 
 
-@dataclass(frozen=True)
+@frozen
 class Recovery:
     """What the next run found of a killed one, and did about it: every file it touched,
     named under ``label``."""
@@ -240,7 +237,7 @@ class Recovery:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Debris:
     """What a killed command left, found without changing anything (``render --check``)."""
 
@@ -281,32 +278,6 @@ _WHY: dict[JournalState | None, str] = {
     JournalState.STAGING: "it was killed while staging the new files, before any file was replaced",
     None: "its journal is not one dsf wrote in full, so nothing of it is trusted",
 }
-
-
-def debris_problems(root: Path) -> list[Problem]:
-    """An error for every journal and temporary file of dsf's anywhere in the repository:
-    committed, or left by a killed command, they are never inputs, and a planted one must
-    not wait for the next run to act on it."""
-    found, stopped = find_debris(root)
-    problems = [Problem(path, 0, 0, "", _debris_message(path)) for path in found]
-    if stopped:
-        message = f"looked for dsf's temporary files in the first {MAX_DEBRIS_SCAN} entries only"
-        problems.append(Problem(".", 0, 0, "", message, "warning"))
-    return problems
-
-
-def _debris_message(path: str) -> str:
-    who = "'dsf-compile render'" if path.startswith(f"{RENDERED}/") else "the command writing here"
-    if path.rpartition("/")[2] == JOURNAL:
-        return (
-            "a journal left by a killed dsf-compile, or planted: never commit it; "
-            f"{who} finishes or undoes its own and refuses one naming anything else "
-            "(remove that one)"
-        )
-    return (
-        "a temporary file left by a killed dsf-compile, or planted: never commit it; "
-        f"{who} removes its own (remove any other)"
-    )
 
 
 def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:

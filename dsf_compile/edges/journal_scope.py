@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from dsf_compile.edges.files import BACKUP_SUFFIX, STAGED_SUFFIX, TEMPORARY
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 
 class JournalState(StrEnum):
@@ -41,7 +41,7 @@ SAFE_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._
 PLANNED_PATH = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*/)*\.?[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
 
 
-@dataclass(frozen=True)
+@frozen
 class Ownership:
     """What one command writes in the folder it updates: the only paths its journal may
     name (relative to that folder), and the only temporary files its recovery removes."""

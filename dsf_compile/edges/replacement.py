@@ -33,6 +33,7 @@ from dsf_compile.edges.journal import (
 from dsf_compile.edges.journal_scope import Ownership
 from dsf_compile.edges.tree import Found, Tree, check_kind, remove_quietly, where
 from dsf_compile.errors import DsfError
+from dsf_contract.records import frozen
 
 
 class Staged(NamedTuple):
@@ -220,7 +221,7 @@ class Replacement:
 # ---------------------------------------------------------------- a command's files
 
 
-@dataclass(frozen=True)
+@frozen
 class Replaced:
     """What :func:`replace_files` did: the files it wrote, and what it recovered first."""
 

@@ -16,11 +16,11 @@ import errno
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from dsf_compile.errors import InputError
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 RENDERED = "rendered"
 MAX_READ_BYTES = 64 << 20
@@ -73,7 +73,7 @@ def check_kind(
         raise refuse(key, f"is {_kind(mode)}, not {what}; remove it and {again}", label)
 
 
-@dataclass(frozen=True)
+@frozen
 class Found:
     """A regular file found at a rendered or owned path: its bytes, or why they are not read."""
 

@@ -17,7 +17,6 @@ calls only (:mod:`dsf_compile.edges.hub`, bounded): dsf never writes to a cluste
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +41,7 @@ from dsf_compile.inputs.schema import validate_model
 from dsf_compile.inputs.settings import HubSettings
 from dsf_contract.bounded_yaml import Document, Pointer
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 from dsf_contract.scores import OCM_CLUSTER_GROUP, SCORE_KIND, SCORE_PLURAL, SCORE_VERSION
 
 M = TypeVar("M", bound=BaseModel)
@@ -63,7 +63,7 @@ _HUB_RESOURCES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class HubState:
     """What the scheduler needs from a hub (or from snapshots of one)."""
 
@@ -198,7 +198,7 @@ def hub_state(hub: HubSession) -> HubState:
     return state
 
 
-@dataclass(frozen=True)
+@frozen
 class HubObjects:
     """What ``explain --verify`` reads besides :class:`HubState`: objects as the hub has them."""
 

@@ -28,12 +28,12 @@ its wording, when it is a pydantic error, goes to :mod:`dsf_contract.validation_
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 
 from dsf_compile.inputs import cross_file
 from dsf_compile.inputs.cross_file import CrossFile
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 
 class Stage(StrEnum):
@@ -50,7 +50,7 @@ class Stage(StrEnum):
 CrossFileRun = Callable[[CrossFile], list[Problem]]
 
 
-@dataclass(frozen=True)
+@frozen
 class InputCheck:
     """One bad-input check: its name, its stage, what it refuses (one line), and what runs it."""
 
@@ -85,7 +85,7 @@ CHECKS: tuple[InputCheck, ...] = (
         Stage.LOAD,
         "no journal or temporary file of dsf-compile's anywhere in the repository "
         "(validate, render --check)",
-        "dsf_compile.edges.journal:debris_problems",
+        "dsf_compile.edges.debris:debris_problems",
     ),
     # ---------------------------------------------------------------- schema
     InputCheck(

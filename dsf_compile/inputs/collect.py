@@ -7,7 +7,6 @@ DynamicScoringConfig; a document anywhere else is a problem at its ``kind``.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -170,6 +169,8 @@ def _collect_placement_object(
         return
     model_type = PLACEMENT_KINDS.get(kind or "")
     if model_type is None:
+        import difflib  # only to suggest a kind: valid fleets never load it
+
         known = sorted([*PLACEMENT_KINDS, OPTIMIZATION_KIND])
         close = difflib.get_close_matches(str(kind), known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""

@@ -8,7 +8,6 @@ runs them in that order once every document has been read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +23,13 @@ from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.settings_checks import check_agent_resources, check_external_secrets
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that has one
     from dsf_compile.inputs.placements import PlacementObject
 
 
-@dataclass(frozen=True)
+@frozen
 class CrossFile:
     """What the cross-file rules read: the models, ``dsf.yaml``, and what could not be read."""
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+@frozen
 class Located(Generic[M]):
     """A validated model and the document it was read from (to point at its fields)."""
 

@@ -9,6 +9,7 @@ the workloads (ManifestWorkReplicaSets) to place.
 # field's annotation from its text when the class is built, at the start of every command
 # (a fifth of this module's import); evaluated by the interpreter, they cost nothing more.
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -23,7 +24,7 @@ from dsf_contract.fields import (
     Items,
     exactly,
 )
-from dsf_contract.summary import DimensionFormat
+from dsf_contract.summary import PLACEHOLDER_RE, DimensionFormat
 
 #: The label every object ``optimize`` writes carries (``docs/optimize.md``).
 GENERATED_BY_LABEL = f"{API_GROUP}/generated-by"
@@ -65,3 +66,18 @@ class PlacementOptimization(Frozen):
     kind: Literal["PlacementOptimization"]
     metadata: NamespacedMeta
     spec: PlacementOptimizationSpec
+
+
+def item_pattern(dimension_format: str) -> re.Pattern[str]:
+    """Read an item name back through the dimension format: named groups ``app`` and ``device``."""
+    parts = PLACEHOLDER_RE.split(dimension_format)
+    out, seen = [], set()
+    for index, part in enumerate(parts):
+        if index % 2 == 0:
+            out.append(re.escape(part))
+        elif part in ("app", "device") and part not in seen:
+            seen.add(part)
+            out.append(f"(?P<{part}>.*?)")
+        else:
+            out.append(".*?")
+    return re.compile("".join(out), re.DOTALL)

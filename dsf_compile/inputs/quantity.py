@@ -20,11 +20,12 @@ float64 or an int64 on the hub.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
+
+from dsf_contract.records import frozen
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -44,7 +45,7 @@ class QuantityError(ValueError):
     """The text is not a Kubernetes quantity; the message says what one looks like."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Quantity:
     """A parsed quantity: its exact value and the text it was written as."""
 

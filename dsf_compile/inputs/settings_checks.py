@@ -11,7 +11,6 @@ from dsf_compile.inputs.selectors import selects_cluster
 from dsf_compile.inputs.settings import Settings
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.problem import Problem
-from dsf_transport.connect_to import parse_resolve_entry
 
 
 def scorer_secret_names(scorers: Iterable[DynamicScorer]) -> set[str]:
@@ -149,6 +148,9 @@ def check_resolve_entries(document: Document) -> list[Problem]:
     entries = sync.get("resolve") if isinstance(sync, dict) else None
     if not isinstance(entries, dict):
         return []
+    # loaded only for a dsf.yaml that maps addresses: its patterns cost every validate
+    from dsf_transport.connect_to import parse_resolve_entry
+
     problems = []
     targets: dict[tuple[str, int], tuple[str, int]] = {}
     for key in sorted(entries):

@@ -9,7 +9,7 @@ as their kinds by :mod:`~dsf_compile.inputs.collect`; the rules between them are
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from dsf_compile.inputs.settings import Settings
 from dsf_compile.inputs.settings_checks import check_resolve_entries
 from dsf_contract.bounded_yaml import Document, Pointer, format_pointer
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that has one
     from dsf_compile.inputs.optimization import PlacementOptimization
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # the models of placements/ are loaded only for a fleet that 
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Inputs:
     """Everything the repository declares, validated; scorers and clusters sorted by name."""
 

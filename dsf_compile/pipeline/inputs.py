@@ -6,16 +6,13 @@ committed lockfile; no network, nothing written.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsf_compile.edges.journal import debris_problems
+from dsf_compile.edges.debris import debris_problems
 from dsf_compile.errors import (
     InputError,
 )
@@ -26,6 +23,7 @@ from dsf_compile.inputs.validate import (
     validate_documents,
     validate_settings,
 )
+from dsf_compile.pipeline.collector import without_cyclic_gc
 from dsf_compile.resolve.summaries import (
     Plan,
     Resolutions,
@@ -40,6 +38,7 @@ from dsf_compile.sync.lock import (
 )
 from dsf_contract.bounded_yaml import Document
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.settings import Settings
@@ -69,28 +68,6 @@ def load_settings(root: Path) -> Settings:
     return settings
 
 
-@contextmanager
-def without_cyclic_gc() -> Iterator[None]:
-    """No cyclic garbage collection while a command builds what it keeps.
-
-    Loading and rendering allocate millions of small objects that all stay alive
-    (documents, positions, models, the rendered files), and each of CPython's collections
-    walks them: measured on 20,000 clusters × 2,000 Placements, collections took 40 % of
-    ``validate`` and made it grow faster than its input; on a render of 1,000 clusters ×
-    50 scorers they took a fifth of the work, and a varying fifth (how many collections
-    run depends on where the allocation counts fall). What this work discards is freed by
-    reference counting; the collector resumes for the rest of the command. Nested uses
-    are fine: only the outermost one turns the collector back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def load_inputs(root: Path) -> Inputs:
     """Read and validate ``dsf.yaml``, ``scorers/`` and ``clusters/``; raise InputError on problems."""
     with without_cyclic_gc():
@@ -114,7 +91,7 @@ def _load_inputs(root: Path) -> Inputs:
     return validate_documents(documents, settings, problems, settings_document)
 
 
-@dataclass(frozen=True)
+@frozen
 class Validated:
     """What ``validate`` read and resolved, for a caller that goes on from there (``dsf-mcp``):
     the inputs, the lockfile (None when there is none or it is unreadable) and each scorer

@@ -8,7 +8,6 @@ OCM's scheduler (:mod:`dsf_compile.placement`) replayed over the inputs and a hu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,6 +22,7 @@ from dsf_compile.inputs.load import list_input_files, read_yaml_file
 from dsf_compile.inputs.schema import validate_model
 from dsf_compile.pipeline.inputs import load_inputs, load_settings, validate_fleet
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 T = TypeVar("T")
 
@@ -218,7 +218,7 @@ def read_rendered_placements(
     return placements, bindings
 
 
-@dataclass(frozen=True)
+@frozen
 class Optimized:
     """One PlacementOptimization's plan, as written (or unchanged)."""
 

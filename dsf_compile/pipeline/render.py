@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsf_compile.errors import (
     InputError,
 )
-from dsf_compile.pipeline.inputs import plan_fleet, without_cyclic_gc
+from dsf_compile.pipeline.collector import without_cyclic_gc
+from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.validate import Inputs
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.resolve.scorer import ResolvedScorer
 
 
-@dataclass(frozen=True)
+@frozen
 class RenderResult:
     """What ``render`` wrote, or (``check``) what it would change."""
 
@@ -37,7 +38,7 @@ def render_fleet(root: Path, *, check: bool = False) -> RenderResult:
 
 
 def _render_fleet(root: Path, check: bool) -> RenderResult:
-    from dsf_compile.edges.journal import debris_problems
+    from dsf_compile.edges.debris import debris_problems
     from dsf_compile.edges.tree import RENDERED
     from dsf_compile.render.manifests import render_manifests
     from dsf_compile.render.reshard import applied_paths, check_reshard

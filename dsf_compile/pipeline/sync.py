@@ -8,7 +8,6 @@ The network is reached through :mod:`dsf_compile.sync.fetch` (the scorers) and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from dsf_compile.sync.lock import (
     write_lockfile,
 )
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.edges.hub import HubAccess
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.sync.fetch import Fetched
 
 
-@dataclass(frozen=True)
+@frozen
 class SyncResult:
     """What ``sync`` learned: the Inactive scorers it refreshed, and the lockfile's state."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from dsf_compile.placement import cel_engine, cel_library, cel_values
@@ -52,6 +52,7 @@ from dsf_compile.placement.cel_syntax import (
     closed_nodes,
     parse,
 )
+from dsf_contract.records import frozen
 
 #: The variable OCM declares.
 VARIABLE = "managedCluster"
@@ -86,7 +87,7 @@ _PRECOMPILED = frozenset({"find", "findAll"})
 _OPTIONAL_SYNTAX_RE = re.compile(r"\.\?|\[\?|\boptional\.")
 
 
-@dataclass(frozen=True)
+@frozen
 class CelExpression:
     """One compiled ``celExpressions`` entry.
 
@@ -255,7 +256,7 @@ def evaluate(
     return evaluate_costed(expression, cluster, scores, context)[0]
 
 
-@dataclass(frozen=True)
+@frozen
 class Cost:
     """What an evaluation cost in cel-go's units: exactly when it was metered, else at
     most (its worst case on that cluster, within OCM's limit)."""

@@ -20,7 +20,6 @@ can tell (a list ``split`` builds, a loop that stops at its first match), and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dsf_compile.placement.cel_cost_model import (
@@ -34,6 +33,7 @@ from dsf_compile.placement.cel_cost_model import (
 )
 from dsf_compile.placement.cel_library import MAX_CHARS, MAX_ITEMS
 from dsf_compile.placement.cel_syntax import Node
+from dsf_contract.records import frozen
 
 #: What stands for "no bound": far past any limit, and small enough to add and multiply.
 UNBOUNDED = 10**15
@@ -60,7 +60,7 @@ SCALAR = Size(1, 1)
 UNKNOWN = Size(UNBOUNDED, UNBOUNDED)
 
 
-@dataclass(frozen=True)
+@frozen
 class Bound:
     """The most an evaluation costs (cel-go's units) and builds (characters and items)."""
 

@@ -24,7 +24,7 @@ bounded too (:data:`MAX_UNITS`), so a cheap-looking step cannot exhaust memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from dsf_compile.placement import cel_regex
@@ -40,6 +40,7 @@ from dsf_compile.placement.cel_cost_model import (
 from dsf_compile.placement.cel_library import CelFunctionError
 from dsf_compile.placement.cel_operators import OPERATORS, delegate, hashable
 from dsf_compile.placement.cel_syntax import Node
+from dsf_contract.records import frozen
 
 #: ``k8s.io/apiserver/pkg/apis/cel.PerCallLimit``: OCM's cost limit for one expression.
 PER_CALL_LIMIT = 1_000_000
@@ -72,7 +73,7 @@ class _Err:
 _ERR = _Err()
 
 
-@dataclass(frozen=True)
+@frozen
 class Constants:
     """An expression's parts that read no variable (:func:`.cel_syntax.closed_nodes`),
     and what each cost and gave when first evaluated: the same on every cluster."""

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dsf_compile.placement.cel_syntax import Node, children
+from dsf_contract.records import frozen
 
 STRING_FACTOR = 0.1  # common.StringTraversalCostFactor
 REGEX_FACTOR = 0.25  # common.RegexStringLengthCostFactor
@@ -50,7 +50,7 @@ def _strings(args: Sequence[Any]) -> bool:
     return all(isinstance(a, str | bytes) for a in args)
 
 
-@dataclass(frozen=True)
+@frozen
 class _BySize:
     """An overload cel-go charges by the size of its operands."""
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-import re2
+if TYPE_CHECKING:  # RE2 is loaded by the first pattern: most fleets' CEL has none
+    import re2
 
 #: Go's ``regexp/syntax`` error codes for RE2's (same grammar, other words).
 _GO_CODES = {
@@ -42,21 +44,23 @@ class RegexError(ValueError):
     """A pattern Go's ``regexp`` does not compile; the text is Go's message."""
 
 
+@functools.cache
 def _options() -> re2.Options:
+    import re2
+
     options = re2.Options()
     options.log_errors = False  # RE2 would print every bad pattern on stderr
     return options
 
 
-_OPTIONS = _options()
-
-
 @functools.lru_cache(maxsize=_CACHED)
 def _compile(pattern: str) -> re2._Regexp:
+    import re2
+
     if _BYTE_ESCAPE_RE.search(pattern):
         raise RegexError("error parsing regexp: invalid escape sequence: `\\C`")
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(pattern, _options())
     except re2.error as err:
         raise RegexError(_go_message(err)) from None
     except (UnicodeError, TypeError):

@@ -9,7 +9,7 @@ of look-alike clusters), the objects the plans checked so far write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from functools import cached_property
 
@@ -21,9 +21,10 @@ from dsf_compile.placement.cluster_groups import ClusterGroups, Grouping
 from dsf_compile.placement.published_scores import PublishedScore, ScoreCatalog, ranked_by
 from dsf_compile.placement.scheduler import ScoreIndex, schedule
 from dsf_contract.bounded_yaml import Pointer
+from dsf_contract.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class PlacementFleet:
     """What every Placement is checked against; each part built on first use, once."""
 
@@ -53,7 +54,7 @@ class PlacementFleet:
         return ScoreIndex.of(None)
 
 
-@dataclass(frozen=True)
+@frozen
 class Selection:
     """What a Placement selects of the inventory, by group."""
 
@@ -62,7 +63,7 @@ class Selection:
     clusters: int  # how many clusters those groups hold
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedPlacement:
     """One Placement under check, with what several checks read of it."""
 
@@ -104,7 +105,7 @@ class CheckedPlacement:
         return Selection(grouping, selected, clusters)
 
 
-@dataclass(frozen=True)
+@frozen
 class OptimizationFleet:
     """What every PlacementOptimization is checked against."""
 
@@ -120,7 +121,7 @@ class OptimizationFleet:
         return frozenset(c.model.metadata.name for c in self.inputs.clusters)
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedOptimization:
     """One PlacementOptimization under check."""
 

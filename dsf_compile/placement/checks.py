@@ -16,7 +16,6 @@ and yielding its problems, and one entry below.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
@@ -30,11 +29,12 @@ from dsf_compile.placement.check_subjects import (
 )
 from dsf_compile.placement.published_scores import ScoreCatalog
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 Subject = TypeVar("Subject", CheckedPlacement, CheckedOptimization)
 
 
-@dataclass(frozen=True)
+@frozen
 class Check(Generic[Subject]):
     """One bad-input check: its name, what it checks, and what reports its problems."""
 

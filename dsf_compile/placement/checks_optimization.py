@@ -21,12 +21,12 @@ from dsf_compile.inputs.optimization import (
     SUPPLY_AMOUNT,
     SUPPLY_DEVICE,
     SUPPLY_KIND,
+    item_pattern,
 )
 from dsf_compile.inputs.placements import ManifestWorkReplicaSet, Policy
 from dsf_compile.inputs.quantity import QuantityError, quantity_value
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.check_subjects import CheckedOptimization
-from dsf_compile.placement.optimize import item_pattern
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
 

@@ -7,7 +7,7 @@ group instead of once per cluster, and counts the clusters a mask keeps a score 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -16,6 +16,7 @@ from dsf_compile.inputs.selectors import is_glob
 from dsf_compile.inputs.validate import Inputs
 from dsf_compile.placement.scheduler import Cluster, cel_view, cluster_from_inventory
 from dsf_contract.bounded_yaml import Pointer
+from dsf_contract.records import frozen
 
 #: How many cluster names a warning lists.
 NAMED = 5
@@ -42,7 +43,7 @@ def _document_at(data: object, pointer: Pointer) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-@dataclass(frozen=True)
+@frozen
 class Group:
     """Clusters a Placement cannot tell apart: what decides whether it selects one decides for all."""
 
@@ -51,7 +52,7 @@ class Group:
     masks: tuple[int, ...]  # the broad masks (by index) that select these clusters
 
 
-@dataclass(frozen=True)
+@frozen
 class Grouping:
     """The groups of the inventory for one set of keys a Placement reads."""
 

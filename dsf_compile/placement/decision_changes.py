@@ -11,11 +11,12 @@ format.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 
 from dsf_compile.placement.scheduler import PlacementResult, format_time
 from dsf_contract.escaping import markdown, terminal
+from dsf_contract.records import frozen
 
 #: What a prioritizer's name starts with when it ranks by an AddOnPlacementScore.
 _ADDON_PREFIX = "AddOn/"
@@ -26,7 +27,7 @@ ALL_ZERO = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class DecisionChange:
     """One replayed Placement: its outcome before and after, and the warnings of its replay.
 

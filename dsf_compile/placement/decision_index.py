@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from dsf_compile.inputs.placements import PlacementDecision
+from dsf_contract.records import frozen
 
 #: (namespace, the placement label's value or None when the label is absent)
 Owner = tuple[str, str | None]
 
 
-@dataclass(frozen=True)
+@frozen
 class DecisionIndex:
     """Every PlacementDecision by its owner, and how many decisions name each cluster."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from dsf_compile.inputs.placements import PLACEMENT_LABEL, GroupClusterSelector, Placement
+from dsf_contract.records import frozen
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 #: OCM's ``maxNumOfClusterDecisions``: clusters per PlacementDecision object.
@@ -20,7 +20,7 @@ GROUP_NAME_LABEL = f"{OCM_CLUSTER_GROUP}/decision-group-name"
 GROUP_INDEX_LABEL = f"{OCM_CLUSTER_GROUP}/decision-group-index"
 
 
-@dataclass(frozen=True)
+@frozen
 class DecisionGroupStatus:
     """One decision group as decided (OCM's ``status.decisionGroups`` entry): its name (``""``
     for the unnamed rest), index and clusters. What a Placement asks for is
@@ -31,7 +31,7 @@ class DecisionGroupStatus:
     clusters: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Misconfigured:
     """OCM's framework status with code Misconfigured: the plugin and its message."""
 
@@ -95,7 +95,7 @@ def _divide(name: str, clusters: list[str], length: int) -> list[tuple[str, list
     return [(name, ordered[i : i + length]) for i in range(0, len(ordered), max(length, 1))]
 
 
-@dataclass(frozen=True)
+@frozen
 class DecisionObject:
     """One PlacementDecision as OCM names, labels and fills it."""
 
@@ -125,7 +125,7 @@ def decision_objects(
     return tuple(objects)
 
 
-@dataclass(frozen=True)
+@frozen
 class Condition:
     """A ``status.conditions`` entry of the Placement."""
 
@@ -135,7 +135,7 @@ class Condition:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SchedulingCounts:
     """What ``newSatisfiedCondition`` reads of one scheduling run."""
 

@@ -11,15 +11,15 @@ Pure formatting: the results come from :func:`dsf_compile.placement.scheduler.sc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from dsf_compile.placement.scheduler import PlacementResult, format_time
 from dsf_contract.escaping import markdown, terminal
+from dsf_contract.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class PlacementRows:
     """One Placement as the text and Markdown reporters print it: the words of each line,
     written once, before either format escapes and lays them out."""
@@ -66,7 +66,7 @@ class PlacementRows:
         return "" if self.simulated else " (not simulated)"
 
 
-@dataclass(frozen=True)
+@frozen
 class Explanation:
     """What every ``explain`` format prints: the results sorted by namespace then name, and
     their rows (built once, whatever the format)."""

@@ -12,7 +12,6 @@ Follows ocm ``pkg/placement``: ``controllers/scheduling/helpers.go`` (cluster se
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from dsf_compile.inputs.inventory import ClusterTaint, LabelSelector, LabelSelectorRequirement
@@ -30,6 +29,7 @@ from dsf_compile.placement.decisions import Misconfigured
 from dsf_compile.placement.prioritizers import some_names
 from dsf_compile.placement.state import Cluster, ScoreIndex, compile_cached
 from dsf_contract.fields import add_seconds
+from dsf_contract.records import frozen
 
 GLOBAL_CLUSTER_SET = "global"
 
@@ -157,7 +157,7 @@ def _tolerates(toleration: PlacementToleration, taint: ClusterTaint, at: datetim
     return at < add_seconds(taint.timeAdded, toleration.tolerationSeconds)
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterSets:
     """Step 1: the cluster sets the Placement selects from and their available members."""
 
@@ -206,7 +206,7 @@ def _binding_warnings(namespace: str, bound: Sequence[str], wanted: set[str]) ->
     return [f"spec.clusterSets names sets not bound to namespace {namespace}: {', '.join(unbound)}"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Filtered:
     """Steps 2 and 3: the clusters each kept, and why OCM decides none (None: it decides)."""
 

@@ -40,10 +40,8 @@ The solver is HiGHS through ``scipy.optimize.milp`` (``pip install 'ocm-dynamic-
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -56,7 +54,7 @@ from dsf_compile.placement.optimize_model import (
     SolverMissingError,
     TimeLimitError,
 )
-from dsf_contract.summary import PLACEHOLDER_RE
+from dsf_contract.records import frozen
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",
@@ -70,7 +68,6 @@ __all__ = [
     "TimeLimitError",
     "Workload",
     "check_size",
-    "item_pattern",
     "solve",
 ]
 
@@ -80,7 +77,7 @@ MAX_Z_VARIABLES = 250_000
 DEFAULT_TIME_LIMIT = 60.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Workload:
     """A ManifestWorkReplicaSet to place: its app (for the score item) and its demand."""
 
@@ -90,7 +87,7 @@ class Workload:
     amount: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class Configuration:
     """A Policy a cluster may take: the device it sets up and what it supplies."""
 
@@ -100,7 +97,7 @@ class Configuration:
     amount: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class Solution:
     """The solution: a configuration per used cluster, a cluster per placed workload."""
 
@@ -112,21 +109,6 @@ class Solution:
 
 ScoreTable = Mapping[tuple[str, str, str], int]
 """``(app, cluster, device)`` → score."""
-
-
-def item_pattern(dimension_format: str) -> re.Pattern[str]:
-    """Read an item name back through the dimension format: named groups ``app`` and ``device``."""
-    parts = PLACEHOLDER_RE.split(dimension_format)
-    out, seen = [], set()
-    for index, part in enumerate(parts):
-        if index % 2 == 0:
-            out.append(re.escape(part))
-        elif part in ("app", "device") and part not in seen:
-            seen.add(part)
-            out.append(f"(?P<{part}>.*?)")
-        else:
-            out.append(".*?")
-    return re.compile("".join(out), re.DOTALL)
 
 
 def check_size(workloads: int, pairs: int) -> None:

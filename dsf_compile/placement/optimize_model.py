@@ -42,6 +42,7 @@ from fractions import Fraction
 from typing import Any
 
 from dsf_compile.errors import DsfError
+from dsf_contract.records import frozen
 
 SOLVER_HINT = "optimize needs the solver extra: pip install 'ocm-dynamic-scoring[optimize]'"
 #: Cover cuts per solve; real instances need none or a few (quantities far apart).
@@ -64,7 +65,7 @@ class SolverMissingError(DsfError):
     """The optional solver extra is not installed."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Pair:
     """A cluster and one configuration it may take, with what that configuration supplies."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from dsf_compile.inputs.placements import (
@@ -22,6 +21,7 @@ from dsf_compile.inputs.placements import (
 from dsf_compile.placement.decision_index import DecisionIndex
 from dsf_compile.placement.decisions import Misconfigured
 from dsf_compile.placement.state import Cluster, ScoreIndex, format_time
+from dsf_contract.records import frozen
 from dsf_contract.scores import CONDITION_TYPE
 
 MAX_SCORE = 100
@@ -29,7 +29,7 @@ MAX_SCORE = 100
 _NAMED_IN_WARNING = 5
 
 
-@dataclass(frozen=True)
+@frozen
 class PrioritizerResult:
     """One prioritizer whose weight is not 0: its score for every cluster left after step 3."""
 
@@ -38,7 +38,7 @@ class PrioritizerResult:
     scores: Mapping[str, int]
 
 
-@dataclass(frozen=True)
+@frozen
 class Prioritizer:
     """A configured prioritizer: its name, weight and score coordinate."""
 
@@ -47,7 +47,7 @@ class Prioritizer:
     coordinate: ScoreCoordinate
 
 
-@dataclass(frozen=True)
+@frozen
 class _Step:
     """What a built-in prioritizer reads: the clusters left after step 3 and the decisions."""
 
@@ -70,7 +70,7 @@ class Reads(enum.Enum):
     OTHER_DECISIONS = "other decisions"
 
 
-@dataclass(frozen=True)
+@frozen
 class Builtin:
     """One of OCM's built-in prioritizers (ocm ``plugins/``)."""
 

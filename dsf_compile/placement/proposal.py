@@ -9,7 +9,6 @@ of :mod:`.checks_optimization` passed (every Policy and workload there, every la
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -18,7 +17,11 @@ from dsf_compile.edges.yaml_text import dump_yaml
 from dsf_compile.errors import InputError
 from dsf_compile.inputs import names
 from dsf_compile.inputs.located import Located
-from dsf_compile.inputs.optimization import GENERATED_BY_LABEL, PlacementOptimization
+from dsf_compile.inputs.optimization import (
+    GENERATED_BY_LABEL,
+    PlacementOptimization,
+    item_pattern,
+)
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     POLICY_API_VERSION,
@@ -41,15 +44,15 @@ from dsf_compile.placement.optimize import (
     TimeLimitError,
     Workload,
     check_size,
-    item_pattern,
     solve,
 )
 from dsf_contract.compliance import POLICY_GROUP
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 
 
-@dataclass(frozen=True)
+@frozen
 class Proposal:
     """The file ``optimize`` writes for one PlacementOptimization, and what it says."""
 

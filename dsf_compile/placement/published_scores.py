@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dsf_compile.errors import did_you_mean
 from dsf_compile.inputs.located import Located
@@ -20,11 +20,12 @@ from dsf_compile.inputs.validate import Inputs
 from dsf_compile.resolve.summaries import Resolutions
 from dsf_compile.sync.lock import Lockfile
 from dsf_contract.bounded_yaml import Pointer
+from dsf_contract.records import frozen
 from dsf_contract.scores import SCORE_KIND
 from dsf_contract.summary import PLACEHOLDER_RE, sanitize_score_name
 
 
-@dataclass(frozen=True)
+@frozen
 class PublishedScore:
     """An AddOnPlacementScore the fleet publishes: its object name and where it comes from."""
 
@@ -35,7 +36,7 @@ class PublishedScore:
     health: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class ScoreCatalog:
     """Every published AddOnPlacementScore by name; ``complete`` when every name is known.
 

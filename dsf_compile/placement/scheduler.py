@@ -18,7 +18,7 @@ Pure: every input is a value, the time of the simulation included.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 
 from dsf_compile.inputs.placements import (
@@ -69,9 +69,10 @@ from dsf_compile.placement.state import cel_view as cel_view
 from dsf_compile.placement.state import cluster_from_inventory as cluster_from_inventory
 from dsf_compile.placement.state import compile_cached as compile_cached
 from dsf_compile.placement.state import format_time as format_time
+from dsf_contract.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class PlacementResult:
     """Everything ``explain`` reports about one Placement.
 
@@ -148,7 +149,7 @@ def schedule(
     return decide(run, sets, left, selection_step(scored, placement.spec.numberOfClusters))
 
 
-@dataclass(frozen=True)
+@frozen
 class Run:
     """What every step of one scheduling run reads besides the clusters."""
 
@@ -185,7 +186,7 @@ def scheduling_disabled(placement: Placement) -> bool:
     return annotations.get(SCHEDULING_DISABLED_ANNOTATION) == "true"
 
 
-@dataclass(frozen=True)
+@frozen
 class Weights:
     """Step 4: the prioritizers with a weight, and why OCM decides none (None: it decides)."""
 
@@ -201,7 +202,7 @@ def weights_step(placement: Placement, misconfigured: Misconfigured | None) -> W
     return Weights(tuple(prioritizers), misconfigured)
 
 
-@dataclass(frozen=True)
+@frozen
 class Scored:
     """Step 5: every prioritizer's scores for the clusters left (none when misconfigured)."""
 
@@ -243,7 +244,7 @@ def scores_step(run: Run, weights: Weights, left: Filtered) -> Scored:
     return Scored(left.kept, tuple(results), None, tuple(warnings), tuple(momentary))
 
 
-@dataclass(frozen=True)
+@frozen
 class Selection:
     """Step 6: the totals, every candidate best first, and the ones decided."""
 

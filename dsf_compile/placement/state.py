@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -28,10 +28,11 @@ from dsf_compile.placement.cel import (
 )
 from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, RUNTIME_BUDGET
 from dsf_contract.fields import in_utc
+from dsf_contract.records import frozen
 from dsf_contract.scores import CONDITION_TYPE
 
 
-@dataclass(frozen=True)
+@frozen
 class Cluster:
     """What the scheduler knows of one managed cluster of the inventory."""
 
@@ -131,7 +132,7 @@ def cluster_from_inventory(
 CEL_LIMIT_CLUSTERS = 5
 
 
-@dataclass(frozen=True)
+@frozen
 class ScoreIndex:
     """AddOnPlacementScores by (cluster namespace, name), and their items by name.
 

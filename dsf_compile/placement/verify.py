@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +27,7 @@ from dsf_compile.placement.scheduler import (
     cluster_from_inventory,
 )
 from dsf_contract.escaping import terminal
+from dsf_contract.records import frozen
 from dsf_contract.scores import OCM_CLUSTER_GROUP
 from dsf_contract.validation_errors import described
 
@@ -46,7 +46,7 @@ class Outcome(enum.Enum):
 COMPARED = (Outcome.AGREE, Outcome.DIFFER)
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """One Placement's outcome; ``lines`` are the differences, or the reason it was not compared."""
 
@@ -55,7 +55,7 @@ class Verdict:
     lines: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Verification:
     """Every chosen Placement's verdict, and the hub's ManagedClusters the replay cannot read."""
 

@@ -11,9 +11,10 @@ import os
 from dataclasses import dataclass, field
 
 from dsf_compile.edges.journal import Debris, Recovery
+from dsf_contract.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Settled:
     """The tree right after a render, as a check would have found it (see ``settle.py``).
 

@@ -64,7 +64,6 @@ import os
 import stat
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +76,7 @@ from dsf_compile.edges.files import (
 )
 from dsf_compile.render.fastpath_cache import CACHE, CacheProbe
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 if TYPE_CHECKING:
     from dsf_compile.render.changes import Settled
@@ -95,7 +95,7 @@ class _Unusable(Exception):
     """Something the fast path cannot vouch for: take the full path."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Remembered:
     """What the last full render said, replayed when nothing changed."""
 
@@ -249,7 +249,7 @@ def _read_checked(path: str) -> bytes:
         os.close(fd)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Stats:
     """What ``lstat`` says of every owned file, digested; the newest ctime; the devices."""
 

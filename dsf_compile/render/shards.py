@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from dsf_compile.inputs.shard_limits import shard_digits
+from dsf_contract.records import frozen
 
 CLUSTERS_FOLDER = "clusters"
 SHARDS_FOLDER = "shards"
@@ -44,7 +44,7 @@ SHARDS_FOLDER = "shards"
 RESHARD_PROCEDURE = "docs/gitops.md#changing-the-number-of-shards"
 
 
-@dataclass(frozen=True)
+@frozen
 class Sharding:
     """The shards of a fleet: their folders (relative to ``rendered/``), in order."""
 
@@ -134,7 +134,7 @@ def count_of(paths: Iterable[str]) -> int:
     return len(shards) or 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Reshard:
     """A change of the number of shards between two trees, and the clusters it moves.
 

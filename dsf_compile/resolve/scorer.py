@@ -8,7 +8,6 @@ value is a problem naming the scorer file, the field, and where the value could 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,11 +17,12 @@ from dsf_compile.sync.lock import sha256
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.fields import check_http_url
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 from dsf_contract.scoring_api import ScorerConfig
 from dsf_contract.summary import Summary, range_step_problem
 
 
-@dataclass(frozen=True)
+@frozen
 class ResolvedScorer:
     """One scorer's summary (the same on every cluster) and where it was defined."""
 
@@ -174,7 +174,7 @@ class _Resolver:
         return _Source(endpoint, query or "", range_ or 0, step or 0, auth)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Source:
     """What a summary says of the scorer's source (nothing for ``type: None``)."""
 

@@ -9,7 +9,6 @@ per-cluster plan ``render`` writes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from dsf_compile.edges.untrusted import redact
@@ -22,10 +21,11 @@ from dsf_compile.resolve.scorer import ResolvedScorer, field_at, resolve_scorer
 from dsf_compile.sync.lock import Lockfile
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 from dsf_contract.summary import sanitize_score_name
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterPlan:
     """One managed cluster and the names of the scorers it runs, in order."""
 
@@ -34,7 +34,7 @@ class ClusterPlan:
     scorers: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """Everything ``render`` needs: validated inputs, health, resolved scorers per cluster."""
 

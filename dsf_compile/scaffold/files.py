@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, metadata
 
 from dsf_compile.errors import UsageError
 from dsf_contract import __version__
+from dsf_contract.records import frozen
 
 #: The distribution whose project URLs name this project's repository.
 DISTRIBUTION = "ocm-dynamic-scoring"
@@ -41,7 +41,7 @@ _ACTION_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Action:
     """``OWNER/REPO[/PATH]@REF``: the GitHub Action the scaffold's workflows use."""
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsf_compile.inputs.optimization import item_pattern
 from dsf_compile.placement.optimize import (
     Configuration,
     OptimizationError,
     Workload,
-    item_pattern,
     solve,
 )
 
