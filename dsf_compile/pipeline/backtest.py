@@ -16,7 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsf_compile.pipeline.inputs import load_inputs, without_cyclic_gc
+from dsf_compile.pipeline.collector import without_cyclic_gc
+from dsf_compile.pipeline.inputs import load_inputs
 from dsf_contract.problem import Problem
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from dsf_compile.errors import (
     UnreachableFleetError,
     UnreadableInventoryError,
 )
-from dsf_compile.pipeline.inputs import load_inputs, load_settings, without_cyclic_gc
+from dsf_compile.pipeline.collector import without_cyclic_gc
+from dsf_compile.pipeline.inputs import load_inputs, load_settings
 from dsf_compile.sync.lock import (
     LOCKFILE_SCOPE,
     LockEntry,

@@ -11,99 +11,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dsf_compile.backtest.history import HistoryReader
-from dsf_compile.backtest.rebuilt_scores import ScorerRule, rebuild_all
+from dsf_compile.backtest.rebuilt_scores import rebuild_all
 from dsf_compile.backtest.replay import replay
 from dsf_compile.inputs.inventory import ClusterTaint
-from dsf_compile.inputs.placements import AddOnPlacementScore, ManagedClusterSetBinding, Placement
-from dsf_compile.inputs.settings import HistorySettings
+from dsf_compile.inputs.placements import AddOnPlacementScore, Placement
 from dsf_compile.placement.scheduler import Cluster
-
-SCORES = ("alpha", "beta")
-RULES = {name: ScorerRule(name, 60, "${node}") for name in SCORES}
-
-
-def _placement(rng: random.Random, index: int) -> Placement:
-    configurations = [
-        {
-            "scoreCoordinate": {
-                "type": "AddOn",
-                "addOn": {"resourceName": rng.choice(SCORES), "scoreName": rng.choice("ab")},
-            },
-            "weight": rng.choice([-2, 1, 2, 3]),
-        }
-        for _ in range(rng.randint(1, 3))
-    ]
-    for builtin in ("Steady", "Balance", "ResourceAllocatableCPU"):
-        if rng.random() < 0.5:
-            configurations.append(
-                {
-                    "scoreCoordinate": {"type": "BuiltIn", "builtIn": builtin},
-                    "weight": rng.choice([-3, 0, 1, 2, 5]),
-                }
-            )
-    spec: dict[str, object] = {
-        "prioritizerPolicy": {
-            "mode": rng.choice(["Additive", "Exact"]),
-            "configurations": configurations,
-        },
-    }
-    if rng.random() < 0.8:
-        spec["numberOfClusters"] = rng.randint(0, 6)
-    if rng.random() < 0.3:
-        spec["decisionStrategy"] = {"groupStrategy": {"clustersPerDecisionGroup": "50%"}}
-    if rng.random() < 0.3:
-        spec["predicates"] = [
-            {"requiredClusterSelector": {"labelSelector": {"matchLabels": {"zone": "a"}}}}
-        ]
-    return Placement.model_validate(
-        {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
-            "kind": "Placement",
-            "metadata": {"name": f"p{index}", "namespace": "default"},
-            "spec": spec,
-        }
-    )
-
-
-def _history(rng: random.Random, names: list[str], steps: np.ndarray) -> list:
-    reader = HistoryReader(
-        frozenset(names),
-        frozenset(SCORES),
-        0,
-        10**13,
-        HistorySettings(maxBytes=10**9, maxSeries=10**6, maxPoints=10**8),
-    )
-    for cluster in names:
-        for score in SCORES:
-            if rng.random() < 0.15:
-                continue  # this cluster never publishes that score
-            for node in "ab":
-                times = [int(t) for t in steps if rng.random() < 0.85]
-                values = [rng.choice([rng.uniform(-130, 130), 50.0, 50.0]) for _ in times]
-                metric = {
-                    "__name__": "dynamic_score",
-                    "ds_cluster": cluster,
-                    "ds_score_name": score,
-                    "ds_node": node,
-                }
-                assert reader.add(metric, times, values) is None
-    return reader.series()
-
+from tests.backtest.random_fleets import (
+    RULES,
+    given_decision,
+    global_binding,
+    random_history,
+    random_placement,
+)
 
 CALLS = {"fast": 0, "batched": 0}
 NEW_ONLY = ClusterTaint(key="maintenance", effect="NoSelectIfNew")
-
-
-def _binding() -> ManagedClusterSetBinding:
-    return ManagedClusterSetBinding.model_validate(
-        {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
-            "kind": "ManagedClusterSetBinding",
-            "metadata": {"name": "global", "namespace": "default"},
-            "spec": {"clusterSet": "global"},
-        }
-    )
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -135,14 +57,16 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
         )
         for name in names
     ]
-    binding = _binding()
+    binding = global_binding()
     steps = np.arange(60, dtype=np.int64) * 60_000 + 600_000_000
-    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "max", steps)
-    placements = [_placement(rng, i) for i in range(rng.randint(1, 6))]
+    history = rebuild_all(random_history(rng, names, steps), RULES, lambda c, s: "max", steps)
+    placements = [random_placement(rng, i) for i in range(rng.randint(1, 6))]
     # a tainted cluster already decided stays a candidate until the Placement drops it
     tainted = [c.name for c in clusters if c.taints]
     initial = [
-        _decision(p.metadata.name, tainted) for p in placements if tainted and rng.random() < 0.7
+        given_decision(p.metadata.name, tainted)
+        for p in placements
+        if tainted and rng.random() < 0.7
     ]
     fast = replay(placements, clusters, [binding], history, initial)
     slow = replay(placements, clusters, [binding], history, initial, fast=False)
@@ -197,10 +121,10 @@ def test_step_scores_schedule_as_the_objects_do(seed: int) -> None:
     rng = random.Random(seed)
     names = [f"c{i:02d}" for i in range(8)]
     clusters = [Cluster(name, labels={"zone": rng.choice("ab")}) for name in names]
-    binding = _binding()
+    binding = global_binding()
     steps = np.arange(30, dtype=np.int64) * 60_000 + 600_000_000
-    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
-    placements = [_placement(rng, i) for i in range(4)]
+    history = rebuild_all(random_history(rng, names, steps), RULES, lambda c, s: "last", steps)
+    placements = [random_placement(rng, i) for i in range(4)]
     cel = Placement.model_validate(
         {
             "apiVersion": "cluster.open-cluster-management.io/v1beta1",
@@ -263,23 +187,6 @@ def _steady_placement(
     )
 
 
-def _decision(placement: str, clusters: list[str]) -> Any:
-    from dsf_compile.inputs.placements import PlacementDecision
-
-    return PlacementDecision.model_validate(
-        {
-            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
-            "kind": "PlacementDecision",
-            "metadata": {
-                "name": f"{placement}-decision-1",
-                "namespace": "default",
-                "labels": {"cluster.open-cluster-management.io/placement": placement},
-            },
-            "status": {"decisions": [{"clusterName": c, "reason": ""} for c in clusters]},
-        }
-    )
-
-
 @pytest.mark.parametrize("fast", [True, False])
 def test_replay_starts_from_the_given_decisions(fast: bool) -> None:
     """Steady reads the decisions given before the first step; a Placement whose scheduling
@@ -288,7 +195,7 @@ def test_replay_starts_from_the_given_decisions(fast: bool) -> None:
     names = [f"c{i:02d}" for i in range(6)]
     clusters = [Cluster(name) for name in names]
     steps = np.arange(20, dtype=np.int64) * 60_000 + 600_000_000
-    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
+    history = rebuild_all(random_history(rng, names, steps), RULES, lambda c, s: "last", steps)
 
     held = _steady_placement("held", 10)
     frozen = _steady_placement(
@@ -296,8 +203,8 @@ def test_replay_starts_from_the_given_decisions(fast: bool) -> None:
         0,
         annotations={"cluster.open-cluster-management.io/experimental-scheduling-disable": "true"},
     )
-    initial = [_decision("held", ["c04"]), _decision("frozen", ["c01", "c02"])]
-    tracks = replay([held, frozen], clusters, [_binding()], history, initial, fast=fast)
+    initial = [given_decision("held", ["c04"]), given_decision("frozen", ["c01", "c02"])]
+    tracks = replay([held, frozen], clusters, [global_binding()], history, initial, fast=fast)
     by_name = {t.placement.metadata.name: t for t in tracks}
     # Steady 10 × 100 outweighs any AddOn score: the given decision is kept at every step
     assert {r.decisions for r in by_name["held"].records} == {("c04",)}
@@ -313,10 +220,10 @@ def test_steady_weights_either_way(steady: int) -> None:
     names = [f"c{i:02d}" for i in range(12)]
     clusters = [Cluster(name) for name in names]
     steps = np.arange(40, dtype=np.int64) * 60_000 + 600_000_000
-    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: "last", steps)
+    history = rebuild_all(random_history(rng, names, steps), RULES, lambda c, s: "last", steps)
     placement = _steady_placement("p", steady, count=3)
-    fast = replay([placement], clusters, [_binding()], history, ())
-    slow = replay([placement], clusters, [_binding()], history, (), fast=False)
+    fast = replay([placement], clusters, [global_binding()], history, ())
+    slow = replay([placement], clusters, [global_binding()], history, (), fast=False)
     assert fast[0].records == slow[0].records
     assert any(r.loss for r in slow[0].records)
 

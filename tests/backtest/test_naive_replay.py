@@ -38,13 +38,13 @@ from dsf_compile.inputs.placements import (
 from dsf_compile.inputs.settings import HistorySettings
 from dsf_compile.placement.scheduler import Cluster, PlacementResult, schedule
 from dsf_contract.agent_cli import Aggregation
-from tests.backtest.test_fast_path import (
+from tests.backtest.random_fleets import (
     RULES,
     SCORES,
-    _binding,
-    _decision,
-    _history,
-    _placement,
+    given_decision,
+    global_binding,
+    random_history,
+    random_placement,
 )
 
 STEPS = 45
@@ -121,18 +121,18 @@ def _fleet(rng: random.Random) -> tuple[list[Cluster], list[Placement], list[Any
     ]
     steps = np.arange(STEPS, dtype=np.int64) * 60_000 + START_MS
     how: Aggregation = rng.choice(["max", "last", "sum"])
-    history = rebuild_all(_history(rng, names, steps), RULES, lambda c, s: how, steps)
+    history = rebuild_all(random_history(rng, names, steps), RULES, lambda c, s: how, steps)
     placements = [
-        _placement(rng, i) if rng.random() < 0.3 else _ranking(rng, i)
+        random_placement(rng, i) if rng.random() < 0.3 else _ranking(rng, i)
         for i in range(rng.randint(1, 5))
     ]
     initial = [
-        _decision(p.metadata.name, rng.sample(names, rng.randint(1, 3)))
+        given_decision(p.metadata.name, rng.sample(names, rng.randint(1, 3)))
         for p in placements
         if rng.random() < 0.4
     ]
     if rng.random() < 0.3:  # a Placement not in placements/: Balance counts its decisions
-        initial.append(_decision("elsewhere", rng.sample(names, 2)))
+        initial.append(given_decision("elsewhere", rng.sample(names, 2)))
     return clusters, placements, initial, history
 
 
@@ -189,7 +189,7 @@ def test_the_replay_is_the_naive_replay(seed: int, monkeypatch: pytest.MonkeyPat
     rng = random.Random(seed)
     _counted(monkeypatch, rng.choice([0, 2, 4, 8, 16]))
     clusters, placements, initial, history = _fleet(rng)
-    bindings = [_binding()]
+    bindings = [global_binding()]
     fast_tracks = replay(placements, clusters, bindings, history, initial)
     naive = naive_replay(placements, clusters, bindings, history, initial)
     window = Window(START_MS // 1000, START_MS // 1000 + (STEPS - 1) * 60, 60, STEPS)
@@ -254,9 +254,9 @@ def test_a_step_after_its_own_change_is_scheduled_again(fast_path: bool) -> None
             },
         }
     )
-    initial = [_decision("p", ["c00"])]
-    tracks = replay([placement], clusters, [_binding()], history, initial, fast=fast_path)
-    naive = naive_replay([placement], clusters, [_binding()], history, initial)
+    initial = [given_decision("p", ["c00"])]
+    tracks = replay([placement], clusters, [global_binding()], history, initial, fast=fast_path)
+    naive = naive_replay([placement], clusters, [global_binding()], history, initial)
     records = tracks[0].records
     assert [r.decisions for r in records] == [("c05",)] * 4
     # c05 (3 × 50) beats c00 (0 + 100 Steady) by 30 over c04 (3 × 40); then holds by 130
