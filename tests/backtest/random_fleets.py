@@ -5,30 +5,50 @@ binding and given PlacementDecisions."""
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dsf_compile.backtest.history import HistoryReader
 from dsf_compile.backtest.rebuilt_scores import ScorerRule
+from dsf_compile.inputs.inventory import ClusterTaint
 from dsf_compile.inputs.placements import ManagedClusterSetBinding, Placement
 from dsf_compile.inputs.settings import HistorySettings
+from dsf_compile.placement.scheduler import Cluster
 
 SCORES = ("alpha", "beta")
 RULES = {name: ScorerRule(name, 60, "${node}") for name in SCORES}
+NEW_ONLY = ClusterTaint(key="maintenance", effect="NoSelectIfNew")
 
 
-def random_placement(rng: random.Random, index: int) -> Placement:
-    configurations = [
+def addon_terms(rng: random.Random, weights: list[int]) -> list[dict[str, Any]]:
+    """One to three prioritizer terms on the AddOn scores, each of a weight in ``weights``."""
+    return [
         {
             "scoreCoordinate": {
                 "type": "AddOn",
                 "addOn": {"resourceName": rng.choice(SCORES), "scoreName": rng.choice("ab")},
             },
-            "weight": rng.choice([-2, 1, 2, 3]),
+            "weight": rng.choice(weights),
         }
         for _ in range(rng.randint(1, 3))
     ]
+
+
+def random_cluster(rng: random.Random, name: str, *, tainted: bool) -> Cluster:
+    """A cluster in zone a or b with some CPU; ``tainted``: it takes no new Placement."""
+    return Cluster(
+        name,
+        labels={"zone": rng.choice("ab")},
+        allocatable={"cpu": Fraction(rng.randint(1, 9))},
+        capacity={"cpu": Fraction(10)},
+        taints=(NEW_ONLY,) if tainted else (),
+    )
+
+
+def random_placement(rng: random.Random, index: int) -> Placement:
+    configurations = addon_terms(rng, [-2, 1, 2, 3])
     for builtin in ("Steady", "Balance", "ResourceAllocatableCPU"):
         if rng.random() < 0.5:
             configurations.append(

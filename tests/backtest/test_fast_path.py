@@ -5,7 +5,6 @@ groups, clusters without a score, expiry) replayed both ways."""
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -13,19 +12,18 @@ import pytest
 
 from dsf_compile.backtest.rebuilt_scores import rebuild_all
 from dsf_compile.backtest.replay import replay
-from dsf_compile.inputs.inventory import ClusterTaint
 from dsf_compile.inputs.placements import AddOnPlacementScore, Placement
 from dsf_compile.placement.scheduler import Cluster
 from tests.backtest.random_fleets import (
     RULES,
     given_decision,
     global_binding,
+    random_cluster,
     random_history,
     random_placement,
 )
 
 CALLS = {"fast": 0, "batched": 0}
-NEW_ONLY = ClusterTaint(key="maintenance", effect="NoSelectIfNew")
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -46,15 +44,9 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(module, "fast_steps", batched)
     rng = random.Random(seed)
     names = [f"c{i:02d}" for i in range(rng.randint(3, 14))]
+    # some clusters take no new Placement: the fast path must step aside
     clusters = [
-        Cluster(
-            name,
-            labels={"zone": rng.choice("ab")},
-            allocatable={"cpu": Fraction(rng.randint(1, 9))},
-            capacity={"cpu": Fraction(10)},
-            # some zone-b clusters take no new Placement: the fast path must step aside
-            taints=(NEW_ONLY,) if name.endswith("3") and rng.random() < 0.5 else (),
-        )
+        random_cluster(rng, name, tainted=name.endswith("3") and rng.random() < 0.5)
         for name in names
     ]
     binding = global_binding()

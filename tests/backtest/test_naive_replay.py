@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -28,7 +27,6 @@ from dsf_compile.backtest.history import HistoryReader
 from dsf_compile.backtest.rebuilt_scores import ScoreHistory, rebuild_all
 from dsf_compile.backtest.replay import Track, _inputs_of, _lasting, _record, replay
 from dsf_compile.backtest.report import Window, summarize
-from dsf_compile.inputs.inventory import ClusterTaint
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     ManagedClusterSetBinding,
@@ -40,16 +38,16 @@ from dsf_compile.placement.scheduler import Cluster, PlacementResult, schedule
 from dsf_contract.agent_cli import Aggregation
 from tests.backtest.random_fleets import (
     RULES,
-    SCORES,
+    addon_terms,
     given_decision,
     global_binding,
+    random_cluster,
     random_history,
     random_placement,
 )
 
 STEPS = 45
 START_MS = 600_000_000
-NEW_ONLY = ClusterTaint(key="maintenance", effect="NoSelectIfNew")
 SHORTLIST_USE = {"short": 0, "too short": 0}
 
 
@@ -109,16 +107,7 @@ def _fleet(rng: random.Random) -> tuple[list[Cluster], list[Placement], list[Any
     # a cluster taking no new Placement keeps the Placements that may pick it off the
     # fast path: in some fleets only
     tainted = rng.choice(names) if rng.random() < 0.2 else None
-    clusters = [
-        Cluster(
-            name,
-            labels={"zone": rng.choice("ab")},
-            allocatable={"cpu": Fraction(rng.randint(1, 9))},
-            capacity={"cpu": Fraction(10)},
-            taints=(NEW_ONLY,) if name == tainted else (),
-        )
-        for name in names
-    ]
+    clusters = [random_cluster(rng, name, tainted=name == tainted) for name in names]
     steps = np.arange(STEPS, dtype=np.int64) * 60_000 + START_MS
     how: Aggregation = rng.choice(["max", "last", "sum"])
     history = rebuild_all(random_history(rng, names, steps), RULES, lambda c, s: how, steps)
@@ -139,16 +128,7 @@ def _fleet(rng: random.Random) -> tuple[list[Cluster], list[Placement], list[Any
 def _ranking(rng: random.Random, index: int) -> Placement:
     """A Placement ranking by AddOn scores with Balance and Steady (Additive's defaults or
     configured, either sign): scheduled step by step, by the short list when it can."""
-    configurations: list[dict[str, Any]] = [
-        {
-            "scoreCoordinate": {
-                "type": "AddOn",
-                "addOn": {"resourceName": rng.choice(SCORES), "scoreName": rng.choice("ab")},
-            },
-            "weight": rng.choice([-1, 1, 2, 3]),
-        }
-        for _ in range(rng.randint(1, 3))
-    ]
+    configurations = addon_terms(rng, [-1, 1, 2, 3])
     for builtin in ("Steady", "Balance", "ResourceAllocatableCPU"):
         if rng.random() < 0.3:
             weight = rng.choice([-2, 1, 1, 3]) if builtin != "ResourceAllocatableCPU" else 1
