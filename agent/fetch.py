@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import httpx
-
 from agent.answer import SeriesBlock, series_block
 from agent.errors import FetchError
 from agent.memory import Reservation
-from agent.transport import RequestSlots, read_answer, request_failures, stream
+from agent.transport import AgentClient, RequestSlots, read_answer, request_failures, stream
 from dsf_contract.summary import Summary
 
 
@@ -28,7 +26,7 @@ def range_params(query: str, now: float, summary: Summary) -> dict[str, str]:
 
 
 async def fetch_series(
-    client: httpx.AsyncClient,
+    client: AgentClient,
     summary: Summary,
     *,
     token: str | None,

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from pydantic import ValidationError
 
 from agent.answer import (
@@ -26,7 +25,7 @@ from agent.answer import (
     walk_object,
 )
 from agent.errors import Reason, ScoreError
-from agent.transport import RequestSlots, read_answer, request_failures, stream
+from agent.transport import AgentClient, RequestSlots, read_answer, request_failures, stream
 from dsf_contract.failures import RequestFailure
 from dsf_contract.placement_scores import RESULT_LABELS as RESULT_LABELS
 from dsf_contract.scoring_api import ScoreResult
@@ -116,7 +115,7 @@ def parse_response(
 
 
 async def request_scores(
-    client: httpx.AsyncClient,
+    client: AgentClient,
     endpoint: str,
     series: list[SeriesBlock],
     *,
