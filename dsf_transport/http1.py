@@ -137,7 +137,8 @@ class _Connection(asyncio.Protocol):
         finally:
             self._waiter = None
 
-    def _take(self, size: int) -> bytes:
+    def take(self, size: int) -> bytes:
+        """Up to ``size`` of the bytes that arrived (some must have)."""
         buffer = self.buffer
         data = bytes(buffer) if size >= len(buffer) else bytes(buffer[:size])
         del buffer[:size]
@@ -157,7 +158,7 @@ class _Connection(asyncio.Protocol):
             if found >= 0:
                 if found + len(separator) > limit:
                     raise _Overrun
-                return self._take(found + len(separator))
+                return self.take(found + len(separator))
             if len(self.buffer) > limit:
                 raise _Overrun
             if self.ended:
@@ -170,7 +171,7 @@ class _Connection(asyncio.Protocol):
             if self.ended:
                 self._check_ended(bool(self.buffer))
             await self._more()
-        return self._take(size)
+        return self.take(size)
 
     async def read_some(self, size: int) -> bytes:
         """Up to ``size`` bytes, as soon as some are there; ``b""`` when the server closed."""
@@ -180,7 +181,7 @@ class _Connection(asyncio.Protocol):
                     raise self.error
                 return b""
             await self._more()
-        return self._take(size)
+        return self.take(size)
 
     # ------------------------------------------------------------------ writing
 
@@ -189,7 +190,8 @@ class _Connection(asyncio.Protocol):
         buffer never holds a second copy of it."""
         if len(body) <= WRITE_PIECE:
             self._write(head + body)
-            await _within(timeout, self._drain())
+            if self._writing_paused:
+                await _within(timeout, self._drain())
             return
         self._write(head)
         view = memoryview(body)
@@ -332,7 +334,8 @@ async def _read_head(
     first = True
     while True:
         try:
-            head = await _within(timeout, connection.read_until(b"\r\n\r\n", MAX_HEAD_BYTES))
+            reading = connection.read_until(b"\r\n\r\n", MAX_HEAD_BYTES)
+            head = await (reading if timeout is None else _within(timeout, reading))
         except TimeoutError as err:
             raise ReadTimeout("timed out waiting for the response") from err
         except _Incomplete as err:
@@ -445,7 +448,10 @@ class Response:
             return b""
         framing = self.framing
         if self._remaining > 0:
-            data = await self._read(connection.read_some(min(self._remaining, READ_CHUNK)))
+            if connection.buffer:  # the usual small answer came with its head
+                data = connection.take(min(self._remaining, READ_CHUNK))
+            else:
+                data = await self._read(connection.read_some(min(self._remaining, READ_CHUNK)))
             if not data:
                 raise RemoteProtocolError("server disconnected in the middle of the body")
             self._remaining -= len(data)
