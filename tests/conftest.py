@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.fleet_repo import REPO_ROOT, TOP_LEVEL_FLEET, copy_fleet
 from tests.podman_images import podman_environment
+
+if TYPE_CHECKING:
+    from tests.hub_kube import HubKube
 
 #: The top-level fleet's paths, as an absolute path names them: a fork edits, grows or
 #: replaces that fleet, so no test may read it (tests/fixtures/example-fleet is the tests').
@@ -41,6 +46,17 @@ sys.addaudithook(_top_level_fleet_guard)
 def fleet(tmp_path: Path) -> Path:
     """The example fleet in a temporary folder, rendered/ included."""
     return copy_fleet(tmp_path / "fleet")
+
+
+@pytest.fixture
+def hub() -> Iterator[HubKube]:
+    """An emulated hub serving ManagedClusters (a module may define its own ``hub``)."""
+    from tests.hub_kube import HubKube
+
+    fake = HubKube()
+    fake.start()
+    yield fake
+    fake.stop()
 
 
 @pytest.fixture(scope="module")

@@ -179,6 +179,8 @@ def kill_and_recover(scenario: Scenario, scratch: Path, delays: Sequence[float])
         tally.failed += status not in (0, -signal.SIGKILL)
         after = files_under(root, scenario.outputs)
         left = debris(after)
+        if status == 0:  # the kill came too late: the run must have left the new files
+            assert after == scenario.new, f"kill {n} at {delay:.3f}s: exit 0, not the new files"
         if not left:
             assert after in (scenario.old, scenario.new), f"kill {n} at {delay:.3f}s: mixed"
             tally.untouched += after == scenario.old

@@ -35,11 +35,13 @@ _REASONS = {
 
 @dataclass(frozen=True)
 class Request:
-    """What the server received: method, path (with query) and lower-cased headers."""
+    """What the server received: method, path (with query) and lower-cased headers; ``head``
+    is the request's head as it came on the wire."""
 
     method: str
     path: str
     headers: dict[str, str]
+    head: bytes = b""
 
 
 Handler = Callable[["LoopbackServer", Request, asyncio.StreamWriter], Awaitable[None]]
@@ -197,7 +199,7 @@ def _parse_head(head: bytes) -> Request:
         if line:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
-    return Request(method, path, headers)
+    return Request(method, path, headers, head)
 
 
 async def _send(

@@ -55,7 +55,14 @@ def test_an_unchanged_tree_takes_the_fast_path_and_says_the_same(rendered_fleet:
 # check recorded, what a full render settled (all files written) and what a render settled
 # leaving every file alone
 STATES = ["copied", "vouched", "rendered", "re-rendered"]
-EDITS = ["flip-input-byte", "flip-rendered-byte", "add-input", "drop-rendered", "add-owned-line"]
+EDITS = [
+    "flip-input-byte",
+    "flip-rendered-byte",
+    "add-input",
+    "drop-rendered",
+    "add-owned-line",
+    "plant-debris",
+]
 
 
 @settings(
@@ -72,19 +79,7 @@ EDITS = ["flip-input-byte", "flip-rendered-byte", "add-input", "drop-rendered", 
 def test_every_edit_is_seen(
     rendered_fleet: Path, tmp_path: Path, edit: str, pick: int, same_mtime: bool, state: str
 ) -> None:
-    root = tmp_path / f"edit-{pick}"
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
-    if state == "vouched":  # the cache vouches for every file's lstat: no file is read
-        vouch_for(root)
-    elif state in ("rendered", "re-rendered"):  # the edit comes right after the render
-        (root / CACHE).unlink()
-        if state == "rendered":  # every file written, none left alone
-            shutil.rmtree(root / "rendered")
-        assert cli(root, "render")[0] == 0
-        assert "stat" in json.loads((root / CACHE).read_text())
-    if state in ("copied", "vouched"):
-        assert fastpath.unchanged(root) is not None
+    root = prepared(rendered_fleet, tmp_path / f"edit-{pick}", state)
     if edit in ("flip-input-byte", "flip-rendered-byte"):
         folder = root / ("scorers" if edit == "flip-input-byte" else "rendered")
         files = sorted(p for p in folder.rglob("*") if p.is_file())
@@ -101,14 +96,54 @@ def test_every_edit_is_seen(
     elif edit == "drop-rendered":
         files = sorted(p for p in (root / "rendered/clusters").rglob("*.yaml"))
         files[pick % len(files)].unlink()
+    elif edit == "plant-debris":
+        plant_debris(root, pick)
     else:
         with (root / "rendered/.dsf-files").open("a") as record:
             record.write(f"clusters/ghost-{pick}.yaml\n")
+    assert_full_path_decides(root)
+
+
+def prepared(rendered_fleet: Path, root: Path, state: str) -> Path:
+    """A copy of the rendered fleet whose cache is in ``state`` (see :data:`STATES`)."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(rendered_fleet, root, copy_function=shutil.copy2)
+    if state == "vouched":  # the cache vouches for every file's lstat: no file is read
+        vouch_for(root)
+    elif state in ("rendered", "re-rendered"):  # the edit comes right after the render
+        (root / CACHE).unlink()
+        if state == "rendered":  # every file written, none left alone
+            shutil.rmtree(root / "rendered")
+        assert cli(root, "render")[0] == 0
+        assert "stat" in json.loads((root / CACHE).read_text())
+    if state in ("copied", "vouched"):
+        assert fastpath.unchanged(root) is not None
+    return root
+
+
+def plant_debris(root: Path, pick: int) -> None:
+    """A temporary file of dsf's name in one of rendered/'s folders, however deep."""
+    folders = sorted(p for p in (root / "rendered").rglob("*") if p.is_dir())
+    folder = [root / "rendered", *folders][pick % (len(folders) + 1)]
+    (folder / ".manifestwork.yaml.0123456789ab.dsf-tmp").write_text("half\n")
+
+
+def assert_full_path_decides(root: Path) -> None:
+    """The fast path steps aside, and the full path decides as it does with no cache."""
     assert fastpath.unchanged(root) is None
-    # and the full path decides exactly as it does without any cache
     with_cache = cli(root, "render", "--check")
     (root / CACHE).unlink()
     assert cli(root, "render", "--check") == with_cache
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_debris_planted_deep_in_rendered_is_seen(
+    rendered_fleet: Path, tmp_path: Path, state: str
+) -> None:
+    root = prepared(rendered_fleet, tmp_path / "fleet", state)
+    plant_debris(root, pick=5)  # a cluster's folder, below the level the fast path lists
+    assert_full_path_decides(root)
+    assert cli(root, "render", "--check")[0] == 2
 
 
 def vouch_for(root: Path) -> None:

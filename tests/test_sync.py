@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -302,6 +304,26 @@ def test_unmapped_host_is_not_rewritten(server: LoopbackServer) -> None:
     assert one(server.url("/config"), connect_to=mapping).health == "Active"
 
 
+@pytest.mark.parametrize("path", ["/config", "/config?n=1&b=%2F%20x", "/a%20b/config"])
+def test_plain_http_puts_on_the_wire_what_the_client_would(
+    server: LoopbackServer, path: str
+) -> None:
+    # Unmapped plain http skips httpx's client (dsf_compile/sync/client.py); a URL mapped
+    # to itself takes the client's way: both must send the same head.
+    server.route(path.partition("?")[0], json_body(CONFIG))
+    for host in ("127.0.0.1", "localhost"):
+        url = server.url(path, host=host)
+        assert one(url).health == "Active"
+        itself = {(host, server.port): ("127.0.0.1", server.port)}
+        assert one(url, connect_to=itself).health == "Active"
+    direct_ip, client_ip, direct_name, client_name = (r.head for r in server.requests)
+    assert direct_ip == client_ip
+    assert direct_name == client_name
+    start = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+    assert direct_ip.startswith(start.encode())
+    assert b"\r\nUser-Agent: dsf-compile-sync/1\r\n" in direct_ip
+
+
 def _tls_material(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext, Path]:
     """A server context for ``scorer.example.invalid``, a client context trusting it, the CA file."""
     pytest.importorskip("cryptography")
@@ -496,6 +518,7 @@ def test_same_inputs_give_identical_lockfile_bytes(
     server.route("/away", redirect(other_server.url("/config", host="localhost")))
     server.route("/loop", redirect("/loop"))
     server.route("/healthz", respond(200))
+    refused = free_port()
     scorers = [
         scorer("ok", server.url("/config")),
         scorer("bad", server.url("/bad")),
@@ -505,12 +528,17 @@ def test_same_inputs_give_identical_lockfile_bytes(
         scorer("away", server.url("/away")),
         scorer("loop", server.url("/loop")),
         scorer("health", server.url("/config"), mode="None"),
-        scorer("refused", f"http://127.0.0.1:{free_port()}/config"),
+        scorer("refused", f"http://127.0.0.1:{refused}/config"),
     ]
     settings = SyncSettings(retries=1)
     first = encode_lockfile(sync(scorers, settings))
     second = encode_lockfile(sync(list(reversed(scorers)), settings))
     assert first == second
+    # Through httpx's client (every origin mapped to itself) rather than straight to the
+    # plain transport: the same entries, reasons included.
+    origins = (("127.0.0.1", server.port), ("localhost", other_server.port), ("127.0.0.1", refused))
+    itself = {(host, port): ("127.0.0.1", port) for host, port in origins}
+    assert encode_lockfile(sync(scorers, settings, connect_to=itself)) == first
     lock = Lockfile.model_validate_json(first)
     assert list(lock.scorers) == sorted(s.metadata.name for s in scorers)
     assert {n for n, e in lock.scorers.items() if e.health == "Active"} == {"ok", "health"}
@@ -631,3 +659,17 @@ def test_retry_policy_on_transport_errors(
     assert entry.health == health
     assert entry.reason == (f"GET {url}: {reason}" if reason else "")
     assert transport.calls == calls
+
+
+def test_sync_leaves_httpx_s_command_line_out() -> None:
+    # dsf_compile/sync/__init__.py: click, rich and pygments are not a sync's to load.
+    probe = (
+        "import sys, dsf_compile.sync.fetch, httpx; "
+        "print(sys.modules.get('httpx._main', 'missing') is None, "
+        "[name for name in ('click', 'rich', 'pygments') if name in sys.modules])"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert done.stdout.split(None, 1) == ["True", "[]\n"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,6 @@ EDGE_NOTES = {
     "open-cluster-management/created-via": "other",
     "kubectl.kubernetes.io/last-applied-configuration": '{"kind":"ManagedCluster"}',
 }
-
-
-@pytest.fixture
-def hub() -> Iterator[HubKube]:
-    fake = HubKube()
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 def sync_clusters(root: Path, kubeconfig: Path) -> tuple[int, str]:

@@ -133,16 +133,19 @@ class FileTooLargeError(OSError):
     """The file is larger than the caller accepts."""
 
 
-def read_regular_file(file: str | Path, *, max_bytes: int) -> bytes:
+def read_regular_file(file: str | Path, *, max_bytes: int, follow_links: bool = False) -> bytes:
     """The bytes of ``file`` if it is a regular file of at most ``max_bytes``.
 
-    The last component is not followed if it is a symbolic link, and opening never blocks
+    The last component is not followed if it is a symbolic link (unless ``follow_links``:
+    for files outside the repository, such as a kubeconfig), and opening never blocks
     (a FIFO in its place would wait forever for a writer): the file is opened with
     ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before a byte is read. Raises
     :class:`NotRegularFileError`, :class:`FileTooLargeError`, or the ``OSError`` of the
     system (``FileNotFoundError``, ``PermissionError`` ...).
     """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= os.O_NOFOLLOW
     try:
         fd = os.open(file, flags)
     except OSError as err:

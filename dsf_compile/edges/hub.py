@@ -214,10 +214,6 @@ class HubAccess:
         """Whether an option asked for the hub (commands for which it is optional)."""
         return bool(self.kubeconfig or self.context)
 
-    def files(self) -> str:
-        """The kubeconfig file, or the files to merge (``os.pathsep`` between them)."""
-        return self.kubeconfig or os.environ.get(KUBECONFIG_VARIABLE) or DEFAULT_KUBECONFIG
-
     def named(self) -> str:
         """How an error names it: ``--hub-kubeconfig PATH``, ``$KUBECONFIG`` or the default."""
         if self.kubeconfig:
@@ -231,11 +227,17 @@ class HubAccess:
 
 def _api_client(access: HubAccess) -> Any:
     """The client of the hub ``access`` names, through the ``kubernetes`` client's own
-    kubeconfig loader and merger; the current context is the first file's that sets one."""
+    kubeconfig loader and a bounded merger (:mod:`dsf_compile.edges.kubeconfig`); the
+    current context is the first file's that sets one."""
     from kubernetes import client  # only the commands that read a hub need it
-    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+    from kubernetes.config.kube_config import KubeConfigLoader
 
-    merger = KubeConfigMerger(access.files())  # type: ignore[no-untyped-call]
+    from dsf_compile.edges.kubeconfig import BoundedKubeConfigMerger, kubeconfig_paths
+
+    paths = kubeconfig_paths(
+        access.kubeconfig, os.environ.get(KUBECONFIG_VARIABLE), DEFAULT_KUBECONFIG
+    )
+    merger = BoundedKubeConfigMerger(paths)
     if merger.config is None:
         raise ValueError("no kubeconfig file found")
     # the client's merger lets the last file's current-context win; kubectl the first's

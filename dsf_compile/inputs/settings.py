@@ -203,7 +203,7 @@ class RepositorySettings(Frozen):
 
 class SyncSettings(Frozen):
     timeoutSeconds: Annotated[float, Field(gt=0, le=600, allow_inf_nan=False)] = 10.0
-    concurrency: Annotated[int, Field(ge=1, le=1024)] = 128
+    concurrency: Annotated[int, Field(ge=1, le=1024)] = 256
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     maxResponseBytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 1024 * 1024
     allowedHosts: Items[str] = Field(

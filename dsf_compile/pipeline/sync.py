@@ -19,7 +19,7 @@ from dsf_compile.errors import (
     UnreachableFleetError,
     UnreadableInventoryError,
 )
-from dsf_compile.pipeline.inputs import load_inputs, load_settings
+from dsf_compile.pipeline.inputs import load_inputs, load_settings, without_cyclic_gc
 from dsf_compile.sync.lock import (
     LOCKFILE_SCOPE,
     LockEntry,
@@ -122,16 +122,19 @@ def _fetch(
         if progress is not None:
             progress(name, entry, done, total)
 
-    return asyncio.run(
-        sync_lock(
-            scorers,
-            previous,
-            inputs.settings.sync,
-            only=only,
-            connect_to=connect_to,
-            progress=counted,
+    # What the fetch builds stays alive until it is written; its few cycles (a connection's
+    # stream objects, 7 per scorer) wait for the collector's next run after it.
+    with without_cyclic_gc():
+        return asyncio.run(
+            sync_lock(
+                scorers,
+                previous,
+                inputs.settings.sync,
+                only=only,
+                connect_to=connect_to,
+                progress=counted,
+            )
         )
-    )
 
 
 def _scorer_problem(

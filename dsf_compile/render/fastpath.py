@@ -19,8 +19,10 @@ each (device, inode, size, mtime, ctime) and a **stamp**: the ctime of a file it
 made after the stamp was taken sets the file's ctime to the stamp or later (the kernel sets
 ctime on every write, rename, ``chmod`` or ``utime``, and nothing sets it back), so an edit
 in the same clock tick as the previous one, or one that restores the mtime, is still seen.
-A file changed in the stamp's tick or later, a new inode, a file on another file system
-than the cache: everything is read and hashed again, as the first time. Any difference, a
+The folders on the way are recorded the same way (a file planted in one moves its ctime),
+and a tree is vouched for only after a search of all of them for debris. A file changed in
+the stamp's tick or later, a new inode, a file on another file system than the cache:
+everything is read and hashed again, as the first time. Any difference, a
 missing or unreadable cache, a link or a special file anywhere: the full path runs.
 
 A render records the same thing, so the first check after it reads nothing (it would read
@@ -257,18 +259,36 @@ class _Stats:
 
 
 def _stats(root: Path, owned: list[str]) -> _Stats:
+    """``lstat`` of every owned file and folder: a file planted in a folder moves its ctime."""
     sha = hashlib.sha256()
     base = os.path.join(root, RENDERED) + os.sep
     newest = 0
     devices = set()
-    for relative in owned:
+    for relative, kind in [*((path, stat.S_ISREG) for path in owned), *_folders(owned)]:
         info = os.lstat(base + relative)
-        if not stat.S_ISREG(info.st_mode):
+        if not kind(info.st_mode):
             raise _Unusable(relative)
         _digest_lstat(sha, relative, info)
         newest = max(newest, info.st_ctime_ns)
         devices.add(info.st_dev)
     return _Stats(sha.hexdigest(), newest, frozenset(devices))
+
+
+def _folders(owned: list[str]) -> list[tuple[str, Any]]:
+    """Every folder holding an owned file (``rendered/`` itself is ``""``), sorted."""
+    folders = {""}
+    for relative in owned:
+        parent = relative.rpartition("/")[0]
+        while parent and parent not in folders:
+            folders.add(parent)
+            parent = parent.rpartition("/")[0]
+    return [(folder, stat.S_ISDIR) for folder in sorted(folders)]
+
+
+def _debris_free(root: Path) -> bool:
+    """No journal or temporary file anywhere, searched before a tree is vouched for."""
+    found, truncated = find_debris(root)
+    return not found and not truncated
 
 
 def _digest_lstat(sha: Any, relative: str, info: os.stat_result) -> None:
@@ -287,6 +307,14 @@ def _settled_stat(root: Path, settled: Settled) -> tuple[str, dict[str, Any]] | 
     sha = hashlib.sha256()
     for relative in owned:
         _digest_lstat(sha, relative, settled.stats[relative])
+    base = os.path.join(root, RENDERED) + os.sep
+    for folder, _ in _folders(owned):  # after the stamp: a later change moves the ctime
+        info = os.lstat(base + folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_ctime_ns >= settled.stamp:
+            return None
+        _digest_lstat(sha, folder, info)
+    if not _debris_free(root):
+        return None
     rendered = _rendered_digest(root, settled.texts, owned)
     return rendered, {"digest": sha.hexdigest(), "stamp": settled.stamp}
 
@@ -308,8 +336,8 @@ def unchanged(root: Path) -> Remembered | None:
         if os.path.lexists(root / RENDERED / JOURNAL):  # a killed render: recover it
             return None
         # a journal or a temporary file: the full path reports it. rendered/ is looked at
-        # on its own level only (its journal); deeper, listing thousands of cluster
-        # folders would cost more than the rest of this check (the full check lists them)
+        # on its own level only (its journal); deeper, the folders' lstat vouched for
+        # covers them (a tree is vouched for only after a search of every folder)
         if any(find_debris(root, shallow=_RENDERED_ONLY)):
             return None
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
@@ -329,6 +357,8 @@ def unchanged(root: Path) -> Remembered | None:
             stats = _stats(root, owned)
             if _rendered_digest(root, owned=owned, checked=True) != cache["rendered"]:
                 return None
+            if not _debris_free(root):
+                return None  # the full path reports it
             if stats.devices == {probe.device}:
                 probe.commit({**cache, "stat": {"digest": stats.digest, "stamp": probe.stamp}})
         return said

@@ -4,6 +4,12 @@ Requests run concurrently on one ``httpx.AsyncClient`` (bounded by sync's semaph
 the pool): plain http over :mod:`dsf_transport.plainhttp`, https over httpcore, made when a
 first https request needs it; ``connect_to`` redirects connections as curl's ``--connect-to``.
 No environment proxies, no netrc, no automatic redirects.
+
+A plain-http GET that ``connect_to`` does not map skips the client's layers (building an
+``httpx.Request``, auth and redirect hooks, the cookie jar, a second stream wrapper: a
+third of a small request's CPU) and hands the transport the head the client would have
+written, the client's own headers after ``Host``: the same bytes on the wire, the same
+answer, the same errors.
 """
 
 from __future__ import annotations
@@ -20,16 +26,41 @@ from dsf_transport.http import (
     UserAgent,
     new_client,
 )
+from dsf_transport.http1_heads import write_head
 from dsf_transport.plainhttp import PlainHTTPTransport
 
 ConnectTo = Mapping[tuple[str, int], tuple[str, int]]
 """``(host, port)`` as named in URLs → ``(address, port)`` to connect to instead."""
 
 
+class SyncClient:
+    """Sync's GET: through the lean transport when it serves the URL alone, else the client."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, plain: PlainHTTPTransport | None, connect_to: ConnectTo
+    ) -> None:
+        self._client = client
+        self._plain = plain
+        # What ConnectToTransport rewrites (its keys, as it normalizes them): those go the long way.
+        self._mapped = frozenset((host.lower(), port) for host, port in connect_to)
+        # The headers httpx's Request puts after Host: the client's, in its order.
+        self._fields = tuple(client.headers.raw)
+
+    async def get(self, url: httpx.URL, timeout: httpx.Timeout) -> httpx.Response:
+        """The answer to ``GET url``, its body still to be read; the caller closes it."""
+        plain = self._plain
+        origin = (url.host, url.port or 80)
+        if plain is None or url.scheme != "http" or (origin[0].lower(), origin[1]) in self._mapped:
+            request = self._client.build_request("GET", url, timeout=timeout)
+            return await self._client.send(request, stream=True)
+        head = write_head(b"GET", url.raw_path, ((b"Host", url.netloc), *self._fields))
+        return await plain.send(origin, head, b"", timeout.as_dict())
+
+
 @asynccontextmanager
 async def open_client(
     settings: SyncSettings, connect_to: ConnectTo, transport: httpx.AsyncBaseTransport | None
-) -> AsyncIterator[httpx.AsyncClient]:
+) -> AsyncIterator[SyncClient]:
     """The client of one sync; ``transport`` (tests') replaces the default and is not closed."""
     tls: list[ssl.SSLContext] = []
 
@@ -45,15 +76,15 @@ async def open_client(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
         )
 
-    if transport is None:
+    plain: PlainHTTPTransport | None = None
+    inner = transport
+    if inner is None:
         # Plain http goes through the lean keep-alive transport: httpcore's pool rescans
         # every connection for each of hundreds of concurrent requests, and importing it
         # (with anyio, and trio when installed) costs a sync a tenth of a second.
-        inner: httpx.AsyncBaseTransport = PlainHTTPTransport(
+        inner = plain = PlainHTTPTransport(
             _OnFirstUse(make_transport), max_idle_per_host=settings.concurrency
         )
-    else:
-        inner = transport
     wrapper = ConnectToTransport(
         inner,
         connect_to,
@@ -69,7 +100,7 @@ async def open_client(
         headers={"Accept": "application/json", "Accept-Encoding": "identity"},
     )
     async with client:
-        yield client
+        yield SyncClient(client, plain, connect_to)
 
 
 class _OnFirstUse(httpx.AsyncBaseTransport):

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from dsf_compile.edges.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.sync.client import SyncClient
 from dsf_compile.sync.lock import LockEntry, make_entry
 from dsf_contract.bounded_json import load_json
 from dsf_contract.failures import RequestFailure
@@ -57,13 +58,12 @@ class _FetchFailedError(Exception):
 
 
 async def refresh_scorer(
-    client: httpx.AsyncClient, spec: DynamicScorerSpec, settings: SyncSettings
+    client: SyncClient, spec: DynamicScorerSpec, settings: SyncSettings
 ) -> tuple[LockEntry, bool]:
     """The scorer's entry, and whether it was reached (False: a connection-level failure)."""
     full = spec.configSyncMode == "Full"
     url = spec.configURL if full else _healthz_url(spec.configURL)
     budget = settings.timeoutSeconds
-    timed_out = _clean(f"GET {url}: timed out after {_seconds(budget)} s")
     if has_credentials(url):
         # Sending it would hand the secret to whoever answers, and the reason would print it.
         reason = f"GET {url}: the URL carries credentials; refused (use auth.tokenSecretRef)"
@@ -72,17 +72,17 @@ async def refresh_scorer(
         async with asyncio.timeout(budget):
             config = await _fetch_with_retries(client, url, full=full, settings=settings)
     except TimeoutError:
-        return make_entry(spec, healthy=False, reason=timed_out), False
+        return make_entry(spec, healthy=False, reason=_timed_out(url, budget)), False
     except _FetchFailedError as failure:
         # Whether httpx's timeout or the budget fired first is a race; both read the
         # same so the lockfile does not flap.
-        reason = timed_out if failure.timeout else failure.reason
+        reason = _timed_out(url, budget) if failure.timeout else failure.reason
         return make_entry(spec, healthy=False, reason=_clean(reason)), not failure.unreachable
     return make_entry(spec, healthy=True, config=config), True
 
 
 async def _fetch_with_retries(
-    client: httpx.AsyncClient, url: str, *, full: bool, settings: SyncSettings
+    client: SyncClient, url: str, *, full: bool, settings: SyncSettings
 ) -> ScorerConfig | None:
     loop = asyncio.get_running_loop()
     budget = settings.timeoutSeconds
@@ -91,8 +91,10 @@ async def _fetch_with_retries(
     # retry. Waiting for an accepted request's answer does not: cutting every attempt to
     # a share made a loaded machine time out a whole burst of slow-but-healthy scorers
     # at once and retry them all together. A silent server holds its scorer until the
-    # budget ends (the caller's asyncio.timeout), which is all a retry could do too.
-    timeout = httpx.Timeout(budget, connect=budget / (settings.retries + 1))
+    # budget ends (the caller's asyncio.timeout), which is all a retry could do too. So
+    # reading and writing get no timeout of their own: one as long as the budget starts
+    # later and could never fire first, and each would cost a timer per read.
+    timeout = httpx.Timeout(None, connect=budget / (settings.retries + 1))
     attempt = 0
     while True:
         try:
@@ -108,7 +110,7 @@ async def _fetch_with_retries(
 
 
 async def _fetch_once(
-    client: httpx.AsyncClient,
+    client: SyncClient,
     url: str,
     *,
     full: bool,
@@ -124,7 +126,8 @@ async def _fetch_once(
     for _hop in range(MAX_REDIRECTS + 1):
         _check_target(current, shown, settings.allowedHosts)
         try:
-            async with client.stream("GET", current, timeout=timeout) as response:
+            response = await client.get(current, timeout)
+            try:
                 status = response.status_code
                 if status in _REDIRECT_STATUSES:
                     target = _redirect_target(current, shown, response)
@@ -135,17 +138,24 @@ async def _fetch_once(
                 else:
                     body = await _read_capped(response, shown, settings.maxResponseBytes)
                     return _parse_config(body, shown)
+            finally:
+                await response.aclose()
         except httpx.HTTPError as err:
-            failure = describe_failure(err)
-            assert failure is not None  # every httpx error is described
-            raise _FetchFailedError(
-                f"GET {shown}: {failure.words}",
-                retry=failure.transient,
-                timeout=failure.reason is RequestFailure.TIMEOUT,
-                unreachable=failure.unreached,
-            ) from err
+            raise _request_failed(shown, err) from err
         current, shown = target, str(target)
     raise _FetchFailedError(f"GET {url}: too many redirects (more than {MAX_REDIRECTS})")
+
+
+def _request_failed(shown: str, err: httpx.HTTPError) -> _FetchFailedError:
+    """The attempt's failure in the contract's words (:func:`describe_failure`)."""
+    failure = describe_failure(err)
+    assert failure is not None  # every httpx error is described
+    return _FetchFailedError(
+        f"GET {shown}: {failure.words}",
+        retry=failure.transient,
+        timeout=failure.reason is RequestFailure.TIMEOUT,
+        unreachable=failure.unreached,
+    )
 
 
 def _check_target(url: httpx.URL, shown: str, allowed_hosts: Sequence[str]) -> None:
@@ -228,6 +238,12 @@ def _first_error(err: ValidationError | RecursionError) -> str:
 def _healthz_url(config_url: str) -> str:
     parts = urlsplit(config_url)
     return f"{parts.scheme}://{parts.netloc}/healthz"
+
+
+def _timed_out(url: str, budget: float) -> str:
+    """The reason of a scorer whose budget ran out (worded only then: a healthy fleet's
+    scorers never need it)."""
+    return _clean(f"GET {url}: timed out after {_seconds(budget)} s")
 
 
 def _seconds(value: float) -> str:
