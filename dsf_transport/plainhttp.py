@@ -56,7 +56,30 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         timeouts: Timeouts = request.extensions.get("timeout", {})
         try:
             head = write_head(request.method.encode("ascii"), url.raw_path, request.headers.raw)
-            response = await self._pool.send((url.host, url.port or 80), head, body, timeouts)
+        except TransportError as err:
+            _raise_as_httpx(err, request)
+        response = await self.send((url.host, url.port or 80), head, body, timeouts, request)
+        response.request = request
+        return response
+
+    async def send(
+        self,
+        origin: tuple[str, int],
+        head: bytes,
+        body: bytes,
+        timeouts: Timeouts,
+        request: httpx.Request | None = None,
+    ) -> httpx.Response:
+        """One exchange with ``origin`` (host, port): ``head`` as
+        :func:`~dsf_transport.http1_heads.write_head` wrote it, then ``body``; the response
+        comes back with its body still to be streamed. ``timeouts`` holds httpx's phases
+        (``connect``, ``write``, ``read``; None: no limit); ``request``, when there is one,
+        is named by the errors.
+
+        A caller that already holds its request as bytes (sync's plain GETs) sends it here
+        without building an ``httpx.Request``."""
+        try:
+            response = await self._pool.send(origin, head, body, timeouts)
         except TransportError as err:
             _raise_as_httpx(err, request)
         return httpx.Response(
@@ -64,7 +87,6 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             headers=response.headers,
             stream=_Body(response, request),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason},
-            request=request,
         )
 
     async def aclose(self) -> None:
@@ -79,7 +101,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         return self._fallback
 
 
-def _raise_as_httpx(err: TransportError, request: httpx.Request) -> NoReturn:
+def _raise_as_httpx(err: TransportError, request: httpx.Request | None) -> NoReturn:
     """Raise httpx's exception of the same name as ``err`` (they are ranked alike)."""
     kind: type[httpx.RequestError] = getattr(httpx, type(err).__name__)
     raise kind(str(err), request=request) from err
@@ -88,7 +110,7 @@ def _raise_as_httpx(err: TransportError, request: httpx.Request) -> NoReturn:
 class _Body(httpx.AsyncByteStream):
     """A response body read from its connection (see :class:`~dsf_transport.http1.Response`)."""
 
-    def __init__(self, response: Response, request: httpx.Request) -> None:
+    def __init__(self, response: Response, request: httpx.Request | None) -> None:
         self._response = response
         self._request = request
         self._started = False
