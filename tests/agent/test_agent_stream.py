@@ -93,6 +93,7 @@ async def test_a_request_carries_the_clients_headers_and_timeouts() -> None:
     async with make_client(7.0, transport=httpx.MockTransport(answer)) as client:
         headers = {"Authorization": "Bearer t", "content-type": "application/json"}
         async with stream(client, "POST", ENDPOINTS[0], headers=headers, content=b"{}") as response:
+            assert isinstance(response, httpx.Response)  # a given transport: through httpx
             assert await response.aread() == b'{"ok": true}'
         (request,) = seen
         expected = client.httpx_client().build_request(
