@@ -140,7 +140,7 @@ class _Connection(asyncio.Protocol):
     def take(self, size: int) -> bytes:
         """Up to ``size`` of the bytes that arrived (some must have)."""
         buffer = self.buffer
-        data = bytes(buffer) if size >= len(buffer) else bytes(buffer[:size])
+        data = bytes(buffer) if size >= len(buffer) else bytes(memoryview(buffer)[:size])
         del buffer[:size]
         return data
 
