@@ -9,9 +9,8 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import httpx
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from agent.compliance import ClaimApi, ComplianceClaim
@@ -36,6 +35,9 @@ from agent.server import EndpointServer
 from agent.settings import RuntimeSettings, parse_settings
 from agent.transport import make_client
 from dsf_contract.summary import CONFIG_MAP_NAME
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("dsf.agent")
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from agent.errors import AgentError, Reason, ScoreError, SecretMissingError, condition_reason
 from agent.fetch import fetch_series
 from agent.logs import REDACTOR, fields
@@ -28,7 +26,7 @@ from agent.publish import HubPublisher
 from agent.score import Scored, request_scores
 from agent.secrets import SecretStore
 from agent.settings import RuntimeSettings
-from agent.transport import RequestSlots
+from agent.transport import AgentClient, RequestSlots
 from dsf_contract.agent_cli import Aggregation
 from dsf_contract.placement_scores import score_items
 from dsf_contract.scores import SCORE_KIND
@@ -43,7 +41,7 @@ class CycleContext:
     """What every cycle shares: settings, the HTTP client, Secrets, metrics and the hub."""
 
     settings: RuntimeSettings
-    client: httpx.AsyncClient
+    client: AgentClient
     secrets: SecretStore
     metrics: AgentMetrics
     hub: HubPublisher | None = None

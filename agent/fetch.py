@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import httpx
-
 from agent.answer import SeriesBlock, series_block
 from agent.errors import FetchError
 from agent.memory import Reservation
-from agent.transport import RequestSlots, read_answer, request_failures, stream
+from agent.transport import AgentClient, RequestSlots, fetch_answer
 from dsf_contract.summary import Summary
 
 
@@ -28,7 +26,7 @@ def range_params(query: str, now: float, summary: Summary) -> dict[str, str]:
 
 
 async def fetch_series(
-    client: httpx.AsyncClient,
+    client: AgentClient,
     summary: Summary,
     *,
     token: str | None,
@@ -49,18 +47,18 @@ async def fetch_series(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     collected: list[SeriesBlock] = []
     for query in split_queries(summary.sourceQuery):
-        with request_failures("Prometheus", FetchError):
-            async with (
-                slots.take(summary.sourceEndpoint),
-                stream(
-                    client,
-                    "GET",
-                    summary.sourceEndpoint,
-                    params=range_params(query, now, summary),
-                    headers=headers,
-                ) as response,
-            ):
-                body = await read_answer(response, "Prometheus", FetchError, max_bytes, memory)
+        body = await fetch_answer(
+            client,
+            slots,
+            "GET",
+            summary.sourceEndpoint,
+            service="Prometheus",
+            error=FetchError,
+            limit=max_bytes,
+            headers=headers,
+            params=range_params(query, now, summary),
+            memory=memory,
+        )
         collected.append(series_block(body))
         del body
     return collected

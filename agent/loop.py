@@ -63,7 +63,9 @@ class ScorerRunner:
         self.summary = summary
         self._ctx = ctx
         self._on_finished = on_finished
-        self._changed = asyncio.Event()
+        #: what the task waits on between cycles: True when the next slot is due, False
+        #: when the settings changed (see :meth:`_wait_until`)
+        self._woken: asyncio.Future[bool] | None = None
         self._task: asyncio.Task[None] | None = None
         self.counters = ScorerMetrics(ctx.metrics, summary.scoreName)
         self.cycles = 0
@@ -76,7 +78,7 @@ class ScorerRunner:
     def update(self, summary: Summary) -> None:
         """Use ``summary`` from the next cycle on (a new interval reschedules at once)."""
         self.summary = summary
-        self._changed.set()
+        _wake(self._woken, False)
 
     async def stop(self) -> None:
         """Cancel the task, including a cycle in flight, and wait for it to end."""
@@ -98,6 +100,7 @@ class ScorerRunner:
         state = CycleState()
         await asyncio.sleep(scheduled - loop.time())
         lag = self._ctx.metrics.start_lag
+        grid = (0.0, 0.0)  # (interval, base) of the scorer's grid, while the interval stays
         while True:
             lag.observe(max(0.0, loop.time() - scheduled))
             await run_cycle(self._ctx, self.summary, self.counters, state)
@@ -105,20 +108,39 @@ class ScorerRunner:
             self._on_finished()
             while True:
                 interval = float(self.summary.scoringInterval)
-                base = started + scorer_phase(self._phase_key, interval)
+                if grid[0] != interval:
+                    grid = (interval, started + scorer_phase(self._phase_key, interval))
+                base = grid[1]
                 target = next_slot(base, interval, scheduled + interval)
                 now = loop.time()
                 if target < now:
                     upcoming = next_slot(base, interval, now)
                     self.counters.missed_cycles.inc(round((upcoming - target) / interval))
                     target = upcoming
-                self._changed.clear()
-                try:
-                    async with asyncio.timeout_at(target):
-                        await self._changed.wait()
-                except TimeoutError:
+                if await self._wait_until(target):
                     break
             scheduled = target
+
+    async def _wait_until(self, when: float) -> bool:
+        """Sleep until ``when`` (loop time): True; False as soon as the settings change.
+
+        A timer that sets a future, not ``asyncio.timeout`` around an event: that one
+        ends every wait by cancelling the task and raising, 200 times a second."""
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[bool] = loop.create_future()
+        self._woken = woken
+        timer = loop.call_at(when, _wake, woken, True)
+        try:
+            return await woken
+        finally:
+            timer.cancel()
+            self._woken = None
+
+
+def _wake(woken: asyncio.Future[bool] | None, due: bool) -> None:
+    """End a runner's wait (``due``: its slot came) unless it ended already."""
+    if woken is not None and not woken.done():
+        woken.set_result(due)
 
 
 class Agent:

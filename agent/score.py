@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from pydantic import ValidationError
 
 from agent.answer import (
@@ -26,7 +25,7 @@ from agent.answer import (
     walk_object,
 )
 from agent.errors import Reason, ScoreError
-from agent.transport import RequestSlots, read_answer, request_failures, stream
+from agent.transport import AgentClient, RequestSlots, fetch_answer
 from dsf_contract.failures import RequestFailure
 from dsf_contract.placement_scores import RESULT_LABELS as RESULT_LABELS
 from dsf_contract.scoring_api import ScoreResult
@@ -116,7 +115,7 @@ def parse_response(
 
 
 async def request_scores(
-    client: httpx.AsyncClient,
+    client: AgentClient,
     endpoint: str,
     series: list[SeriesBlock],
     *,
@@ -131,10 +130,15 @@ async def request_scores(
     if token:
         headers["Authorization"] = f"Bearer {token}"
     body = scoring_request(series)
-    with request_failures("Scoring API", ScoreError):
-        async with (
-            slots.take(endpoint),
-            stream(client, "POST", endpoint, content=body, headers=headers) as response,
-        ):
-            raw = await read_answer(response, "Scoring API", ScoreError, max_bytes)
+    raw = await fetch_answer(
+        client,
+        slots,
+        "POST",
+        endpoint,
+        service="Scoring API",
+        error=ScoreError,
+        limit=max_bytes,
+        headers=headers,
+        content=body,
+    )
     return parse_response(raw, max_results=max_results)

@@ -8,7 +8,8 @@ are a contract, and written in :mod:`dsf_contract.failures`; here is only which 
 stands for which of them.
 
 httpx is imported by the functions that need it: the hub reader (the ``kubernetes``
-client, over urllib3) names its failures here without loading a second HTTP client.
+client, over urllib3) names its failures here without loading a second HTTP client, and
+the agent's plain requests (:mod:`dsf_transport.http1`) without loading any.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
+import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from http.cookiejar import CookieJar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dsf_contract import __version__
 from dsf_contract.agent_cli import PROGRAM
 from dsf_contract.failures import UNREACHABLE_WORDS, ConnectFailure, RequestFailure
+from dsf_transport import http1_errors
 
 if TYPE_CHECKING:
     import httpx
@@ -75,25 +77,18 @@ def new_client(
     """
     import httpx
 
+    from dsf_transport.no_cookies import NoCookies
+
     options: dict[str, Any] = {} if limits is None else {"limits": limits}
     return httpx.AsyncClient(
         transport=transport,
         timeout=timeout,
         follow_redirects=False,
-        cookies=_NoCookies(),
+        cookies=NoCookies(),
         trust_env=trust_env,
         headers={"User-Agent": str(user_agent), **(headers or {})},
         **options,
     )
-
-
-class _NoCookies(CookieJar):
-    """A jar that keeps nothing: storing one API's cookies (http.cookiejar parses every
-    response) cost the agent more than the rest of the client."""
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        """Keep no cookie."""
-        return None
 
 
 def proxy_configured() -> bool:
@@ -238,26 +233,38 @@ class Failure:
 
 
 def describe_failure(err: BaseException) -> Failure | None:
-    """The failure ``err`` stands for, or None when it is not one of a request's."""
-    import httpx
-
-    if isinstance(err, httpx.TimeoutException | TimeoutError):
+    """The failure ``err`` stands for, or None when it is not one of a request's: httpx's
+    exceptions, and those of :mod:`dsf_transport.http1` (named and ranked alike)."""
+    # an httpx exception exists only once httpx is loaded: a failed plain request of the
+    # agent must not load it
+    httpx = sys.modules.get("httpx")
+    if isinstance(err, TimeoutError | http1_errors.TimeoutException) or (
+        httpx is not None and isinstance(err, httpx.TimeoutException)
+    ):
         return Failure(RequestFailure.TIMEOUT, "timed out", transient=True)
     if isinstance(err, BodyTooLargeError):
         return Failure(RequestFailure.TOO_LARGE, str(err), transient=False)
-    if not isinstance(err, httpx.HTTPError):
-        return None
-    if isinstance(err, httpx.ConnectError):
+    if isinstance(err, http1_errors.TransportError):
+        return _transport_failure(err, http1_errors)
+    if httpx is not None and isinstance(err, httpx.HTTPError):
+        return _transport_failure(err, httpx)
+    return None
+
+
+def _transport_failure(err: BaseException, kinds: Any) -> Failure:
+    """The failure of a request's ``err``, one of ``kinds``' exceptions (httpx or
+    :mod:`dsf_transport.http1_errors`)."""
+    if isinstance(err, kinds.ConnectError):
         return Failure(RequestFailure.UNREACHABLE, connect_failure(err), transient=True)
-    if isinstance(err, httpx.RemoteProtocolError):
+    if isinstance(err, kinds.RemoteProtocolError):
         if "without sending" in str(err):
             words = "server closed the connection without a response"
         else:
             words = "invalid HTTP response"
         return Failure(RequestFailure.TRANSPORT_ERROR, words, transient=True)
-    if isinstance(err, httpx.NetworkError):
+    if isinstance(err, kinds.NetworkError):
         return Failure(RequestFailure.TRANSPORT_ERROR, "connection reset", transient=True)
-    if isinstance(err, httpx.UnsupportedProtocol):
+    if isinstance(err, getattr(kinds, "UnsupportedProtocol", ())):
         words = "only http and https URLs are allowed"
         return Failure(RequestFailure.TRANSPORT_ERROR, words, transient=False)
     words = f"request failed ({type(err).__name__})"

@@ -1,14 +1,14 @@
-"""HTTP/1.1 heads for :mod:`dsf_transport.plainhttp`: a request's head written (no part of
-it may break out of its line), a response's head parsed into its status, reason, headers
-and :class:`Framing` (how its body ends and whether the connection stays open). Nothing
-here reads or writes a socket; ``request``, where given, only names the request in errors."""
+"""HTTP/1.1 heads for :mod:`dsf_transport.http1`: a request's head written (no part of it
+may break out of its line), a response's head parsed into its status, reason, headers and
+:class:`Framing` (how its body ends and whether the connection stays open). Nothing here
+reads or writes a socket."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import httpx
+from dsf_transport.http1_errors import LocalProtocolError, RemoteProtocolError
 
 
 @dataclass(frozen=True)
@@ -20,53 +20,44 @@ class Framing:
     keep_alive: bool
 
 
-def request_head(request: httpx.Request) -> bytes:
-    """The request line and headers of ``request``, as they go on the wire."""
-    return write_head(request.method.encode("ascii"), request.url.raw_path, request.headers.raw)
-
-
 def write_head(method: bytes, target: bytes, fields: Iterable[tuple[bytes, bytes]]) -> bytes:
     """A request head: ``METHOD target HTTP/1.1``, the header ``fields`` in order, the blank
-    line; ``httpx.LocalProtocolError`` when a part would break out of its line."""
+    line; :class:`LocalProtocolError` when a part would break out of its line."""
     lines = [method, b" ", target, b" HTTP/1.1\r\n"]
     for name, value in fields:
         lines += (name, b": ", value, b"\r\n")
     head = b"".join(lines)
     written = len(lines) // 4  # the lines written, each ended by one CRLF
     if head.count(b"\r") != written or head.count(b"\n") != written or b"\x00" in head:
-        raise httpx.LocalProtocolError("a request header holds a line break or NUL")
+        raise LocalProtocolError("a request header holds a line break or NUL")
     return head + b"\r\n"
 
 
-def parse_head(
-    head: bytes, request: httpx.Request | None
-) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
+def parse_head(head: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
     """The status, reason, headers and framing of one response head (blank line included)."""
     status_line, *lines = head[:-4].split(b"\r\n")
-    version, status, reason = _status_line(status_line, request)
-    headers = [_header(line, request) for line in lines]
-    return status, reason, headers, _framing(headers, version == b"HTTP/1.1", request)
+    version, status, reason = _status_line(status_line)
+    headers = [_header(line) for line in lines]
+    return status, reason, headers, _framing(headers, version == b"HTTP/1.1")
 
 
-def _status_line(line: bytes, request: httpx.Request | None) -> tuple[bytes, int, bytes]:
+def _status_line(line: bytes) -> tuple[bytes, int, bytes]:
     """``HTTP/1.x NNN reason`` → version, status and reason (which may be empty)."""
     parts = line.split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise httpx.RemoteProtocolError("malformed response status line", request=request)
+        raise RemoteProtocolError("malformed response status line")
     return parts[0], int(parts[1]), parts[2] if len(parts) == 3 else b""
 
 
-def _header(line: bytes, request: httpx.Request | None) -> tuple[bytes, bytes]:
+def _header(line: bytes) -> tuple[bytes, bytes]:
     """``Name: value`` → name and value (no space may surround the name)."""
     name, colon, value = line.partition(b":")
     if not colon or not name or name != name.strip():
-        raise httpx.RemoteProtocolError("malformed response header", request=request)
+        raise RemoteProtocolError("malformed response header")
     return name, value.strip()
 
 
-def _framing(
-    headers: list[tuple[bytes, bytes]], keep_alive: bool, request: httpx.Request | None
-) -> Framing:
+def _framing(headers: list[tuple[bytes, bytes]], keep_alive: bool) -> Framing:
     """How the body ends and whether the connection stays open, from the headers in order
     (``keep_alive`` is the version's default: HTTP/1.1 keeps it, HTTP/1.0 does not).
 
@@ -88,10 +79,8 @@ def _framing(
         elif lowered == b"connection":
             keep_alive = _connection_keeps_alive(value, keep_alive)
     if coded and lengths:
-        raise httpx.RemoteProtocolError(
-            "a response framed by both Transfer-Encoding and Content-Length", request=request
-        )
-    length = None if chunked or not lengths else _content_length(lengths, request)
+        raise RemoteProtocolError("a response framed by both Transfer-Encoding and Content-Length")
+    length = None if chunked or not lengths else _content_length(lengths)
     if length is None and not chunked:
         keep_alive = False  # read until the server closes
     return Framing(length=length, chunked=chunked, keep_alive=keep_alive)
@@ -105,8 +94,8 @@ def _connection_keeps_alive(value: bytes, keep_alive: bool) -> bool:
     return keep_alive or b"keep-alive" in tokens
 
 
-def _content_length(lengths: set[bytes], request: httpx.Request | None) -> int:
+def _content_length(lengths: set[bytes]) -> int:
     """The one ``Content-Length`` the headers agree on (repeats of one value are allowed)."""
     if len(lengths) > 1 or not next(iter(lengths)).isdigit():
-        raise httpx.RemoteProtocolError("malformed Content-Length", request=request)
+        raise RemoteProtocolError("malformed Content-Length")
     return int(next(iter(lengths)))

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from agent.errors import Reason
-from agent.transport import make_client
+from agent.transport import make_client, stream
 from dsf_contract import __version__
 from dsf_contract.failures import (
     UNANSWERED,
@@ -107,7 +107,8 @@ def test_the_agent_names_itself_and_returns_no_cookie(server: LoopbackServer) ->
     async def twice() -> None:
         async with make_client(5.0) as client:
             for _ in range(2):
-                assert (await client.get(url)).status_code == 200
+                async with stream(client, "GET", url, headers={}) as response:
+                    assert response.status_code == 200
 
     asyncio.run(twice())
     assert {r.headers["user-agent"] for r in server.requests} == {f"dsf-agent/{__version__}"}

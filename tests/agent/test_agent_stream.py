@@ -14,8 +14,10 @@ from agent.errors import FetchError
 from agent.transport import (
     _endpoint,
     _request_url,
+    _target,
     make_client,
     plain_transport,
+    read_answer,
     request_failures,
     stream,
 )
@@ -50,6 +52,34 @@ def test_the_url_is_the_one_httpx_builds(endpoint: str) -> None:
     else:
         assert _request_url(_endpoint(endpoint), PARAMS) == built
     assert _request_url(_endpoint(endpoint), None) == client.build_request("GET", endpoint).url
+    plain = _endpoint(endpoint)
+    if plain.origin is not None:  # what the plain pool sends is what httpx would
+        assert (plain.netloc, _target(plain, PARAMS)) == (built.netloc, built.raw_path)
+        assert plain.origin == (built.host, built.port or 80)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "plain"),
+    [
+        ("http://prom.example:80/api/v1/query_range", True),
+        ("http://10.0.0.7:9090/x/y_z.~-", True),
+        ("http://[::1]/api", True),
+        ("http://Prom.Example/api", False),
+        ("http://prom.example/a%20b", False),
+        ("http://prom.example/a b", False),
+        ("http://user:secret@prom.example/api", False),
+        ("http://prom.example:0808/api", False),
+        ("http://prom.example:/api", False),
+        ("http://[0:0::1]/api", False),
+        ("http://prom.example", True),
+    ],
+)
+def test_only_urls_httpx_sends_as_written_go_to_the_plain_pool(endpoint: str, plain: bool) -> None:
+    parsed = _endpoint(endpoint)
+    assert (parsed.origin is not None) is plain
+    if plain:
+        built = httpx.AsyncClient().build_request("GET", endpoint, params=PARAMS).url
+        assert (parsed.netloc, _target(parsed, PARAMS)) == (built.netloc, built.raw_path)
 
 
 @pytest.mark.asyncio
@@ -63,9 +93,12 @@ async def test_a_request_carries_the_clients_headers_and_timeouts() -> None:
     async with make_client(7.0, transport=httpx.MockTransport(answer)) as client:
         headers = {"Authorization": "Bearer t", "content-type": "application/json"}
         async with stream(client, "POST", ENDPOINTS[0], headers=headers, content=b"{}") as response:
+            assert isinstance(response, httpx.Response)  # a given transport: through httpx
             assert await response.aread() == b'{"ok": true}'
         (request,) = seen
-        expected = client.build_request("POST", ENDPOINTS[0], headers=headers, content=b"{}")
+        expected = client.httpx_client().build_request(
+            "POST", ENDPOINTS[0], headers=headers, content=b"{}"
+        )
     assert request.headers.multi_items() == expected.headers.multi_items()
     assert request.extensions["timeout"] == expected.extensions["timeout"]
     assert request.content == b"{}"
@@ -157,12 +190,13 @@ async def test_the_plain_transport_gets_the_bytes_httpx_would_write(
             async with stream(
                 client, method, endpoint, headers=headers, params=params, content=content
             ) as response:
-                assert await response.aread() == b"ok"
-            request = client.build_request(
+                assert await read_answer(response, "API", FetchError, 100) == b"ok"
+            via_httpx = client.httpx_client()
+            request = via_httpx.build_request(
                 method, endpoint, headers=headers, params=params, content=content
             )
-            response = await client.send(request)
-            assert response.content == b"ok"
+            answer = await via_httpx.send(request)
+            assert answer.content == b"ok"
 
     lean, through_httpx = await _heads_received(both)
     assert lean == through_httpx

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
+import sys
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
 import pytest_asyncio
 
-from agent.transport import make_client, plain_transport
+from agent.errors import FetchError
+from agent.transport import make_client, plain_transport, read_answer, request_failures, stream
+from dsf_contract.failures import RequestFailure
+from dsf_transport.http1 import Pool
 from dsf_transport.plainhttp import PlainHTTPTransport
 
 pytestmark = pytest.mark.asyncio
@@ -276,7 +282,7 @@ async def test_make_client_uses_the_lean_transport_only_without_a_proxy(
     ):
         monkeypatch.delenv(name, raising=False)
     async with make_client(5.0) as client:
-        assert isinstance(plain_transport(client), PlainHTTPTransport)
+        assert isinstance(plain_transport(client), Pool)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     async with make_client(5.0) as client:
         assert plain_transport(client) is None  # httpx's transports and proxy mounts
@@ -285,6 +291,90 @@ async def test_make_client_uses_the_lean_transport_only_without_a_proxy(
 async def test_cookies_are_not_kept(serve: Serve) -> None:
     server, base = await serve(lambda head: _ok(b"ok", b"Set-Cookie: session=abc; Path=/"))
     async with make_client(5.0) as client:
-        await client.get(base)
-        await client.get(base)
+        for _ in range(2):
+            async with stream(client, "GET", base, headers={}) as response:
+                await read_answer(response, "Prometheus", FetchError, 1 << 20)
     assert all(b"session=abc" not in request for request in server.requests)
+
+
+async def test_a_connection_with_bytes_past_its_response_is_not_reused(serve: Serve) -> None:
+    # Bytes the server sent past its answer would be read as the next request's answer:
+    # that connection is closed, the next request gets a fresh one and its own answer.
+    answers = iter([_ok(b"one") + _ok(b"stray"), _ok(b"two")])
+    server, base = await serve(lambda head: next(answers))
+    async with _client() as client:
+        assert (await client.get(base)).content == b"one"
+        await asyncio.sleep(0.05)  # the stray bytes may come in a later packet
+        assert (await client.get(base)).content == b"two"
+    assert server.connections == 2
+
+
+async def test_the_agent_s_plain_requests_load_no_httpx() -> None:
+    # The agent's plain requests, and their failures, go without httpx (a fresh
+    # interpreter: the tests themselves import it).
+    probe = (
+        "import asyncio, sys\n"
+        "from agent.errors import FetchError\n"
+        "from agent.transport import make_client, request_failures, stream\n"
+        "async def main():\n"
+        "    async with make_client(1.0) as client:\n"
+        "        try:\n"
+        "            with request_failures('Prometheus', FetchError):\n"
+        "                async with stream(client, 'GET', 'http://127.0.0.1:9/', headers={}):\n"
+        "                    pass\n"
+        "        except FetchError as err:\n"
+        "            print(err.reason)\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('httpx', 'httpcore')))\n"
+    )
+    done = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", probe, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await done.communicate()
+    assert out.decode().split("\n") == ["unreachable", "['httpx._main']", ""]
+
+
+@pytest.mark.parametrize(
+    ("coding", "packed"),
+    [
+        ("gzip", gzip.compress(b'{"a": 1}')),
+        ("deflate", zlib.compress(b'{"a": 1}')),
+        ("deflate", zlib.compress(b'{"a": 1}')[2:-4]),  # raw deflate, as some servers send
+        ("identity", b'{"a": 1}'),
+        ("gzip, gzip", gzip.compress(gzip.compress(b'{"a": 1}'))),
+    ],
+    ids=["gzip", "deflate", "raw-deflate", "identity", "twice"],
+)
+async def test_the_agent_undoes_a_content_encoding_as_httpx_does(
+    serve: Serve, coding: str, packed: bytes
+) -> None:
+    _, base = await serve(lambda head: _ok(packed, b"Content-Encoding: " + coding.encode()))
+    async with make_client(5.0) as client:
+        assert plain_transport(client) is not None
+        async with stream(client, "GET", base, headers={}) as response:
+            body = await read_answer(response, "Prometheus", FetchError, 1 << 20)
+    async with httpx.AsyncClient() as bare:
+        assert body == (await bare.get(base)).content == b'{"a": 1}'
+
+
+async def test_the_agent_s_cap_counts_the_decoded_bytes(serve: Serve) -> None:
+    bomb = gzip.compress(b"0" * 100_000)
+    _, base = await serve(lambda head: _ok(bomb, b"Content-Encoding: gzip"))
+    async with make_client(5.0) as client:
+        with pytest.raises(FetchError) as caught, request_failures("Prometheus", FetchError):
+            async with stream(client, "GET", base, headers={}) as response:
+                await read_answer(response, "Prometheus", FetchError, 50_000)
+    assert caught.value.reason is RequestFailure.TOO_LARGE
+
+
+async def test_the_agent_s_failures_read_as_httpx_s(serve: Serve) -> None:
+    # a failure's message names the exception's class: the plain pool's are named as httpx's
+    _, base = await serve(lambda head: b"HTTP/1.1 2xx OK\r\n\r\n")
+    async with make_client(5.0) as client:
+        with pytest.raises(FetchError) as caught, request_failures("Prometheus", FetchError):
+            async with stream(client, "GET", base, headers={}):
+                pass
+    assert str(caught.value) == (
+        "Prometheus connection failed (RemoteProtocolError: malformed response status line)"
+    )
+    assert caught.value.reason is RequestFailure.TRANSPORT_ERROR
