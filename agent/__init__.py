@@ -8,11 +8,4 @@ cadence) → ``cycle`` (one scoring cycle) → ``fetch`` (Prometheus) → ``scor
 
 from __future__ import annotations
 
-import sys
-
-# httpx's package imports its command line (click, rich and pygments: 6 MB of the agent's
-# memory) whenever those happen to be installed; the agent never runs it, and its image
-# does not hold them. The agent loads httpx only for what its plain pool does not carry
-# (https, a proxy, --resolve: agent/transport.py). The module's name is httpx's own: pyproject.toml pins the httpx range
-# this is tested with (tests/agent/test_httpx_pin.py).
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+import dsf_transport  # noqa: F401  (first: it keeps httpx's command line out)

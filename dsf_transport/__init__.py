@@ -14,3 +14,15 @@ and :mod:`dsf_transport.connect_transport` connects elsewhere while keeping the 
 official ``kubernetes`` client. The agent's image ships this package beside
 :mod:`dsf_contract` (``agent/Containerfile``); it imports nothing of the compiler.
 """
+
+from __future__ import annotations
+
+import sys
+
+# httpx's package imports its command line (``httpx._main``: click, rich and pygments, about
+# 6 MB of memory and a tenth of a second) whenever those happen to be installed, as the
+# compiler's own dependencies install rich; no program of ours runs it. Importing this
+# package first leaves it out, for the agent and for sync alike. The module's name is
+# httpx's own, not its API: pyproject.toml pins the httpx range it is tested with
+# (tests/agent/test_httpx_pin.py).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

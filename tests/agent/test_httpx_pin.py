@@ -1,9 +1,10 @@
-"""The one httpx internal the agent still names, held to the httpx range it is tested with.
+"""The one httpx internal the project names, held to the httpx range it is tested with.
 
-``agent/__init__.py`` keeps httpx's command line (``httpx._main``: click, rich, pygments,
-about 6 MB of resident memory) from loading where those happen to be installed. That
-name is httpx's own, not its API: ``pyproject.toml`` pins the range it is tested with, and
-these tests fail when an httpx in that range moves it.
+``dsf_transport/__init__.py`` (imported first by the agent and by sync) keeps httpx's
+command line (``httpx._main``: click, rich, pygments, about 6 MB of resident memory) from
+loading where those happen to be installed. That name is httpx's own, not its API:
+``pyproject.toml`` pins the range it is tested with, and these tests fail when an httpx
+in that range moves it.
 """
 
 from __future__ import annotations
