@@ -4,8 +4,9 @@ No contract fact lives here (those are in :mod:`dsf_contract`): these modules ca
 requests. :mod:`dsf_transport.http` sets up every HTTP client (no redirects, no cookies,
 each program's ``User-Agent``), reads answers under a byte cap and names a failed request
 (with the words of :mod:`dsf_contract.failures`);
-:mod:`dsf_transport.http1` is the lean HTTP/1.1 keep-alive client for ``http://`` (the
-heads it writes and parses are :mod:`dsf_transport.http1_heads`, its exceptions
+:mod:`dsf_transport.http1` is the lean HTTP/1.1 keep-alive client for ``http://`` (its
+connections are :mod:`dsf_transport.http1_connection`, the
+heads it writes and parses :mod:`dsf_transport.http1_heads`, its exceptions
 :mod:`dsf_transport.http1_errors`), which the agent calls directly and
 :mod:`dsf_transport.plainhttp` puts under httpx's transport API;
 :mod:`dsf_transport.connect_to` parses ``--resolve`` values (importing no HTTP client)

@@ -20,9 +20,17 @@ import asyncio
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
-from typing import TypeVar
 
 from dsf_transport.http import BodyTooLargeError, MemoryHook
+from dsf_transport.http1_connection import (
+    MAX_HEAD_BYTES,
+    READ_CHUNK,
+    Connection,
+    Incomplete,
+    Overrun,
+    StaleConnectionError,
+    within,
+)
 from dsf_transport.http1_errors import (
     ConnectError,
     ConnectTimeout,
@@ -34,209 +42,13 @@ from dsf_transport.http1_errors import (
 )
 from dsf_transport.http1_heads import Framing, parse_head
 
-#: Largest response head (status line and headers) accepted, and largest chunk-size line.
-MAX_HEAD_BYTES = 64 * 1024
-#: Largest piece of body read at once.
-READ_CHUNK = 64 * 1024
-#: Largest piece of a request body handed to the socket at once.
-WRITE_PIECE = 256 * 1024
-#: Bytes held unread before the connection stops reading from its socket.
-HIGH_WATER = 2 * READ_CHUNK
 _NO_BODY_STATUS = frozenset({204, 304})
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
-_T = TypeVar("_T")
 #: The timeout of each phase of a request (``connect``, ``write``, ``read``, as httpx names
 #: them), in seconds; a phase that is absent or None has no limit.
 Timeouts = Mapping[str, float | None]
 #: Where a request goes: host and port.
 Origin = tuple[str, int]
-
-
-class _Incomplete(Exception):
-    """The connection ended before what was being read; ``partial``: some of it came."""
-
-    def __init__(self, partial: bool) -> None:
-        super().__init__("connection ended")
-        self.partial = partial
-
-
-class _Overrun(Exception):
-    """A line (a head, a chunk size) longer than it may be."""
-
-
-class _StaleConnectionError(Exception):
-    """The connection broke before any byte of the response arrived."""
-
-
-class _Connection(asyncio.Protocol):
-    """One TCP connection: what arrived is kept in one buffer until read; reading stops
-    while more than :data:`HIGH_WATER` bytes wait, writing waits while the socket's
-    buffer is full."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
-        #: the server closed its side, or the connection broke
-        self.ended = False
-        self.error: Exception | None = None
-        self.idle_since = 0.0
-        self._waiter: asyncio.Future[None] | None = None
-        self._reading_paused = False
-        self._writing_paused = False
-        self._drained: asyncio.Future[None] | None = None
-
-    # ------------------------------------------------------- asyncio's callbacks
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        self._wake()
-        if len(self.buffer) > HIGH_WATER and not self._reading_paused:
-            self._reading_paused = True
-            assert self.transport is not None
-            self.transport.pause_reading()
-
-    def eof_received(self) -> None:
-        self.ended = True
-        self._wake()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.ended = True
-        self.error = exc
-        self._wake()
-        self.resume_writing()
-
-    def pause_writing(self) -> None:
-        self._writing_paused = True
-
-    def resume_writing(self) -> None:
-        self._writing_paused = False
-        drained, self._drained = self._drained, None
-        if drained is not None and not drained.done():
-            drained.set_result(None)
-
-    # ------------------------------------------------------------------ reading
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def _more(self) -> None:
-        """Wait until more bytes arrive or the connection ends."""
-        if self._reading_paused:
-            self._reading_paused = False
-            assert self.transport is not None
-            self.transport.resume_reading()
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-
-    def take(self, size: int) -> bytes:
-        """Up to ``size`` of the bytes that arrived (some must have)."""
-        buffer = self.buffer
-        data = bytes(buffer) if size >= len(buffer) else bytes(memoryview(buffer)[:size])
-        del buffer[:size]
-        return data
-
-    def _check_ended(self, partial: bool) -> None:
-        """Raise what ended the connection: its error, else :class:`_Incomplete`."""
-        if self.error is not None:
-            raise self.error
-        raise _Incomplete(partial)
-
-    async def read_until(self, separator: bytes, limit: int) -> bytes:
-        """The bytes up to and including ``separator``, at most ``limit`` of them."""
-        start = 0
-        while True:
-            found = self.buffer.find(separator, start)
-            if found >= 0:
-                if found + len(separator) > limit:
-                    raise _Overrun
-                return self.take(found + len(separator))
-            if len(self.buffer) > limit:
-                raise _Overrun
-            if self.ended:
-                self._check_ended(bool(self.buffer))
-            start = max(0, len(self.buffer) - len(separator) + 1)
-            await self._more()
-
-    async def read_exactly(self, size: int) -> bytes:
-        while len(self.buffer) < size:
-            if self.ended:
-                self._check_ended(bool(self.buffer))
-            await self._more()
-        return self.take(size)
-
-    async def read_some(self, size: int) -> bytes:
-        """Up to ``size`` bytes, as soon as some are there; ``b""`` when the server closed."""
-        while not self.buffer:
-            if self.ended:
-                if self.error is not None:
-                    raise self.error
-                return b""
-            await self._more()
-        return self.take(size)
-
-    # ------------------------------------------------------------------ writing
-
-    async def send(self, head: bytes, body: bytes, timeout: float | None) -> None:
-        """Write the head and body; a big body goes in pieces, so that the transport's
-        buffer never holds a second copy of it."""
-        if len(body) <= WRITE_PIECE:
-            self._write(head + body)
-            if self._writing_paused:
-                await _within(timeout, self._drain())
-            return
-        self._write(head)
-        view = memoryview(body)
-        for offset in range(0, len(body), WRITE_PIECE):
-            self._write(view[offset : offset + WRITE_PIECE])
-            await _within(timeout, self._drain())
-
-    def _write(self, data: bytes | memoryview) -> None:
-        if self.ended:
-            raise ConnectionResetError("connection lost")
-        assert self.transport is not None
-        self.transport.write(data)
-
-    async def _drain(self) -> None:
-        while self._writing_paused and not self.ended:
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
-        if self.ended and self.error is not None:
-            raise ConnectionResetError("connection lost")
-
-    # ---------------------------------------------------------------- lifecycle
-
-    def reusable(self, expiry: float) -> bool:
-        """Whether an idle connection can carry another request: open, silent (nothing
-        arrived unasked) and not kept too long."""
-        return (
-            not self.ended
-            and not self.buffer
-            and self.transport is not None
-            and not self.transport.is_closing()
-            and time.monotonic() - self.idle_since < expiry
-        )
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-
-
-async def _within(timeout: float | None, call: Awaitable[_T]) -> _T:
-    """``call`` awaited within ``timeout`` seconds; None: no limit, and no timer set up (the
-    agent sends 400 requests a second under a deadline of their own)."""
-    if timeout is None:
-        return await call
-    async with asyncio.timeout(timeout):
-        return await call
 
 
 class Pool:
@@ -246,7 +58,7 @@ class Pool:
     def __init__(self, *, max_idle_per_host: int = 64, keepalive_expiry: float = 30.0) -> None:
         self._max_idle = max_idle_per_host
         self._expiry = keepalive_expiry
-        self._idle: dict[Origin, list[_Connection]] = {}
+        self._idle: dict[Origin, list[Connection]] = {}
 
     async def send(self, origin: Origin, head: bytes, body: bytes, timeouts: Timeouts) -> Response:
         """One exchange with ``origin`` on a kept-alive connection when one is idle: ``head``
@@ -256,12 +68,12 @@ class Pool:
         if connection is not None:
             try:
                 return await self._exchange(origin, connection, head, body, timeouts)
-            except _StaleConnectionError:
+            except StaleConnectionError:
                 pass  # the server closed the kept-alive connection meanwhile: one fresh try
         connection = await self._connect(origin, timeouts)
         try:
             return await self._exchange(origin, connection, head, body, timeouts)
-        except _StaleConnectionError as err:
+        except StaleConnectionError as err:
             raise RemoteProtocolError("server disconnected without sending a response") from err
 
     def close(self) -> None:
@@ -271,7 +83,7 @@ class Pool:
                 connection.close()
         self._idle.clear()
 
-    def _take(self, origin: Origin) -> _Connection | None:
+    def _take(self, origin: Origin) -> Connection | None:
         idle = self._idle.get(origin)
         while idle:
             connection = idle.pop()
@@ -280,7 +92,7 @@ class Pool:
             connection.close()
         return None
 
-    def give_back(self, origin: Origin, connection: _Connection) -> None:
+    def give_back(self, origin: Origin, connection: Connection) -> None:
         """Keep ``connection`` for a next request to ``origin`` (when there is room)."""
         idle = self._idle.setdefault(origin, [])
         if len(idle) >= self._max_idle:
@@ -289,11 +101,11 @@ class Pool:
         connection.idle_since = time.monotonic()
         idle.append(connection)
 
-    async def _connect(self, origin: Origin, timeouts: Timeouts) -> _Connection:
+    async def _connect(self, origin: Origin, timeouts: Timeouts) -> Connection:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeouts.get("connect")):
-                _, connection = await loop.create_connection(_Connection, origin[0], origin[1])
+                _, connection = await loop.create_connection(Connection, origin[0], origin[1])
         except TimeoutError as err:
             raise ConnectTimeout("timed out connecting") from err
         except OSError as err:
@@ -303,7 +115,7 @@ class Pool:
     async def _exchange(
         self,
         origin: Origin,
-        connection: _Connection,
+        connection: Connection,
         head: bytes,
         body: bytes,
         timeouts: Timeouts,
@@ -315,7 +127,7 @@ class Pool:
             except TimeoutError as err:
                 raise WriteTimeout("timed out sending") from err
             except OSError as err:
-                raise _StaleConnectionError from err
+                raise StaleConnectionError from err
             status, reason, headers, framing = await _read_head(connection, timeouts.get("read"))
         except BaseException:
             connection.close()
@@ -328,27 +140,27 @@ class Pool:
 
 
 async def _read_head(
-    connection: _Connection, timeout: float | None
+    connection: Connection, timeout: float | None
 ) -> tuple[int, bytes, list[tuple[bytes, bytes]], Framing]:
     """The status, reason, headers and framing of the next final (non-1xx) response."""
     first = True
     while True:
         try:
             reading = connection.read_until(b"\r\n\r\n", MAX_HEAD_BYTES)
-            head = await (reading if timeout is None else _within(timeout, reading))
+            head = await (reading if timeout is None else within(timeout, reading))
         except TimeoutError as err:
             raise ReadTimeout("timed out waiting for the response") from err
-        except _Incomplete as err:
+        except Incomplete as err:
             if first and not err.partial:
-                raise _StaleConnectionError from err
+                raise StaleConnectionError from err
             raise RemoteProtocolError(
                 "server disconnected in the middle of the response head"
             ) from err
-        except _Overrun as err:
+        except Overrun as err:
             raise RemoteProtocolError("response head too large") from err
         except OSError as err:
             if first:
-                raise _StaleConnectionError from err
+                raise StaleConnectionError from err
             raise ReadError(str(err)) from err
         first = False
         status, reason, headers, framing = parse_head(head)
@@ -365,7 +177,7 @@ class Response:
         self,
         pool: Pool,
         origin: Origin,
-        connection: _Connection,
+        connection: Connection,
         status: int,
         reason: bytes,
         headers: list[tuple[bytes, bytes]],
@@ -378,7 +190,7 @@ class Response:
         self.framing = framing
         self._pool = pool
         self._origin = origin
-        self._connection: _Connection | None = connection
+        self._connection: Connection | None = connection
         self._timeout = timeout
         #: bytes left of the sized body, or of the current chunk
         self._remaining = framing.length or 0
@@ -443,7 +255,7 @@ class Response:
         else:
             self._drop()
 
-    async def _piece(self, connection: _Connection) -> bytes:
+    async def _piece(self, connection: Connection) -> bytes:
         if self._ended:
             return b""
         framing = self.framing
@@ -477,24 +289,24 @@ class Response:
 
     async def _read(self, call: Awaitable[bytes]) -> bytes:
         try:
-            return await _within(self._timeout, call)
+            return await within(self._timeout, call)
         except TimeoutError as err:
             raise ReadTimeout("timed out reading the body") from err
-        except _Incomplete as err:
+        except Incomplete as err:
             raise RemoteProtocolError("server disconnected in the middle of the body") from err
-        except _Overrun as err:
+        except Overrun as err:
             raise RemoteProtocolError("malformed chunked body") from err
         except OSError as err:
             raise ReadError(str(err)) from err
 
-    async def _chunk_size(self, connection: _Connection) -> int:
+    async def _chunk_size(self, connection: Connection) -> int:
         size_line = await self._read(connection.read_until(b"\r\n", MAX_HEAD_BYTES))
         size_text = size_line.split(b";", 1)[0].strip()
         if not size_text or size_text.strip(_HEX_DIGITS) or len(size_text) > 16:
             raise RemoteProtocolError("malformed chunk size")
         return int(size_text, 16)
 
-    async def _skip_trailers(self, connection: _Connection) -> None:
+    async def _skip_trailers(self, connection: Connection) -> None:
         """Read past the trailer section (ignored): its bytes are counted, and more than a
         head may hold (:data:`MAX_HEAD_BYTES`) is a protocol error, not an endless loop."""
         counted = 0
