@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import re
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
-from ipaddress import IPv6Address
 from types import TracebackType
 from typing import TYPE_CHECKING
-from urllib.parse import quote_plus, urlsplit
 
 from agent.errors import AgentError
+from agent.request_heads import host_of, parse_endpoint, plain_head, request_url
 from dsf_contract.failures import RequestFailure, http_status_reason
 from dsf_transport import http1
 from dsf_transport.http import (
@@ -30,7 +26,6 @@ from dsf_transport.http import (
     proxy_configured,
     read_capped,
 )
-from dsf_transport.http1_heads import write_head
 
 if TYPE_CHECKING:
     import httpx
@@ -47,18 +42,6 @@ MAX_IN_FLIGHT = 192
 MAX_IN_FLIGHT_PER_HOST = 64
 #: Idle connections kept per host, and for how long (seconds).
 MAX_IDLE_PER_HOST, KEEPALIVE_EXPIRY = 64, 30.0
-#: The headers every plain request carries (before its own): those httpx's client sends
-#: (the heads are the same, ``tests/agent/test_agent_stream.py``), offering the encodings
-#: both undo (httpx offers more only where ``brotli`` or ``zstandard`` is installed).
-DEFAULT_HEADERS = {
-    "Accept": "*/*",
-    "Accept-Encoding": "gzip, deflate",
-    "Connection": "keep-alive",
-    "User-Agent": str(UserAgent.AGENT),
-}
-_DEFAULT_FIELDS = [
-    (name.encode("ascii"), value.encode("ascii")) for name, value in DEFAULT_HEADERS.items()
-]
 
 
 class AgentClient:
@@ -171,123 +154,6 @@ def plain_transport(client: AgentClient) -> http1.Pool | None:
     return client.plain
 
 
-@functools.lru_cache(maxsize=4096)
-def _host_of(url: str) -> str:
-    """``host:port`` of ``url`` as its slots count it (a few endpoints, every cycle)."""
-    return urlsplit(url).netloc.lower()
-
-
-#: A host the plain pool takes as httpx would write it: a lower-case name or IPv4
-#: address, or an IPv6 address in brackets (checked canonical below).
-_PLAIN_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]")
-#: A path httpx sends as it is written (nothing to percent-encode).
-_PLAIN_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
-
-
-@dataclass(frozen=True)
-class _Endpoint:
-    """A summary's endpoint, parsed once (the same few endpoints serve every cycle)."""
-
-    text: str
-    #: without a query or fragment of its own: the parameters are the whole query
-    bare: bool
-    #: (host, port) when a request can go to the plain pool as bytes
-    origin: tuple[str, int] | None
-    #: the ``Host`` header and the path, for the plain pool
-    netloc: bytes = b""
-    path: bytes = b""
-
-
-@functools.lru_cache(maxsize=4096)
-def _endpoint(endpoint: str) -> _Endpoint:
-    bare = "?" not in endpoint and "#" not in endpoint
-    origin = _plain_origin(endpoint) if bare else None
-    if origin is None:
-        return _Endpoint(text=endpoint, bare=bare, origin=None)
-    host, port, path = origin
-    netloc = host if port == 80 else f"{host}:{port}"
-    return _Endpoint(
-        text=endpoint,
-        bare=bare,
-        origin=(host.strip("[]"), port),
-        netloc=netloc.encode("ascii"),
-        path=path.encode("ascii"),
-    )
-
-
-def _plain_origin(endpoint: str) -> tuple[str, int, str] | None:
-    """Host, port and path of an ``http://`` endpoint that httpx would send as written
-    (None for anything else: those requests go through httpx)."""
-    parts = urlsplit(endpoint)
-    if parts.scheme != "http" or "@" in parts.netloc:
-        return None
-    if parts.netloc.startswith("["):
-        address, bracket, after = parts.netloc[1:].partition("]")
-        host, colon, port_text = f"[{address}]", after[:1], after[1:]
-        if not bracket or after[:1] not in ("", ":") or not _canonical_ipv6(address):
-            return None
-    else:
-        host, colon, port_text = parts.netloc.partition(":")
-    path = parts.path or "/"
-    if _PLAIN_HOST.fullmatch(host) is None or _PLAIN_PATH.fullmatch(path) is None:
-        return None
-    if not colon:
-        return host, 80, path
-    if not port_text.isdigit() or port_text.startswith("0") or int(port_text) > 65535:
-        return None
-    return host, int(port_text), path
-
-
-def _canonical_ipv6(text: str) -> bool:
-    try:
-        return str(IPv6Address(text)) == text
-    except ValueError:
-        return False
-
-
-def _request_url(endpoint: _Endpoint, params: Mapping[str, str] | None) -> httpx.URL:
-    """``endpoint`` with ``params`` as its query, encoded as httpx encodes them."""
-    import httpx
-
-    url = httpx.URL(endpoint.text)
-    if not params:
-        return url
-    if not endpoint.bare:
-        return url.copy_merge_params(params)
-    return url.copy_with(raw_path=url.raw_path + _query(params))
-
-
-def _target(endpoint: _Endpoint, params: Mapping[str, str] | None) -> bytes:
-    """The request target of a bare, plain ``endpoint`` with ``params`` as its query."""
-    return endpoint.path + _query(params) if params else endpoint.path
-
-
-def _query(params: Mapping[str, str]) -> bytes:
-    """``?`` and ``params`` encoded as httpx encodes them."""
-    query = "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in params.items())
-    return b"?" + query.encode("ascii")
-
-
-def _quoted(text: str) -> str:
-    """``urlencode``'s quoting of one name or value; short ones are remembered (a scorer
-    sends the same query every cycle, and scorers share the names and current seconds),
-    within a few MB whatever the configuration holds."""
-    return _quoted_short(text) if len(text) <= 2048 else quote_plus(text)
-
-
-_quoted_short = functools.lru_cache(maxsize=1024)(quote_plus)
-
-
-def _request_fields(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
-    """The default headers, overridden by ``headers`` (names compared as HTTP compares
-    them)."""
-    own = [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers.items()]
-    if not own:
-        return _DEFAULT_FIELDS
-    names = {name.lower() for name, _ in own}
-    return [item for item in _DEFAULT_FIELDS if item[0].lower() not in names] + own
-
-
 @contextlib.asynccontextmanager
 async def stream(
     client: AgentClient,
@@ -301,19 +167,19 @@ async def stream(
     """The response to one request, its body still to be read (:func:`read_answer`).
 
     A plain ``http://`` request of a client with the plain pool goes to it as bytes: the
-    head httpx would write (:func:`_plain_head`), without httpx's request, URL, response
+    head httpx would write (:func:`plain_head`), without httpx's request, URL, response
     and header objects, which cost most of the agent's CPU at 400 requests a second. Its
     read and write phases have no timeout of their own there: every call is made inside
     :meth:`RequestSlots.take`, whose deadline (the same request timeout) bounds the whole
     exchange. Any other request (``https``, a proxy, ``--resolve``) goes through httpx's
     public ``send``, which picks the transport (its mounts) itself."""
-    target = _endpoint(endpoint)
+    target = parse_endpoint(endpoint)
     plain = client.plain
     response: http1.Response | httpx.Response
     if target.origin is not None and plain is not None:
         response = await plain.send(
             target.origin,
-            _plain_head(method, target, params, headers, content),
+            plain_head(method, target, params, headers, content),
             content or b"",
             client.plain_timeouts,
         )
@@ -324,32 +190,13 @@ async def stream(
         return
     via = client.httpx_client()
     request = via.build_request(
-        method, _request_url(target, params), headers=headers, content=content
+        method, request_url(target, params), headers=headers, content=content
     )
     response = await via.send(request, stream=True)
     try:
         yield response
     finally:
         await response.aclose()
-
-
-def _plain_head(
-    method: str,
-    endpoint: _Endpoint,
-    params: Mapping[str, str] | None,
-    headers: Mapping[str, str],
-    content: bytes | None,
-) -> bytes:
-    """The head httpx writes for this request, in its order: ``Host`` (and ``Content-Length:
-    0`` for a method that carries a body but has none), the default headers overridden by
-    ``headers``, then the body's ``Content-Length``."""
-    fields = [(b"Host", endpoint.netloc)]
-    if content is None and method in ("POST", "PUT", "PATCH"):
-        fields.append((b"Content-Length", b"0"))
-    fields += _request_fields(headers)
-    if content is not None:
-        fields.append((b"Content-Length", b"%d" % len(content)))
-    return write_head(method.encode("ascii"), _target(endpoint, params), fields)
 
 
 class RequestSlots:
@@ -374,7 +221,7 @@ class RequestSlots:
     def take(self, url: str) -> _Slot:
         """Hold a slot for one request to ``url`` (``async with``); ``TimeoutError`` when
         the deadline passes."""
-        host = _host_of(url)
+        host = host_of(url)
         per_host = self._hosts.get(host)
         if per_host is None:
             per_host = self._hosts[host] = asyncio.Semaphore(self._per_host)
@@ -445,14 +292,14 @@ async def fetch_answer(
     manager (a cycle's two requests, 400 a second)."""
     try:
         async with slots.take(endpoint):
-            target = _endpoint(endpoint)
+            target = parse_endpoint(endpoint)
             plain = client.plain
             if target.origin is None or plain is None:
                 async with stream(
                     client, method, endpoint, headers=headers, params=params, content=content
                 ) as answer:
                     return await read_answer(answer, service, error, limit, memory)
-            head = _plain_head(method, target, params, headers, content)
+            head = plain_head(method, target, params, headers, content)
             response = await plain.send(target.origin, head, content or b"", client.plain_timeouts)
             try:
                 return await read_answer(response, service, error, limit, memory)

@@ -11,10 +11,8 @@ import httpx
 import pytest
 
 from agent.errors import FetchError
+from agent.request_heads import parse_endpoint, request_target, request_url
 from agent.transport import (
-    _endpoint,
-    _request_url,
-    _target,
     make_client,
     plain_transport,
     read_answer,
@@ -45,16 +43,16 @@ def test_the_url_is_the_one_httpx_builds(endpoint: str) -> None:
     if httpx.URL(endpoint).query:
         # httpx 0.28 drops the endpoint's own query when params are given; the agent keeps
         # it (a tenant or extra_label a user wrote must reach Prometheus) and adds them
-        merged = _request_url(_endpoint(endpoint), PARAMS)
+        merged = request_url(parse_endpoint(endpoint), PARAMS)
         assert merged == httpx.URL(endpoint).copy_merge_params(PARAMS)
         assert merged.params["tenant"] == "a b"
         assert merged.params["query"] == built.params["query"]
     else:
-        assert _request_url(_endpoint(endpoint), PARAMS) == built
-    assert _request_url(_endpoint(endpoint), None) == client.build_request("GET", endpoint).url
-    plain = _endpoint(endpoint)
+        assert request_url(parse_endpoint(endpoint), PARAMS) == built
+    assert request_url(parse_endpoint(endpoint), None) == client.build_request("GET", endpoint).url
+    plain = parse_endpoint(endpoint)
     if plain.origin is not None:  # what the plain pool sends is what httpx would
-        assert (plain.netloc, _target(plain, PARAMS)) == (built.netloc, built.raw_path)
+        assert (plain.netloc, request_target(plain, PARAMS)) == (built.netloc, built.raw_path)
         assert plain.origin == (built.host, built.port or 80)
 
 
@@ -75,11 +73,11 @@ def test_the_url_is_the_one_httpx_builds(endpoint: str) -> None:
     ],
 )
 def test_only_urls_httpx_sends_as_written_go_to_the_plain_pool(endpoint: str, plain: bool) -> None:
-    parsed = _endpoint(endpoint)
+    parsed = parse_endpoint(endpoint)
     assert (parsed.origin is not None) is plain
     if plain:
         built = httpx.AsyncClient().build_request("GET", endpoint, params=PARAMS).url
-        assert (parsed.netloc, _target(parsed, PARAMS)) == (built.netloc, built.raw_path)
+        assert (parsed.netloc, request_target(parsed, PARAMS)) == (built.netloc, built.raw_path)
 
 
 @pytest.mark.asyncio
