@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import pydantic
 from dsf_compile.commands import cli
 from dsf_compile.pipeline.collector import loading
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT, imported_by
+from tests.placement.placement_repo import add_cel
 
 
 def _in_a_fresh_interpreter(code: str, **environment: str) -> str:
@@ -49,7 +51,7 @@ def test_validate_searches_no_package_metadata_for_pydantic_plugins() -> None:
 
 
 def test_validate_loads_no_writer_and_no_engine_the_fleet_does_not_use() -> None:
-    # the example fleet's Placements hold no CEL pattern, its dsf.yaml maps no address,
+    # the example fleet's Placements hold no CEL expression, its dsf.yaml maps no address,
     # nothing it says is a misspelt name, and validate checks its PlacementOptimization
     # without running the solver
     imported, _ = imported_by(EXAMPLE_FLEET, "validate")
@@ -57,12 +59,31 @@ def test_validate_loads_no_writer_and_no_engine_the_fleet_does_not_use() -> None
     unused = {
         "dsf_compile.edges.journal",  # what a writing command recovers; validate only flags
         "dsf_compile.backtest.gate",
+        "dsf_compile.placement.cel",  # the CEL engine: loaded by a fleet's first expression
+        "dsf_compile.placement.cel_cost",
         "dsf_compile.placement.optimize",  # the solver; its PlacementOptimization is checked
         "dsf_transport.connect_to",
         "re2",
         "difflib",
     }
     assert not imported & unused
+
+
+def test_a_fleets_first_cel_expression_loads_the_engine_and_is_checked(tmp_path: Path) -> None:
+    # the engine is loaded where the first expression is compiled: in a fresh interpreter,
+    # not after some other test loaded it, the expression is still checked
+    root = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE_FLEET, root)
+    add_cel(root, "managedCluster.metadata.name")
+    done = subprocess.run(
+        [sys.executable, "-m", "dsf_compile", "--root", str(root), "validate"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert done.returncode == 1  # invalid inputs
+    assert "celExpressions[0]: evaluates to string, not a bool" in done.stderr
 
 
 def test_models_build_with_the_plugin_search_left_out() -> None:

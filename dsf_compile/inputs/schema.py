@@ -8,7 +8,6 @@ written in Git, whatever the document's kind.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -73,44 +72,55 @@ def _carries_credentials(url: str) -> bool:
     return not (url[:6].lower() == "ssh://" and ":" not in found.group(0)[6:])
 
 
-def _walk(value: Any, pointer: Pointer = ()) -> Iterator[tuple[Pointer, Any]]:
-    yield pointer, value
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _walk(child, (*pointer, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from _walk(child, (*pointer, index))
-
-
 def precheck(document: Document) -> list[Problem]:
     """Credentials in Git: literal token/password fields and URLs with user:password@."""
-    problems = []
-    for pointer, value in _walk(document.data):
-        if pointer and isinstance(pointer[-1], str):
-            key = re.sub(r"[-_]", "", pointer[-1]).lower()
-            if key in _CREDENTIAL_KEYS:
-                problems.append(
-                    document.problem(
-                        pointer,
-                        "credentials must not be written in Git; reference a Secret with auth.tokenSecretRef",
-                    )
-                )
-                continue
-        if isinstance(value, str) and _carries_credentials(value):
-            problems.append(
-                document.problem(
-                    pointer, "URL carries credentials (user:password@host); use a Secret reference"
-                )
-            )
-        elif isinstance(value, str) and "://" in value and has_secret_query(value):
-            problems.append(
-                document.problem(
-                    pointer,
-                    "URL carries a secret query parameter (token=, api_key=, ...); use a Secret reference",
-                )
-            )
+    problems: list[Problem] = []
+    _precheck_value(document, document.data, (), problems)
     return problems
+
+
+def _precheck_value(
+    document: Document, value: Any, pointer: Pointer, problems: list[Problem]
+) -> None:
+    """``value`` at ``pointer``, then what it holds, in document order."""
+    if pointer and isinstance(pointer[-1], str) and _bare_key(pointer[-1]) in _CREDENTIAL_KEYS:
+        problems.append(
+            document.problem(
+                pointer,
+                "credentials must not be written in Git; reference a Secret with auth.tokenSecretRef",
+            )
+        )
+    elif isinstance(value, str):
+        _precheck_url(document, value, pointer, problems)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            _precheck_value(document, child, (*pointer, key), problems)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            _precheck_value(document, child, (*pointer, index), problems)
+
+
+def _bare_key(key: str) -> str:
+    """A key as credential names are compared: lower case, without ``-`` and ``_``."""
+    return key.replace("-", "").replace("_", "").lower()
+
+
+def _precheck_url(
+    document: Document, value: str, pointer: Pointer, problems: list[Problem]
+) -> None:
+    if _carries_credentials(value):
+        problems.append(
+            document.problem(
+                pointer, "URL carries credentials (user:password@host); use a Secret reference"
+            )
+        )
+    elif "://" in value and has_secret_query(value):
+        problems.append(
+            document.problem(
+                pointer,
+                "URL carries a secret query parameter (token=, api_key=, ...); use a Secret reference",
+            )
+        )
 
 
 # --------------------------------------------------------------- documents

@@ -9,23 +9,18 @@ that cannot be checked here, a warning. Registered in :mod:`.checks`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from dsf_compile.inputs.located import Located
 from dsf_compile.inputs.placements import Placement
-from dsf_compile.placement.cel import (
-    CelEvaluationError,
-    CelExpression,
-    bad_constant_patterns,
-    evaluate,
-    is_constant,
-    score_names,
-)
-from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
 from dsf_compile.placement.check_subjects import CheckedPlacement
 from dsf_compile.placement.published_scores import unknown_score
 from dsf_compile.placement.scheduler import Cluster, compile_cached
 from dsf_contract.bounded_yaml import Pointer
 from dsf_contract.problem import Problem
+
+if TYPE_CHECKING:  # the CEL engine is loaded by compile_cached, for a fleet's first expression
+    from dsf_compile.placement.cel import CelExpression
 
 #: How many inventory clusters an expression is tried on to learn its result type.
 _TRIED_CLUSTERS = 64
@@ -47,6 +42,8 @@ def cel_expressions(placement: CheckedPlacement) -> Iterator[Problem]:
         if compiled.unsupported is not None:
             yield located.problem(pointer, f"not checked: {compiled.unsupported}", "warning")
             continue
+        from dsf_compile.placement.cel import score_names  # loaded by compile_cached
+
         catalog = placement.fleet.catalog
         for name in sorted(score_names(compiled)):
             if name not in catalog.scores and catalog.complete:
@@ -78,6 +75,8 @@ def _evaluation_problems(
     """What evaluating ``compiled`` tells: a bad constant ``matches`` pattern, a result
     that is not a bool, a cost past OCM's limit (an error when it is past whatever the
     cluster, else a warning naming the first cluster)."""
+    from dsf_compile.placement.cel import bad_constant_patterns, is_constant
+
     found = [
         located.problem(
             pointer,
@@ -98,6 +97,9 @@ def _evaluation_problems(
 
 
 def _over_limit(compiled: CelExpression, cluster: str) -> str:
+    from dsf_compile.placement.cel import is_constant
+    from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, PER_CALL_LIMIT
+
     if is_constant(compiled):
         return (
             f"costs more than OCM's CEL cost limit ({PER_CALL_LIMIT}), whatever the cluster: "
@@ -113,6 +115,9 @@ def _tried(compiled: CelExpression, clusters: Sequence[Cluster]) -> tuple[str | 
     """The type an expression gives instead of a bool, tried on the inventory (CEL's result
     type does not depend on the cluster; None when it gives a bool or only errors), and
     the first cluster on which it passes OCM's cost limit (trying stops there)."""
+    from dsf_compile.placement.cel import CelEvaluationError, evaluate
+    from dsf_compile.placement.cel_cost import LIMIT_MESSAGE
+
     for cluster in clusters[:_TRIED_CLUSTERS]:
         try:
             value = evaluate(compiled, cluster.cel_view(), lambda _c, _n: [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from dsf_compile.inputs.inventory import ClusterTaint, LabelSelector, LabelSelectorRequirement
 from dsf_compile.inputs.placements import (
@@ -24,12 +25,14 @@ from dsf_compile.inputs.placements import (
     PlacementToleration,
 )
 from dsf_compile.inputs.selectors import selector_matches
-from dsf_compile.placement.cel import CelExpression
 from dsf_compile.placement.decisions import Misconfigured
 from dsf_compile.placement.prioritizers import some_names
 from dsf_compile.placement.state import Cluster, ScoreIndex, compile_cached
 from dsf_contract.fields import add_seconds
 from dsf_contract.records import frozen
+
+if TYPE_CHECKING:  # the CEL engine is loaded by compile_cached, for a fleet's first expression
+    from dsf_compile.placement.cel import CelExpression
 
 GLOBAL_CLUSTER_SET = "global"
 
@@ -54,7 +57,7 @@ def removed(before: Sequence[Cluster], after: Sequence[Cluster]) -> tuple[str, .
 
 
 #: One predicate: its label and claim selectors, and its CEL expressions compiled.
-PredicateSelector = tuple[ClusterSelector | None, tuple[CelExpression, ...]]
+PredicateSelector = tuple[ClusterSelector | None, tuple["CelExpression", ...]]
 
 
 def compiled_predicates(placement: Placement) -> list[PredicateSelector]:

@@ -12,24 +12,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import field
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsf_compile.inputs.inventory import ClusterTaint, ManagedClusterSpec, ManagedClusterStatus
 from dsf_compile.inputs.placements import AddOnPlacementScore
 from dsf_compile.inputs.quantity import quantity_value
-from dsf_compile.placement.cel import (
-    CelEvaluationError,
-    CelExpression,
-    Cost,
-    cluster_context,
-    compile_expression,
-    evaluate_costed,
-    exact_cost,
-)
-from dsf_compile.placement.cel_cost import LIMIT_MESSAGE, RUNTIME_BUDGET
 from dsf_contract.fields import in_utc
 from dsf_contract.records import frozen
 from dsf_contract.scores import CONDITION_TYPE
+
+if TYPE_CHECKING:  # the CEL engine is loaded by a fleet's first expression, where it is used
+    from dsf_compile.placement.cel import CelExpression, Cost
 
 
 @frozen
@@ -179,6 +172,8 @@ class ScoreIndex:
                 # the context holds the lookup, and the memo the context: a lookup bound
                 # to this index would make a cycle through the interpreter's context,
                 # which Python's collector cannot see into, and no run would be freed
+                from dsf_compile.placement.cel import cluster_context
+
                 context = cluster_context(cluster.cel_view(), self.scores_lookup())
                 self.memo[cluster.name] = context
             found = self._cel_outcome(expression, cluster, context)
@@ -190,6 +185,9 @@ class ScoreIndex:
         # passed the limit on CEL_LIMIT_CLUSTERS clusters of a run, it is taken to pass it
         # on the rest (OCM drops them too), so that a hostile expression cannot make a run
         # last a fleet's size in seconds.
+        from dsf_compile.placement.cel import CelEvaluationError, evaluate_costed
+        from dsf_compile.placement.cel_cost import LIMIT_MESSAGE
+
         over = ("cel-over-limit", expression.source)
         if self.memo.get(over, 0) >= CEL_LIMIT_CLUSTERS:
             return False
@@ -216,6 +214,8 @@ class ScoreIndex:
         for expression in expressions:
             if not self.cel_true(expression, cluster):
                 return False
+            from dsf_compile.placement.cel_cost import RUNTIME_BUDGET  # loaded by compile_cached
+
             spent.append(expression)
             total += self._cel_cost(expression, cluster, exact=False)
             if total > RUNTIME_BUDGET:
@@ -231,6 +231,9 @@ class ScoreIndex:
         if cost is None:
             return 0
         if exact and not cost.exact:
+            from dsf_compile.placement.cel import CelEvaluationError, Cost, exact_cost
+            from dsf_compile.placement.cel_cost import RUNTIME_BUDGET
+
             try:
                 units = exact_cost(expression, cluster.cel_view(), self.scores_lookup())
             except CelEvaluationError:
@@ -271,8 +274,14 @@ def _cel_scores(
     return [{"name": item.name, "value": item.value} for item in found.status.scores]
 
 
-#: Every distinct expression is compiled once per run, however many Placements use it.
-compile_cached = functools.lru_cache(maxsize=4096)(compile_expression)
+@functools.lru_cache(maxsize=4096)
+def compile_cached(source: str) -> CelExpression:
+    """``source`` compiled: every distinct expression once per run, however many
+    Placements use it. The CEL engine is loaded here, by a fleet's first expression: a
+    fleet without one (most) never loads it."""
+    from dsf_compile.placement.cel import compile_expression
+
+    return compile_expression(source)
 
 
 def format_time(moment: datetime) -> str:
