@@ -26,7 +26,7 @@ from dsf_compile.commands.scorer_check import run_scorer_check
 from dsf_compile.edges import replacement
 from dsf_compile.edges.files import NotRegularFileError, read_regular_file
 from dsf_compile.edges.untrusted import redact, safe_message, string_problem
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from dsf_contract.bounded_json import load_json
