@@ -1,4 +1,5 @@
-"""``sync`` sends its requests while it validates the rest of the fleet.
+"""``sync`` sends its requests while it validates the rest of the fleet, and encodes each
+scorer's entry as it comes.
 
 The fetch starts in a thread of its own once the scorers and ``dsf.yaml``'s ``sync``
 section validate on their own; the command's outcome is the one it had when it validated
@@ -10,6 +11,7 @@ each scorer fetched once and reported, in the command's own thread, as it finish
 from __future__ import annotations
 
 import io
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +22,16 @@ import pytest
 from dsf_compile.commands.cli import run
 from dsf_compile.pipeline.sync import sync_fleet
 from dsf_compile.sync import background
-from dsf_compile.sync.lock import LOCKFILE, LockEntry
-from tests.sync_fleet import CONFIG, make_fleet
+from dsf_compile.sync.lock import (
+    LOCKFILE,
+    LockEntry,
+    Lockfile,
+    LockfileText,
+    encode_lockfile,
+    make_entry,
+)
+from dsf_contract.scoring_api import ScorerConfig
+from tests.sync_fleet import CONFIG, make_fleet, scorer
 from tests.sync_servers import LoopbackServer, hang, json_body
 
 #: A cluster file that reads as YAML but does not validate: a problem only the whole
@@ -182,3 +192,37 @@ def test_an_unknown_name_is_refused_as_before(
     assert server.requests == []
     assert not (root / LOCKFILE).exists()
     assert fetch_threads() == []
+
+
+# ------------------------------------------------- the lockfile's text, entry by entry
+
+
+def whole_dump(lock: Lockfile) -> str:
+    data = lock.model_dump(mode="json", exclude_none=True)
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_the_lockfile_text_of_its_entries_is_the_whole_files_dump() -> None:
+    config = ScorerConfig.model_validate(CONFIG)
+    entries = {
+        "b-active": make_entry(
+            scorer("b-active", "http://h/config").spec, healthy=True, config=config
+        ),
+        "a-inactive": make_entry(
+            scorer("a-inactive", "http://h/c").spec, healthy=False, reason="GET …: «timed out»\t"
+        ),
+        "c-health": make_entry(scorer("c-health", "http://h/c", mode="None").spec, healthy=True),
+    }
+    lock = Lockfile(scorers=entries)
+    assert encode_lockfile(lock) == whole_dump(lock)
+    for added in ([], ["a-inactive"], list(entries)):
+        text = LockfileText()
+        for name in added:
+            text.add(name, entries[name])
+        assert encode_lockfile(lock, text) == whole_dump(lock)
+    # an entry replaced since it was added is encoded again
+    text = LockfileText()
+    text.add("b-active", entries["a-inactive"])
+    assert encode_lockfile(lock, text) == whole_dump(lock)
+    text.add("gone", entries["a-inactive"])
+    assert encode_lockfile(Lockfile(), text) == whole_dump(Lockfile())

@@ -24,6 +24,7 @@ from dsf_compile.sync.lock import (
     LOCKFILE_SCOPE,
     LockEntry,
     Lockfile,
+    LockfileText,
     check_lockfile_target,
     read_lockfile,
     write_lockfile,
@@ -106,7 +107,8 @@ def _sync(
         raise
     if refusal is not None:
         raise refusal
-    fetched = _fetch(inputs, previous, names, resolve, progress, early)
+    text = LockfileText()  # each entry encoded as it comes, while the others are awaited
+    fetched = _fetch(inputs, previous, names, resolve, progress, early, text)
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
     only = frozenset(names) if names else None
@@ -117,7 +119,7 @@ def _sync(
     if lost and not allow_mass_failure:
         problems = [_scorer_problem(inputs, lock, name, "not reached") for name in lost]
         raise UnreachableFleetError(problems, len(lost), counted_active, fraction)
-    written = write_lockfile(root, lock)
+    written = write_lockfile(root, lock, text)
     inactive = tuple(
         sorted(
             n
@@ -176,7 +178,11 @@ def _start_early(
     """The fetch, started in a thread when every file was read without a problem, ``dsf.yaml``'s
     ``sync`` section and every document of ``scorers/`` validate on their own and the
     ``--resolve`` mappings parse; None otherwise (the fleet is then validated first, and
-    fetched after, as before)."""
+    fetched after, as before).
+
+    Credentials written in Git (``precheck``) are left to the validation: a URL that
+    carries them is refused by the fetch itself, without a request
+    (:mod:`dsf_compile.sync.refresh`), and the fleet then fails as invalid."""
     from dsf_compile.sync.background import BackgroundFetch
 
     if files.problems or files.settings_problems:
@@ -196,13 +202,12 @@ def _sync_settings(document: Document | None) -> SyncSettings | None:
     """``dsf.yaml``'s ``sync`` section as ``Settings.sync`` reads it; None on any problem."""
     from pydantic import ValidationError
 
-    from dsf_compile.inputs.schema import precheck
     from dsf_compile.inputs.sync_settings import SyncSettings
 
     if document is None:
         return SyncSettings()
     data = document.data
-    if document.reported or not isinstance(data, dict) or precheck(document):
+    if document.reported or not isinstance(data, dict):
         return None
     try:
         return SyncSettings.model_validate(data["sync"]) if "sync" in data else SyncSettings()
@@ -215,7 +220,6 @@ def _scorers(documents: Sequence[Document]) -> tuple[DynamicScorer, ...] | None:
     when a document there is not one, or has a problem of its own."""
     from pydantic import ValidationError
 
-    from dsf_compile.inputs.schema import precheck
     from dsf_compile.inputs.scorer import DynamicScorer
 
     found = []
@@ -224,8 +228,6 @@ def _scorers(documents: Sequence[Document]) -> tuple[DynamicScorer, ...] | None:
             continue
         data = document.data
         if document.reported or not isinstance(data, dict) or data.get("kind") != "DynamicScorer":
-            return None
-        if precheck(document):
             return None
         try:
             found.append(DynamicScorer.model_validate(data))
@@ -264,9 +266,11 @@ def _fetch(
     resolve: Sequence[str],
     progress: Callable[[str, LockEntry, int, int], None] | None,
     early: _Early | None,
+    text: LockfileText,
 ) -> Fetched:
-    """Every scorer asked (only ``names`` when given), ``progress`` told after each: the
-    fetch started early when it asked the validated fleet's scorers, a new one otherwise."""
+    """Every scorer asked (only ``names`` when given), ``progress`` told after each and its
+    entry encoded into ``text``: the fetch started early when it asked the validated fleet's
+    scorers, a new one otherwise."""
     import asyncio
 
     scorers = [s.model for s in inputs.scorers]
@@ -278,6 +282,7 @@ def _fetch(
         done += 1
         if progress is not None:
             progress(name, entry, done, total)
+        text.add(name, entry)
 
     if early is not None and early.matches(inputs):
         return early.fetch.result(counted)
