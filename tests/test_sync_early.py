@@ -31,7 +31,7 @@ from dsf_compile.sync.lock import (
     make_entry,
 )
 from dsf_contract.scoring_api import ScorerConfig
-from tests.sync_fleet import CONFIG, make_fleet, scorer
+from tests.sync_fleet import CONFIG, SCORER_YAML, make_fleet, scorer
 from tests.sync_servers import LoopbackServer, hang, json_body
 
 #: A cluster file that reads as YAML but does not validate: a problem only the whole
@@ -119,6 +119,24 @@ def test_an_invalid_fleet_fails_as_validate_says_its_requests_cancelled(
     assert as_validate_says(root, err), err
     assert "clusters/inventory.yaml:4:3: error: metadata.name" in err
     assert "Traceback" not in out + err
+    assert not (root / LOCKFILE).exists()
+    assert fetch_threads() == []
+
+
+def test_a_failure_while_the_answers_come_cancels_the_requests_still_in_flight(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    server.route("/config", json_body(CONFIG))
+    server.route("/hang", hang())
+    root = fleet(tmp_path, server, ("a",), "/config")
+    (root / "scorers" / "b.yaml").write_text(SCORER_YAML.format(name="b", url=server.url("/hang")))
+    (root / "dsf.yaml").write_text("sync:\n  timeoutSeconds: 600\n  retries: 0\n")
+
+    def progress(name: str, entry: LockEntry, done: int, total: int) -> None:
+        raise BrokenPipeError(name)  # the terminal went away
+
+    with pytest.raises(BrokenPipeError, match=r"^a$"):
+        sync_fleet(root, names=(), resolve=(), progress=progress)
     assert not (root / LOCKFILE).exists()
     assert fetch_threads() == []
 

@@ -92,6 +92,7 @@ def _sync(
     progress: Callable[[str, LockEntry, int, int], None] | None,
     allow_mass_failure: bool,
 ) -> SyncResult:
+    """:func:`sync_fleet`'s steps, in the order its docstring gives."""
     from dsf_compile.inputs.load import read_inputs
     from dsf_compile.sync.guard import unreachable_fleet
 
@@ -99,16 +100,16 @@ def _sync(
     refusal = _refusal(root)
     previous, problems = read_lockfile(root) if refusal is None else (Lockfile(), [])
     early = None if refusal is not None else _start_early(files, previous, names, resolve)
+    text = LockfileText()  # each entry encoded as it comes, while the others are awaited
     try:
         inputs = _validate(files)
-    except BaseException:
+        if refusal is not None:
+            raise refusal
+        fetched = _fetch(inputs, previous, names, resolve, progress, early, text)
+    except BaseException:  # an invalid fleet, an interruption: no request left in flight
         if early is not None:
             early.fetch.cancel()
         raise
-    if refusal is not None:
-        raise refusal
-    text = LockfileText()  # each entry encoded as it comes, while the others are awaited
-    fetched = _fetch(inputs, previous, names, resolve, progress, early, text)
     # a broken lockfile is replaced by a fresh sync, but say so
     warnings = [Problem(p.path, p.line, p.column, p.field, p.message, "warning") for p in problems]
     only = frozenset(names) if names else None

@@ -49,7 +49,11 @@ class BackgroundFetch:
         self._task: asyncio.Task[Any] | None = None
         self._thread = threading.Thread(target=self._run, args=(fetch,), name="sync-fetch")
         self._thread.start()
-        self._going.wait()
+        try:
+            self._going.wait()
+        except BaseException:  # interrupted (Ctrl-C): no fetch left behind
+            self.cancel()
+            raise
 
     def _run(self, fetch: Fetch) -> None:
         outcome: Fetched | BaseException
@@ -94,7 +98,7 @@ class BackgroundFetch:
 
     def cancel(self) -> None:
         """Stop the requests (their connections closed, nothing reported) and wait for the
-        thread to end."""
+        thread to end; nothing to do once it has."""
         self._started.wait()
         loop, task = self._loop, self._task
         if loop is not None and task is not None:
