@@ -26,6 +26,7 @@ from dsf_compile.sync.lock import (
     Lockfile,
     LockfileText,
     check_lockfile_target,
+    load_writer,
     read_lockfile,
     write_lockfile,
 )
@@ -105,6 +106,7 @@ def _sync(
         inputs = _validate(files)
         if refusal is not None:
             raise refusal
+        load_writer()
         fetched = _fetch(inputs, previous, names, resolve, progress, early, text)
     except BaseException:  # an invalid fleet, an interruption: no request left in flight
         if early is not None:

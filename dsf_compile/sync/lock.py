@@ -222,6 +222,12 @@ def check_lockfile_target(root: Path) -> list[Problem]:
     ]
 
 
+def load_writer() -> None:
+    """Load what :func:`write_lockfile` needs: a sync does it while the answers are awaited,
+    so that the import is not paid after the last one."""
+    from dsf_compile.edges import replacement  # noqa: F401
+
+
 def write_lockfile(root: Path, lock: Lockfile, text: LockfileText | None = None) -> Replaced:
     """Replace the lockfile atomically, after removing what a killed sync left; ``text``
     may hold entries already encoded.
