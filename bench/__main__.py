@@ -156,7 +156,7 @@ def _child(
 
 def sync_rows(sizes: Sizes) -> list[Row]:
     from bench import sync_bench
-    from dsf_compile.inputs.settings import SyncSettings
+    from dsf_compile.inputs.sync_settings import SyncSettings
 
     parent, child = multiprocessing.Pipe()
     server = multiprocessing.Process(

@@ -33,7 +33,7 @@ sys.path.insert(0, str(_ROOT))
 
 from bench.command_bench import HANG_EXTRA, SYNC_TARGET  # noqa: E402
 from dsf_compile.inputs.scorer import DynamicScorer  # noqa: E402
-from dsf_compile.inputs.settings import SyncSettings  # noqa: E402
+from dsf_compile.inputs.sync_settings import SyncSettings  # noqa: E402
 from dsf_compile.sync.fetch import sync_lock  # noqa: E402
 from dsf_compile.sync.lock import Lockfile, encode_lockfile  # noqa: E402
 from tests.sync_servers import LoopbackServer, hang, json_body  # noqa: E402 - after the sys.path set-up

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.sync_settings import SyncSettings
 
 CONFIG = {
     "name": "sample-scorer",

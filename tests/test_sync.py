@@ -20,7 +20,7 @@ import pytest
 
 from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_compile.sync.fetch import (
     format_progress,
     parse_resolve_options,

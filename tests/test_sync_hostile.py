@@ -25,8 +25,8 @@ from dsf_compile.commands.cli import run
 from dsf_compile.commands.scorer_check import run_scorer_check
 from dsf_compile.edges import replacement
 from dsf_compile.edges.files import NotRegularFileError, read_regular_file
-from dsf_compile.edges.untrusted import redact, safe_message, string_problem
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.edges.untrusted import first_string_problem, redact, safe_message, string_problem
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_compile.sync.fetch import format_progress, sync_lock
 from dsf_compile.sync.lock import LOCKFILE, Lockfile, make_entry
 from dsf_contract.bounded_json import load_json
@@ -571,3 +571,24 @@ def test_an_unclosed_string_of_escaped_quotes_is_refused_in_linear_time() -> Non
     with pytest.raises(ValueError):
         load_json(hostile)
     assert load_json('{"a": "x\\"y]", "b": [[1]]}') == {"a": 'x"y]', "b": [[1]]}
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ({"a": ["x", {"b": 1.5, "c": None}], "d": True}, None),
+        ({"a": ["x", {"b": "bad\x00"}]}, "a[1].b: holds the control character U+0000"),
+        ({"a": {"bad\x01key": 1}}, "a.bad\x01key: holds the control character U+0001"),
+        (
+            [1, "http://u:p@h/"],
+            "[1]: carries credentials (a user name or password, or a secret query parameter); "
+            "refused",
+        ),
+        ("\ud800", "(document): is not valid Unicode (lone surrogate U+D800)"),
+        ({"z": "ok", "a": "\x7f"}, "a: holds the control character U+007F"),
+    ],
+)
+def test_first_string_problem_names_the_first_string_that_cannot_be_kept(
+    value: Any, found: str | None
+) -> None:
+    assert first_string_problem(value) == found

@@ -98,8 +98,26 @@ def strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 def first_string_problem(value: Any) -> str | None:
     """``FIELD: reason`` for the first string of a JSON value that cannot be kept, or None."""
+    if not _holds_string_problem(value):
+        return None  # the usual case: no string's path written out only to be dropped
     for where, text in strings(value):
         problem = string_problem(text)
         if problem is not None:
             return f"{where or '(document)'}: {problem}"
     return None
+
+
+def _holds_string_problem(value: Any) -> bool:
+    """Whether any string of a JSON value (keys included) cannot be kept: the strings
+    :func:`strings` walks, without their paths."""
+    if isinstance(value, str):
+        return string_problem(value) is not None
+    if isinstance(value, dict):
+        return any(
+            (isinstance(key, str) and string_problem(key) is not None)
+            or _holds_string_problem(child)
+            for key, child in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return any(_holds_string_problem(child) for child in value)
+    return False

@@ -6,6 +6,7 @@ by the bounded YAML reader the agent shares (:mod:`dsf_contract.bounded_yaml`).
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from pathlib import Path
@@ -13,8 +14,12 @@ from pathlib import Path
 from dsf_compile.edges.files import FileTooLargeError, NotRegularFileError, read_regular_file
 from dsf_contract.bounded_yaml import Document, parse_yaml
 from dsf_contract.problem import Problem
+from dsf_contract.records import frozen
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+SETTINGS_FILE = "dsf.yaml"
+#: The input folders, in the order they are read.
+INPUT_FOLDERS = ("scorers", "clusters", "placements")
 
 
 def read_yaml_file(
@@ -141,3 +146,47 @@ def _is_plain_file(path: Path) -> bool:
         return stat.S_ISREG(path.lstat().st_mode)
     except OSError:
         return True  # reading it reports why it cannot be read
+
+
+@frozen
+class InputFiles:
+    """A repository's inputs as read, not yet validated: ``dsf.yaml``'s document (None
+    without one), the documents of the input folders in reading order, and what reading
+    found, ``dsf.yaml``'s problems apart (they come first, before its validation's)."""
+
+    settings_document: Document | None
+    settings_problems: tuple[Problem, ...]
+    documents: tuple[Document, ...]
+    problems: tuple[Problem, ...]
+
+
+def read_settings_file(root: Path) -> tuple[Document | None, list[Problem]]:
+    """``dsf.yaml``'s document (None without one) and what reading it found."""
+    if not os.path.lexists(root / SETTINGS_FILE):  # a dangling link or a FIFO is reported
+        return None, []
+    documents, problems = read_yaml_file(root, SETTINGS_FILE)
+    if len(documents) > 1:
+        problems.append(Problem(SETTINGS_FILE, 1, 1, "", "must hold one YAML document"))
+    return (documents[0] if documents else None), problems
+
+
+def read_inputs(root: Path) -> InputFiles:
+    """Read ``dsf.yaml`` and every file of the input folders; nothing is validated here, so
+    that a caller may look at some of them (sync, its scorers) before the rest is."""
+    settings_document, settings_problems = read_settings_file(root)
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    for folder in INPUT_FOLDERS:
+        files, found = list_input_files(root, folder)
+        problems += found
+        for relative in files:
+            docs, found = read_yaml_file(root, relative)
+            problems += found
+            documents += docs
+    if not (root / "scorers").is_dir() and not (root / "clusters").is_dir():
+        problems.append(
+            Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)")
+        )
+    return InputFiles(
+        settings_document, tuple(settings_problems), tuple(documents), tuple(problems)
+    )

@@ -23,6 +23,7 @@ from dsf_compile.inputs.agent_settings import (
 )
 from dsf_compile.inputs.inventory import LabelSelector
 from dsf_compile.inputs.shard_limits import MAX_SHARDS
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_contract.fields import (
     DnsLabel,
     DnsSubdomain,
@@ -199,28 +200,6 @@ class RepositorySettings(Frozen):
     path: Annotated[
         str, Field(min_length=1, max_length=4096), AfterValidator(_repository_folder)
     ] = "rendered"
-
-
-class SyncSettings(Frozen):
-    timeoutSeconds: Annotated[float, Field(gt=0, le=600, allow_inf_nan=False)] = 10.0
-    concurrency: Annotated[int, Field(ge=1, le=1024)] = 256
-    retries: Annotated[int, Field(ge=0, le=10)] = 2
-    maxResponseBytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 1024 * 1024
-    allowedHosts: Items[str] = Field(
-        default=(), description="Host names or globs sync may contact; empty allows every host."
-    )
-    resolve: dict[str, str] = Field(
-        default_factory=dict,
-        description="Connect to another address for a host:port, like curl --connect-to: {'svc.ns:8000': '127.0.0.1:18000'}.",
-    )
-    maxUnreachableFraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
-        default=0.5,
-        description="When more than this fraction of the scorers Active in the lockfile cannot be reached in one sync, sync writes nothing and exits 1 (1 turns the guard off).",
-    )
-    maxClusterRemovalFraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
-        default=0.5,
-        description="When sync --clusters would remove more than this fraction of the clusters in clusters/discovered.yaml, it writes nothing and exits 1; --allow-mass-removal overrides it once (1 turns the guard off).",
-    )
 
 
 def _limit(default: int, *, most: int, least: int = 1, description: str) -> Any:

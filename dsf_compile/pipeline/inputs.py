@@ -16,7 +16,7 @@ from dsf_compile.edges.debris import debris_problems
 from dsf_compile.errors import (
     InputError,
 )
-from dsf_compile.inputs.load import list_input_files, read_yaml_file
+from dsf_compile.inputs.load import InputFiles, read_inputs, read_settings_file
 from dsf_compile.inputs.prerequisites import prerequisite_notes
 from dsf_compile.inputs.validate import (
     Inputs,
@@ -36,7 +36,6 @@ from dsf_compile.sync.lock import (
     Lockfile,
     read_lockfile,
 )
-from dsf_contract.bounded_yaml import Document
 from dsf_contract.problem import Problem
 from dsf_contract.records import frozen
 
@@ -44,25 +43,15 @@ if TYPE_CHECKING:  # imported where used: validate and sync load none of them
     from dsf_compile.inputs.settings import Settings
 
 
-SETTINGS_FILE = "dsf.yaml"
-
-
-def _read_settings(root: Path) -> tuple[Settings, Document | None, list[Problem]]:
-    problems: list[Problem] = []
-    settings_document: Document | None = None
-    if os.path.lexists(root / SETTINGS_FILE):  # a dangling link or a FIFO is reported, not skipped
-        documents, found = read_yaml_file(root, SETTINGS_FILE)
-        problems += found
-        if len(documents) > 1:
-            problems.append(Problem(SETTINGS_FILE, 1, 1, "", "must hold one YAML document"))
-        settings_document = documents[0] if documents else None
-    settings, found = validate_settings(settings_document)
-    return settings, settings_document, problems + found
+def _read_settings(root: Path) -> tuple[Settings, list[Problem]]:
+    document, problems = read_settings_file(root)
+    settings, found = validate_settings(document)
+    return settings, [*problems, *found]
 
 
 def load_settings(root: Path) -> Settings:
     """Only ``dsf.yaml`` (for a hub read before the rest is loaded); InputError on problems."""
-    settings, _, problems = _read_settings(root)
+    settings, problems = _read_settings(root)
     if problems:
         raise InputError(problems)
     return settings
@@ -75,20 +64,15 @@ def load_inputs(root: Path) -> Inputs:
 
 
 def _load_inputs(root: Path) -> Inputs:
-    settings, settings_document, problems = _read_settings(root)
-    documents = []
-    for folder in ("scorers", "clusters", "placements"):
-        files, found = list_input_files(root, folder)
-        problems += found
-        for relative in files:
-            docs, found = read_yaml_file(root, relative)
-            problems += found
-            documents += docs
-    if not (root / "scorers").is_dir() and not (root / "clusters").is_dir():
-        problems.append(
-            Problem(".", 0, 0, "", "no scorers/ or clusters/ folder here (use --root DIR)")
-        )
-    return validate_documents(documents, settings, problems, settings_document)
+    return validate_inputs(read_inputs(root))
+
+
+def validate_inputs(files: InputFiles) -> Inputs:
+    """The inputs :func:`~dsf_compile.inputs.load.read_inputs` read, validated; InputError on
+    problems."""
+    settings, found = validate_settings(files.settings_document)
+    problems = [*files.settings_problems, *found, *files.problems]
+    return validate_documents(files.documents, settings, problems, files.settings_document)
 
 
 @frozen

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_transport.connect_transport import ConnectToTransport
 from dsf_transport.http import (
     UserAgent,

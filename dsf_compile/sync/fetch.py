@@ -33,7 +33,7 @@ import httpx
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import SyncError, UsageError
 from dsf_compile.inputs.scorer import DynamicScorer
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_compile.sync.client import ConnectTo, SyncClient, open_client
 from dsf_compile.sync.lock import LockEntry, Lockfile
 from dsf_compile.sync.refresh import MAX_REDIRECTS, refresh_scorer

@@ -87,9 +87,59 @@ def make_entry(
     )
 
 
-def encode_lockfile(lock: Lockfile) -> str:
-    data = lock.model_dump(mode="json", exclude_none=True)
-    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+def encode_lockfile(lock: Lockfile, text: LockfileText | None = None) -> str:
+    """The lockfile's canonical text; ``text`` may hold some entries already encoded."""
+    return (text or LockfileText()).encode(lock)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
+
+
+#: Where the scorers' entries go in the lockfile's text (a key json escapes, so no value
+#: can look like it).
+_ENTRIES = json.dumps("\x00scorers")
+#: Each entry's block stands three levels deep: in the document, in ``scorers``, its own.
+_ENTRY_PAD = "    "
+
+
+class LockfileText:
+    """The lockfile's text, made of each entry's block: ``json.dumps`` of the whole file
+    (sorted keys, two-space indent) is the blocks of its entries, each that entry's own
+    ``json.dumps`` shifted to its depth (a JSON string holds no line break), in the order
+    of their names. A sync encodes each scorer's entry as it comes (:meth:`add`), while it
+    waits for the others; what was not added, or changed since, is encoded at the end."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, tuple[LockEntry, str]] = {}
+
+    def add(self, name: str, entry: LockEntry) -> None:
+        """Encode ``entry``, the entry of scorer ``name``, now."""
+        self._blocks[name] = (entry, self._block(name, entry))
+
+    def encode(self, lock: Lockfile) -> str:
+        """``lock``'s text: every entry's block, reused when it encodes the same entry."""
+        if not self._blocks:  # one dump of the whole file: a third less work than by entry
+            return _dumps(lock.model_dump(mode="json", exclude_none=True)) + "\n"
+        data = lock.model_dump(mode="json", exclude_none=True, exclude={"scorers"})
+        if not lock.scorers:
+            return _dumps({**data, "scorers": {}}) + "\n"
+        blocks = []
+        for name in sorted(lock.scorers):
+            entry = lock.scorers[name]
+            done = self._blocks.get(name)
+            blocks.append(
+                done[1] if done is not None and done[0] is entry else self._block(name, entry)
+            )
+        entries = "{\n" + ",\n".join(blocks) + "\n  }"
+        return _dumps({**data, "scorers": "\x00scorers"}).replace(_ENTRIES, entries, 1) + "\n"
+
+    @staticmethod
+    def _block(name: str, entry: LockEntry) -> str:
+        encoded = _dumps(entry.model_dump(mode="json", exclude_none=True))
+        return f"{_ENTRY_PAD}{json.dumps(name, ensure_ascii=False)}: " + encoded.replace(
+            "\n", "\n" + _ENTRY_PAD
+        )
 
 
 def read_lockfile(root: Path) -> tuple[Lockfile, list[Problem]]:
@@ -172,15 +222,22 @@ def check_lockfile_target(root: Path) -> list[Problem]:
     ]
 
 
-def write_lockfile(root: Path, lock: Lockfile) -> Replaced:
-    """Replace the lockfile atomically, after removing what a killed sync left.
+def load_writer() -> None:
+    """Load what :func:`write_lockfile` needs: a sync does it while the answers are awaited,
+    so that the import is not paid after the last one."""
+    from dsf_compile.edges import replacement  # noqa: F401
+
+
+def write_lockfile(root: Path, lock: Lockfile, text: LockfileText | None = None) -> Replaced:
+    """Replace the lockfile atomically, after removing what a killed sync left; ``text``
+    may hold entries already encoded.
 
     Raises :class:`SyncError` when it cannot be written (disk full, a folder in its
     place); the previous lockfile is then left as it was.
     """
     from dsf_compile.edges.replacement import replace_files  # only sync writes it
 
-    data = encode_lockfile(lock).encode("utf-8")
+    data = encode_lockfile(lock, text).encode("utf-8")
     try:  # the repository's folder as the user named it: links above it are followed
         return replace_files(
             root.resolve(), {LOCKFILE: data}, label="", error=SyncError, scope=LOCKFILE_SCOPE

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from dsf_compile.edges.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_compile.inputs.scorer import DynamicScorerSpec
-from dsf_compile.inputs.settings import SyncSettings
+from dsf_compile.inputs.sync_settings import SyncSettings
 from dsf_compile.sync.client import SyncClient
 from dsf_compile.sync.lock import LockEntry, make_entry
 from dsf_contract.bounded_json import load_json
