@@ -35,6 +35,8 @@ _SCALAR_TAGS = frozenset(
 )
 _SEQUENCE_TAGS = frozenset({_YAML_CORE + "seq"})
 _MAPPING_TAGS = frozenset({_YAML_CORE + "map"})
+_PLAIN_TAGS = _SCALAR_TAGS | _SEQUENCE_TAGS | _MAPPING_TAGS
+_STR_TAG = _YAML_CORE + "str"
 #: Nesting libyaml's composer takes safely: it recurses in C per level and crashes the
 #: interpreter (SIGSEGV) on tens of thousands of levels, before MAX_DEPTH is checked.
 _COMPOSE_SAFE_DEPTH = 5_000
@@ -145,12 +147,12 @@ class _Builder:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 self._report(line, column, pointer, "YAML merge keys (<<) are not supported")
                 continue
-            if key_node.tag not in _SCALAR_TAGS | _SEQUENCE_TAGS | _MAPPING_TAGS:
+            if key_node.tag not in _PLAIN_TAGS:
                 self._report(line, column, pointer, _unsupported_tag(key_node, " on a key"))
                 if isinstance(key_node, yaml.ScalarNode):  # not "missing" as well
                     self.reported.add((*pointer, key_node.value))
                 continue
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
                 text = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
                 self._report(line, column, pointer, f"key {text!r} must be a string (quote it)")
                 continue
@@ -164,6 +166,8 @@ class _Builder:
         return out
 
     def _scalar(self, node: yaml.ScalarNode, pointer: Pointer) -> Any:
+        if node.tag == _STR_TAG:
+            return node.value  # what the constructor makes of a string, without its bookkeeping
         try:
             value = self._constructor.construct_object(node, deep=True)
             if not isinstance(value, str) and not node.style:  # plain: None, or "" from libyaml

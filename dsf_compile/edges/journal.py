@@ -36,7 +36,6 @@ import secrets
 import stat
 import time
 from collections.abc import Collection, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -48,9 +47,9 @@ from dsf_compile.edges.files import (
     create_new,
 )
 from dsf_compile.edges.journal_scope import JournalState, Ownership
+from dsf_compile.edges.leftovers import WHY_RECOVERED, Debris, Recovery, RecoveryAction
 from dsf_compile.edges.tree import Tree, remove_quietly, where
 from dsf_compile.errors import DsfError, ForeignJournalError, InputError
-from dsf_contract.escaping import terminal
 from dsf_contract.records import frozen
 
 LOCK_WAIT_SECONDS = 60.0
@@ -194,92 +193,6 @@ def drop_journal(tree: Tree) -> None:
 # ---------------------------------------------------------------- recovery
 
 
-class RecoveryAction(StrEnum):
-    """What the next run did with a killed one's journal."""
-
-    NONE = ""  # there was none: only temporary files, if any, were removed
-    FINISHED = "finished"  # a committed journal: its renames and removals done
-    UNDONE = "undone"  # any other: what it staged removed
-
-
-@frozen
-class Recovery:
-    """What the next run found of a killed one, and did about it: every file it touched,
-    named under ``label``."""
-
-    label: str = ""
-    action: RecoveryAction = RecoveryAction.NONE
-    why: str = ""
-    removed: tuple[str, ...] = ()  # temporary files removed
-    placed: tuple[str, ...] = ()  # staged files a finished update moved into place
-    deleted: tuple[str, ...] = ()  # files a finished update deleted
-    journal: str = ""  # the journal, when it was removed
-
-    @property
-    def found(self) -> bool:
-        return self.action is not RecoveryAction.NONE or bool(self.removed)
-
-    def line(self) -> str:
-        """One line for the user: what was found, what was done and why, and every file
-        it touched."""
-        verb = _VERBS[self.action]
-        done = f"{verb} its update ({self.why}); " if verb else ""
-        if self.placed:
-            done += f"put {len(self.placed)} file(s) in place ({', '.join(self.placed)}); "
-        if self.deleted:
-            done += f"deleted {len(self.deleted)} file(s) ({', '.join(self.deleted)}); "
-        place = f"{self.label}/" if self.label else "the repository's folder"
-        removed = f" ({', '.join(self.removed)})" if self.removed else ""
-        journal = f"; removed its journal {self.journal}" if self.journal else ""
-        return (
-            f"recovered {place} after an interrupted dsf-compile: {done}"
-            f"removed {len(self.removed)} temporary file(s) of its own{removed}{journal}"
-        )
-
-
-@frozen
-class Debris:
-    """What a killed command left, found without changing anything (``render --check``)."""
-
-    label: str
-    journal: bool = False
-    files: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return self.journal or bool(self.files)
-
-    def line(self, command: str) -> str:
-        """One line naming the debris and the command that removes it."""
-        names = [where(JOURNAL, self.label)] if self.journal else []
-        names += list(self.files[:3])
-        more = len(self.files) - min(len(self.files), 3)
-        # names from the repository: a pull request may have planted them
-        shown = terminal(", ".join(names)) + (f" and {more} more" if more else "")
-        if self.journal:
-            what, does = (
-                "an interrupted update (its journal)",
-                "finishes or undoes it and removes them",
-            )
-        else:
-            what, does = "temporary files", "removes them"
-        return (
-            f"{self.label}/ holds {what} left by a killed dsf-compile: {shown}; '{command}' {does}"
-        )
-
-
-_VERBS = {
-    RecoveryAction.NONE: "",
-    RecoveryAction.FINISHED: "finished",
-    RecoveryAction.UNDONE: "undid",
-}
-_WHY: dict[JournalState | None, str] = {
-    JournalState.COMMIT: "it was killed while moving the staged files into place, after "
-    "every new file had been staged and the plan written",
-    JournalState.STAGING: "it was killed while staging the new files, before any file was replaced",
-    None: "its journal is not one dsf wrote in full, so nothing of it is trusted",
-}
-
-
 def inspect(tree: Tree, folders: Sequence[str] | None = None) -> Debris:
     """What a killed command left in ``tree`` (read-only): its journal and temporary files."""
     if not tree.exists:
@@ -327,7 +240,9 @@ def recover(tree: Tree, scope: Ownership, folders: Sequence[str] | None = None) 
     finished = found.state is JournalState.COMMIT
     action = RecoveryAction.FINISHED if finished else RecoveryAction.UNDONE
     journal = where(JOURNAL, tree.label)
-    return Recovery(tree.label, action, _WHY[found.state], removed, placed, deleted, journal)
+    return Recovery(
+        tree.label, action, WHY_RECOVERED[found.state], removed, placed, deleted, journal
+    )
 
 
 def _finish(tree: Tree, plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:

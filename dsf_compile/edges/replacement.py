@@ -19,7 +19,6 @@ from typing import NamedTuple
 from dsf_compile.edges.files import BACKUP_SUFFIX, JOURNAL, STAGED_SUFFIX, create_new
 from dsf_compile.edges.journal import (
     Plan,
-    Recovery,
     Removal,
     Rename,
     drop_journal,
@@ -31,6 +30,7 @@ from dsf_compile.edges.journal import (
     write_journal,
 )
 from dsf_compile.edges.journal_scope import Ownership
+from dsf_compile.edges.leftovers import Recovery
 from dsf_compile.edges.tree import Found, Tree, check_kind, remove_quietly, where
 from dsf_compile.errors import DsfError
 from dsf_contract.records import frozen

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from dsf_compile.edges.journal import Debris, Recovery
+from dsf_compile.edges.leftovers import Debris, Recovery
 from dsf_contract.records import frozen
 
 
