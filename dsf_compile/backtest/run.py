@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dsf_compile.backtest.coverage import coverage_warning, missing_scores
-from dsf_compile.backtest.fast import Budget
+from dsf_compile.backtest.fast_plan import Budget
 from dsf_compile.backtest.history import (
     HistoryReader,
     HistoryReadError,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dsf_compile.backtest.fast_plan import StepRecord
 from dsf_compile.backtest.rebuilt_scores import rebuild_all
 from dsf_compile.backtest.replay import replay
 from dsf_compile.inputs.placements import AddOnPlacementScore, Placement
@@ -31,11 +32,11 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
     from dsf_compile.backtest import fast as fast_module
     from dsf_compile.backtest import replay as module
 
-    def counted(*args: Any) -> fast_module.StepRecord:
+    def counted(*args: Any) -> StepRecord:
         CALLS["fast"] += 1
         return fast_module.fast_step(*args)
 
-    def batched(*args: Any) -> list[fast_module.StepRecord] | None:
+    def batched(*args: Any) -> list[StepRecord] | None:
         found = fast_module.fast_steps(*args)
         CALLS["batched"] += 0 if found is None else len(found)
         return found
@@ -224,7 +225,7 @@ def test_steady_weights_either_way(steady: int) -> None:
 def test_fast_path_without_precomputed_tables(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the replay's budget a Placement reads its AddOn scores step by step: the same."""
     from dsf_compile.backtest import decisions as module
-    from dsf_compile.backtest import fast as fast_module
+    from dsf_compile.backtest.fast_plan import Budget
 
-    monkeypatch.setattr(module, "Budget", lambda: fast_module.Budget(0))
+    monkeypatch.setattr(module, "Budget", lambda: Budget(0))
     test_fast_path_equals_the_scheduler(seed, monkeypatch)
