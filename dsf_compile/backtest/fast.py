@@ -17,6 +17,7 @@ crowd the short list.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -55,15 +56,15 @@ class Own(NamedTuple):
 
 class _Scan:
     """One step's short list as one version of the decisions splits it: its free
-    candidates (value, candidate) in order, and the held ones among them (value,
-    candidate, fleet position, decision count, how many free ones come before it), read
-    as far as a Placement has needed."""
+    candidates in order, as :func:`_shortlisted` ranks them ((−value, candidate, value)),
+    and the held ones among them (value, candidate, fleet position, decision count, how
+    many free ones come before it), read as far as a Placement has needed."""
 
     def __init__(
         self, step: int, pairs: IntArray, positions: list[int], counts: Mapping[int, int]
     ) -> None:
         self.step, self.pairs, self.positions, self.counts = step, pairs, positions, counts
-        self.free: list[tuple[int, int]] = []
+        self.free: list[tuple[int, int, int]] = []
         self.held: list[tuple[int, int, int, int, int]] = []
         self.read = 0
 
@@ -78,7 +79,7 @@ class _Scan:
                 position = positions[candidate]
                 count = counts.get(position)
                 if count is None:
-                    free.append((value, candidate))
+                    free.append((-value, candidate, value))
                 else:
                     held.append((value, candidate, position, count, len(free)))
             self.read = end
@@ -173,35 +174,36 @@ def _shortlisted(
     all). The list is read once per step and version for the Placements sharing it.
 
     In plain Python: a few clusters, where numpy's calls would cost more than the work.
+    Every total is taken less the free candidates' Balance term (``rest``): the same
+    ranking, margin and loss (a difference of sums of ``wanted`` totals each), and the
+    free candidates' entries as the scan made them.
     """
     assert plan.base_steps is not None and plan.expired_steps is not None
     wanted = plan.wanted
     scan = held.scan(top, step, plan.fleet_positions)
-    if not scan.upto(wanted + 1):
+    if len(scan.free) <= wanted and not scan.upto(wanted + 1):
         return None
     table = held.balance(own)
     balance = plan.balance
     rest = balance * table[0]
-    # (−total, candidate, total without Steady) of every cluster looked at
-    pool = [
-        (-value - rest, candidate, value + rest) for value, candidate in scan.free[: wanted + 1]
-    ]
+    # (−total, candidate, total without Steady), less ``rest``, of every cluster looked at
+    pool = scan.free[: wanted + 1]
     # a held candidate (not this Placement's) reaches at most this Balance term: behind
     # the wanted + 1-th free one by more, it is behind all of them (so are those after it)
-    threshold = pool[wanted][2] - (balance * table[1] if len(table) > 1 else rest)
+    threshold = pool[wanted][2] + rest - (balance * table[1] if len(table) > 1 else rest)
     for value, candidate, position, count, before in scan.held:
         if before > wanted or value < threshold:
             break
         if position not in own:
-            plain = balance * table[count]
+            plain = balance * table[count] - rest
             pool.append((-value - plain, candidate, value + plain))
-    row = plan.base_steps[step]
+    base = plan.base_steps
     steady = plan.steady * _STEADY
     for position, mine in own.items():
         at = plan.candidate_at.get(position)
         if at is not None:
-            value = int(row[at])
-            plain = balance * table[held.counts[position] - mine]
+            value = base.item(step, at)
+            plain = balance * table[held.counts[position] - mine] - rest
             pool.append((-value - plain - steady, at, value + plain))
     return _ranked(plan, pool, plan.expired_steps[step])
 
@@ -215,12 +217,16 @@ def _ranked(plan: FastPlan, pool: list[tuple[int, int, int]], expired: bool) -> 
     margin = pool[wanted][0] - chosen[-1][0]
     loss = 0
     if plan.steady:  # else the totals are the totals without it: the decided are the best
-        plains = [entry[2] for entry in pool]
+        plains = list(map(_PLAIN, pool))
         plains.sort(reverse=True)
-        loss = sum(plains[:wanted]) - sum([entry[2] for entry in chosen])
+        loss = sum(plains[:wanted]) - sum(map(_PLAIN, chosen))
     names = plan.candidates
-    decided = tuple([names[i] for i in sorted([entry[1] for entry in chosen])])
+    decided = tuple([names[i] for i in sorted(map(_CANDIDATE, chosen))])
     return StepRecord(decided, margin, loss, expired)
+
+
+#: A pool entry's candidate, and its total without Steady.
+_CANDIDATE, _PLAIN = operator.itemgetter(1), operator.itemgetter(2)
 
 
 def _every(plan: FastPlan, step: int, own: IntArray, others: IntArray) -> StepRecord:
