@@ -250,8 +250,8 @@ def _base_tables(
             values, stale = term.coordinate.gathered(term.rows)
             if term.weight == 1:
                 base += values
-            else:
-                base += np.multiply(values, term.weight, out=weighted)
+            else:  # weighted in 32 bits (the scores are 16)
+                base += np.multiply(values, term.weight, out=weighted, dtype=np.int32)
             expired |= stale
         # the coordinates are kept beside the tables: their ids in the key stay theirs
         found = budget.tables[key] = (base, expired.tolist(), plan.addon)
@@ -278,11 +278,13 @@ def _top_table(
         if not budget.spend(steps * length * 16):
             return None
         pairs = np.zeros((steps, 2, length), dtype=np.int64)
+        kind = _order_kind(base)
+        positions = positions_of(size).astype(kind)
         for start in range(0, steps, BATCH_STEPS):
             # one integer orders both ways: higher total first, then the lower position
-            order = base[start : start + BATCH_STEPS].astype(np.int64)
+            order = base[start : start + BATCH_STEPS].astype(kind)
             order *= -size
-            order += positions_of(size)
+            order += positions
             best = np.partition(order, length - 1, axis=1)[:, :length]
             best.sort(axis=1)
             found_ids = best % size
@@ -290,6 +292,14 @@ def _top_table(
             pairs[start : start + BATCH_STEPS, 1] = (found_ids - best) // size
         found = budget.tables[key] = (Top(pairs), base)
     return found[0]
+
+
+def _order_kind(base: np.ndarray[Any, np.dtype[np.int32]]) -> type[np.signedinteger[Any]]:
+    """The narrowest integers holding ``−total × candidates + position`` for every total of
+    ``base`` (half the memory to sort when 32 bits do)."""
+    size = base.shape[1]
+    largest = max(abs(int(base.min())), abs(int(base.max()))) if base.size else 0
+    return np.int32 if (largest + 1) * size <= np.iinfo(np.int32).max else np.int64
 
 
 #: Steps ranked together by :func:`_top_table` and :func:`~dsf_compile.backtest.fast.fast_steps`

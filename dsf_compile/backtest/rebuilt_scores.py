@@ -420,9 +420,10 @@ class _CoordinateHistory:
             expired,
         )
 
-    def gathered(self, rows: IntArray) -> tuple[np.ndarray[Any, np.dtype[np.int32]], BoolArray]:
-        """Step → the scores of ``rows`` (int32), and step → whether one was expired;
-        made once per distinct row list (Placements over the same candidates share it)."""
+    def gathered(self, rows: IntArray) -> tuple[np.ndarray[Any, np.dtype[np.int16]], BoolArray]:
+        """Step → the scores of ``rows`` (a view when they are every row in order), and
+        step → whether one was expired; made once per distinct row list (Placements over
+        the same candidates share it)."""
         key = rows.tobytes()
         found = self._gathered.get(key)
         if found is None:
@@ -430,7 +431,7 @@ class _CoordinateHistory:
             values = self.effective[:, : len(rows)] if whole else self.effective[:, rows]
             stale = self.expired_rows[:, : len(rows)] if whole else self.expired_rows[:, rows]
             any_stale = np.asarray(stale.any(axis=1), dtype=np.bool_)
-            found = self._gathered[key] = (values.astype(np.int32), any_stale)
+            found = self._gathered[key] = (values, any_stale)
         return found
 
     def has_item(self) -> bool:

@@ -229,3 +229,22 @@ def test_fast_path_without_precomputed_tables(seed: int, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(module, "Budget", lambda: Budget(0))
     test_fast_path_equals_the_scheduler(seed, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_short_list_is_the_best_candidates_in_order(seed: int) -> None:
+    """Each step's short list is its first candidates by total descending, then position,
+    with their totals: also when the totals are too large for 32-bit ranking keys."""
+    from dsf_compile.backtest.fast_plan import Budget, _top_table
+
+    rng = np.random.default_rng(seed)
+    steps, size = int(rng.integers(1, 40)), int(rng.integers(2, 60))
+    length = int(rng.integers(1, size + 1))
+    largest = [5, 200, 2**31 // size + 1, 2**30][seed % 4]  # ties, then past 32 bits
+    base = rng.integers(-largest, largest + 1, (steps, size)).astype(np.int32)
+    top = _top_table(base, length, Budget())
+    assert top is not None
+    for step in range(steps):
+        expected = sorted(range(size), key=lambda c: (-int(base[step, c]), c))[:length]
+        assert top.pairs[step, 0].tolist() == expected
+        assert top.pairs[step, 1].tolist() == [int(base[step, c]) for c in expected]
