@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dsf_compile.backtest.rebuilt_scores import ScoreHistory, _CoordinateHistory
+from dsf_compile.backtest.score_history import ScoreHistory, _CoordinateHistory
 from dsf_compile.inputs.placements import Placement
 from dsf_compile.placement.cel import reads_scores
 from dsf_compile.placement.prioritizers import Reads, configured_prioritizers, reads_of

@@ -31,7 +31,8 @@ from dsf_compile.backtest.fast_plan import (
     plan_for,
     volatile,
 )
-from dsf_compile.backtest.rebuilt_scores import ABSENT, ScoreHistory
+from dsf_compile.backtest.rebuilt_scores import ABSENT
+from dsf_compile.backtest.score_history import ScoreHistory
 from dsf_compile.inputs.placements import (
     ManagedClusterSetBinding,
     Placement,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from dsf_compile.backtest.fast_plan import StepRecord
-from dsf_compile.backtest.rebuilt_scores import rebuild_all
 from dsf_compile.backtest.replay import replay
+from dsf_compile.backtest.score_history import rebuild_all
 from dsf_compile.inputs.placements import AddOnPlacementScore, Placement
 from dsf_compile.placement.scheduler import Cluster
 from tests.backtest.random_fleets import (
@@ -80,7 +80,8 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _objects(history: object, step: int) -> list[AddOnPlacementScore]:
     """The rebuilt AddOnPlacementScores at ``step`` as the hub would hold them."""
-    from dsf_compile.backtest.rebuilt_scores import ABSENT, ScoreHistory
+    from dsf_compile.backtest.rebuilt_scores import ABSENT
+    from dsf_compile.backtest.score_history import ScoreHistory
 
     assert isinstance(history, ScoreHistory)
     out: list[AddOnPlacementScore] = []

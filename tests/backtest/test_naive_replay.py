@@ -24,9 +24,9 @@ import pytest
 from dsf_compile.backtest import fast, fast_plan
 from dsf_compile.backtest.fast_plan import StepRecord
 from dsf_compile.backtest.history import HistoryReader
-from dsf_compile.backtest.rebuilt_scores import ScoreHistory, rebuild_all
 from dsf_compile.backtest.replay import Track, _inputs_of, _lasting, _record, replay
 from dsf_compile.backtest.report import Window, summarize
+from dsf_compile.backtest.score_history import ScoreHistory, rebuild_all
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     ManagedClusterSetBinding,

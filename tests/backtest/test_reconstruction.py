@@ -119,7 +119,7 @@ def test_series_sharing_times_give_each_cluster_its_own_item(
     """Clusters whose series share their sample times (one scrape target's: one array) have
     their items mapped together; each still gets what it gets alone, including a cluster
     whose object holds another series too (its state then differs)."""
-    from dsf_compile.backtest.rebuilt_scores import rebuild_all
+    from dsf_compile.backtest.score_history import rebuild_all
 
     shared = sorted(set(times))
     reader = HistoryReader(
