@@ -185,9 +185,7 @@ def _plan(
         reads = reads_of(prioritizer.name)
         if coordinate.type == "AddOn" and coordinate.addOn is not None:
             table = history.coordinate(coordinate.addOn.resourceName, coordinate.addOn.scoreName)
-            none = len(table.clusters)
-            rows = np.array([table.clusters.get(c, none) for c in candidates], dtype=np.int64)
-            addon.append(_AddOnTerm(prioritizer.weight, table, rows))
+            addon.append(_AddOnTerm(prioritizer.weight, table, table.rows_of(candidates)))
         elif reads is Reads.CLUSTERS and prioritizer.name in scored:
             scores = scored[prioritizer.name]
             constant += prioritizer.weight * np.array([scores[c] for c in candidates])

@@ -90,6 +90,7 @@ class _CoordinateHistory:
     _gathered: dict[bytes, tuple[Any, BoolArray]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _rows: dict[tuple[str, ...], IntArray] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, history: ScoreHistory, resource: str, score_name: str) -> _CoordinateHistory:
@@ -135,6 +136,17 @@ class _CoordinateHistory:
             effective,
             expired,
         )
+
+    def rows_of(self, clusters: tuple[str, ...]) -> IntArray:
+        """The row of each cluster (the extra, zero row for one without the object): once
+        per list of clusters (the Placements of a fleet mostly share their candidates)."""
+        found = self._rows.get(clusters)
+        if found is None:
+            none = len(self.clusters)
+            rows = [self.clusters.get(c, none) for c in clusters]
+            found = self._rows[clusters] = np.array(rows, dtype=np.int64)
+            found.flags.writeable = False
+        return found
 
     def gathered(self, rows: IntArray) -> tuple[np.ndarray[Any, np.dtype[np.int16]], BoolArray]:
         """Step → the scores of ``rows`` (a view when they are every row in order), and
