@@ -278,7 +278,7 @@ def _singles(
     """:func:`_single` of several series sharing one array of times, at once (row by
     row: ``valid`` holds each one's object states)."""
     index, seen, counting = searches.latest(members[0].timestamps, window_ms)
-    mapped = placement_values(np.stack([one.values for one in members]))
+    mapped = placement_values(np.stack([one.values for one in members]), in_place=True)
     used = np.where(valid, counting, seen)
     return np.where(used, mapped[:, index], _MISSING).astype(np.int16)
 
@@ -315,5 +315,5 @@ def _folded(
         if how == "avg":
             folded = folded / np.maximum(held, 1)
         has = (held > 0) & ~np.isnan(folded)
-        mapped = placement_values(np.where(has, folded, 0.0))
+        mapped = placement_values(np.where(has, folded, 0.0), in_place=True)
     return np.where(has, mapped, _MISSING).astype(np.int16)

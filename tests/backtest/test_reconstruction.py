@@ -99,6 +99,8 @@ def test_vectorized_mapping_is_the_agents(scores: list[float]) -> None:
 
     mapped = placement_values(np.array(scores, dtype=np.float64)).tolist()
     assert mapped == [placement_value(s) for s in scores]
+    mine = np.array(scores, dtype=np.float64)
+    assert placement_values(mine, in_place=True).tolist() == mapped
 
 
 @settings(max_examples=40, deadline=None)
