@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from dsf_compile.backtest.history import Series
-from dsf_compile.backtest.rebuilt_scores import ScoreHistory, ScorerRule
+from dsf_compile.backtest.rebuilt_scores import ScorerRule
 from dsf_compile.backtest.report import Window
+from dsf_compile.backtest.score_history import ScoreHistory
 
 
 def first_covered(series: Sequence[Series], window: Window) -> int:
@@ -51,7 +52,7 @@ def missing_scores(
     publishes or that has no sample in the window, and per AddOn coordinate whose item
     never appears."""
     published = {rule.resource: rule.score_name for rule in rules.values()}
-    present = {resource for _, resource in history.objects}
+    present = history.resources
     warnings = []
     for resource in sorted(set(resources)):
         if resource not in published:

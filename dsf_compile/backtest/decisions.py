@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from dsf_compile.backtest.fast import Budget, Held, IntArray, Own
+from dsf_compile.backtest.fast import Held, Own
+from dsf_compile.backtest.fast_plan import Budget, IntArray
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     PLACEMENT_LABEL,

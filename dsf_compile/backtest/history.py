@@ -11,8 +11,10 @@ Parsing is bounded (bytes, series, points) and every problem is located ``FILE:L
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
+import struct
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -89,11 +91,15 @@ class HistoryReader:
     limits: HistorySettings
     _parts: dict[tuple[str, ...], _Parts] = field(default_factory=dict)
     _points: int = 0
-    #: The last line's timestamps, as given and as an array, and which are in the window:
-    #: the series of one scrape target share their scrape times, and then their array
-    #: (converted once, held once).
+    #: The last line's timestamps, as given and as an array, and which are in the window
+    #: (None: all): the series of one scrape target share their scrape times, and then
+    #: their array (converted once, held once).
     _times: (
-        tuple[list[Any], np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.bool_]]]
+        tuple[
+            list[Any],
+            np.ndarray[Any, np.dtype[np.int64]],
+            np.ndarray[Any, np.dtype[np.bool_]] | None,
+        ]
         | None
     ) = None
 
@@ -115,11 +121,13 @@ class HistoryReader:
         times, numbers = samples
         if not shared:
             times.flags.writeable = False  # shared by the series with the same times
-            inside = (times >= self.start_ms) & (times <= self.end_ms)
-            self._times = (timestamps, times, inside)
+            within = (times >= self.start_ms) & (times <= self.end_ms)
+            self._times = (timestamps, times, within if not within.all() else None)
         assert self._times is not None
-        keep = self._times[2] & ~np.isnan(numbers)
-        if not keep.all():
+        inside = self._times[2]
+        # the minimum is NaN exactly when a value is: one pass, no mask, in the usual case
+        if inside is not None or (len(numbers) and math.isnan(numbers.min())):
+            keep = ~np.isnan(numbers) if inside is None else inside & ~np.isnan(numbers)
             times, numbers = times[keep], numbers[keep]
         key = tuple(str(metric.get(k, "")) for k in IDENTITY_LABELS)
         parts = self._parts.get(key)
@@ -182,12 +190,23 @@ def _samples(
 def _numbers(values: list[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """The values as floats: at C speed when they are all numbers (a boolean among numbers
     reads as 0 or 1 there), one by one otherwise (strings, and what is not a number)."""
-    try:  # the usual export: numbers only, converted at C speed (one value at a time,
-        # as numpy converts each item of a list to float64; a nested list is refused)
+    try:  # the usual export: numbers only, packed as doubles at C speed (twice as fast as
+        # numpy's item by item conversion; what it refuses is left to that conversion)
+        return np.frombuffer(_doubles(len(values)).pack(*values), dtype=np.float64)
+    except (struct.error, OverflowError):
+        pass
+    try:  # numpy converts each item to float64 (a nested list is refused; None reads as
+        # NaN, and a string holding a number as that number)
         return np.fromiter(values, dtype=np.float64, count=len(values))
     except (TypeError, ValueError, OverflowError):
         pass  # what is not a number among them: one by one, below, for the error
     return np.array([_number(v) for v in values], dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=8)
+def _doubles(count: int) -> struct.Struct:
+    """The packing of ``count`` doubles (the lines of one export mostly share a length)."""
+    return struct.Struct(f"{count}d")
 
 
 def _number(value: Any) -> float:

@@ -22,17 +22,17 @@ from typing import Any
 import numpy as np
 
 from dsf_compile.backtest.decisions import Decisions
-from dsf_compile.backtest.fast import (
+from dsf_compile.backtest.fast import fast_step, fast_steps
+from dsf_compile.backtest.fast_plan import (
     Budget,
     FastPlan,
     StepRecord,
     eligible,
-    fast_step,
-    fast_steps,
     plan_for,
     volatile,
 )
-from dsf_compile.backtest.rebuilt_scores import ABSENT, ScoreHistory
+from dsf_compile.backtest.rebuilt_scores import ABSENT
+from dsf_compile.backtest.score_history import ScoreHistory
 from dsf_compile.inputs.placements import (
     ManagedClusterSetBinding,
     Placement,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from dsf_compile.backtest.fast import StepRecord
+from dsf_compile.backtest.fast_plan import StepRecord
 from dsf_compile.backtest.replay import Track
 from dsf_compile.placement.state import format_time
 from dsf_contract.escaping import markdown, terminal

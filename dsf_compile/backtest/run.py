@@ -17,16 +17,17 @@ from pathlib import Path
 import numpy as np
 
 from dsf_compile.backtest.coverage import coverage_warning, missing_scores
-from dsf_compile.backtest.fast import Budget
+from dsf_compile.backtest.fast_plan import Budget
 from dsf_compile.backtest.history import (
     HistoryReader,
     HistoryReadError,
     Series,
     read_export_file,
 )
-from dsf_compile.backtest.rebuilt_scores import ScorerRule, rebuild_all
+from dsf_compile.backtest.rebuilt_scores import ScorerRule
 from dsf_compile.backtest.replay import Track, replay
 from dsf_compile.backtest.report import PlacementReport, Totals, Window, totals_of
+from dsf_compile.backtest.score_history import rebuild_all
 from dsf_compile.errors import InputError, UsageError
 from dsf_compile.inputs.placements import Placement, PlacementDecision
 from dsf_compile.inputs.validate import Inputs

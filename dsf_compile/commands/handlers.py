@@ -249,7 +249,8 @@ def handle_explain(call: Call) -> int:
 def handle_backtest(call: Call) -> int:
     """``backtest``: the Placements replayed over the score history; exit 1 over
     ``--max-changes-per-day`` (the report printed all the same), 2 when nothing compared."""
-    from dsf_compile.pipeline.backtest import BacktestRequest, run_backtest
+    with loading():
+        from dsf_compile.pipeline.backtest import BacktestRequest, run_backtest
 
     args = call.args
     request = BacktestRequest(

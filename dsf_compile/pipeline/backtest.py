@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsf_compile.pipeline.collector import without_cyclic_gc
+from dsf_compile.pipeline.collector import loading, without_cyclic_gc
 from dsf_compile.pipeline.inputs import load_inputs
 from dsf_contract.problem import Problem
 
@@ -57,11 +57,12 @@ class Outcome:
 
 def run_backtest(root: Path, request: BacktestRequest, now: datetime) -> Outcome:
     """Replay every Placement of ``root`` over the history; report the requested ones."""
-    from dsf_compile.backtest import run
-    from dsf_compile.backtest.coverage import first_covered
-    from dsf_compile.backtest.files import read_baseline, saving_target
-    from dsf_compile.backtest.gate import over_limit
-    from dsf_compile.backtest.report import Report, summarize
+    with loading():  # numpy and the replay's modules: start-up
+        from dsf_compile.backtest import run
+        from dsf_compile.backtest.coverage import first_covered
+        from dsf_compile.backtest.files import read_baseline, saving_target
+        from dsf_compile.backtest.gate import over_limit
+        from dsf_compile.backtest.report import Report, summarize
 
     fleet = run.fleet_of(load_inputs(root), _resolutions(root), request.placements)
     span = (request.start, request.end, request.step)

@@ -68,6 +68,7 @@ def test_folded_items_are_computed_without_a_loop_over_the_steps(
     item, the old way) is never called for them."""
     from dsf_compile.backtest import rebuilt_scores as scores
     from dsf_compile.backtest.history import Series
+    from dsf_compile.backtest.score_history import rebuild_all
 
     calls = 0
     original = scores.fold_scores  # type: ignore[attr-defined]
@@ -92,7 +93,7 @@ def test_folded_items_are_computed_without_a_loop_over_the_steps(
         for half in range(2)
     ]
     rule = scores.ScorerRule("s", 30, "${scoreName}")
-    history = scores.rebuild_all(series, {"s": rule}, lambda c, s: "avg", steps)
+    history = rebuild_all(series, {"s": rule}, lambda c, s: "avg", steps)
     table = history.coordinate("s", "s")
     assert table.values.shape == (1_000, 2_000) and table.has_item()
     assert calls == 0

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dsf_compile.backtest.rebuilt_scores import rebuild_all
+from dsf_compile.backtest.fast_plan import StepRecord
 from dsf_compile.backtest.replay import replay
+from dsf_compile.backtest.score_history import rebuild_all
 from dsf_compile.inputs.placements import AddOnPlacementScore, Placement
 from dsf_compile.placement.scheduler import Cluster
 from tests.backtest.random_fleets import (
@@ -31,11 +32,11 @@ def test_fast_path_equals_the_scheduler(seed: int, monkeypatch: pytest.MonkeyPat
     from dsf_compile.backtest import fast as fast_module
     from dsf_compile.backtest import replay as module
 
-    def counted(*args: Any) -> fast_module.StepRecord:
+    def counted(*args: Any) -> StepRecord:
         CALLS["fast"] += 1
         return fast_module.fast_step(*args)
 
-    def batched(*args: Any) -> list[fast_module.StepRecord] | None:
+    def batched(*args: Any) -> list[StepRecord] | None:
         found = fast_module.fast_steps(*args)
         CALLS["batched"] += 0 if found is None else len(found)
         return found
@@ -79,7 +80,8 @@ def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _objects(history: object, step: int) -> list[AddOnPlacementScore]:
     """The rebuilt AddOnPlacementScores at ``step`` as the hub would hold them."""
-    from dsf_compile.backtest.rebuilt_scores import ABSENT, ScoreHistory
+    from dsf_compile.backtest.rebuilt_scores import ABSENT
+    from dsf_compile.backtest.score_history import ScoreHistory
 
     assert isinstance(history, ScoreHistory)
     out: list[AddOnPlacementScore] = []
@@ -224,7 +226,26 @@ def test_steady_weights_either_way(steady: int) -> None:
 def test_fast_path_without_precomputed_tables(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the replay's budget a Placement reads its AddOn scores step by step: the same."""
     from dsf_compile.backtest import decisions as module
-    from dsf_compile.backtest import fast as fast_module
+    from dsf_compile.backtest.fast_plan import Budget
 
-    monkeypatch.setattr(module, "Budget", lambda: fast_module.Budget(0))
+    monkeypatch.setattr(module, "Budget", lambda: Budget(0))
     test_fast_path_equals_the_scheduler(seed, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_short_list_is_the_best_candidates_in_order(seed: int) -> None:
+    """Each step's short list is its first candidates by total descending, then position,
+    with their totals: also when the totals are too large for 32-bit ranking keys."""
+    from dsf_compile.backtest.fast_plan import Budget, _top_table
+
+    rng = np.random.default_rng(seed)
+    steps, size = int(rng.integers(1, 40)), int(rng.integers(2, 60))
+    length = int(rng.integers(1, size + 1))
+    largest = [5, 200, 2**31 // size + 1, 2**30][seed % 4]  # ties, then past 32 bits
+    base = rng.integers(-largest, largest + 1, (steps, size)).astype(np.int32)
+    top = _top_table(base, length, Budget())
+    assert top is not None
+    for step in range(steps):
+        expected = sorted(range(size), key=lambda c: (-int(base[step, c]), c))[:length]
+        assert top.pairs[step, 0].tolist() == expected
+        assert top.pairs[step, 1].tolist() == [int(base[step, c]) for c in expected]

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dsf_compile.backtest import fast
-from dsf_compile.backtest.fast import StepRecord
+from dsf_compile.backtest import fast, fast_plan
+from dsf_compile.backtest.fast_plan import StepRecord
 from dsf_compile.backtest.history import HistoryReader
-from dsf_compile.backtest.rebuilt_scores import ScoreHistory, rebuild_all
 from dsf_compile.backtest.replay import Track, _inputs_of, _lasting, _record, replay
 from dsf_compile.backtest.report import Window, summarize
+from dsf_compile.backtest.score_history import ScoreHistory, rebuild_all
 from dsf_compile.inputs.placements import (
     PLACEMENT_API_VERSION,
     ManagedClusterSetBinding,
@@ -152,8 +152,8 @@ def _ranking(rng: random.Random, index: int) -> Placement:
 def _counted(monkeypatch: pytest.MonkeyPatch, spare: int) -> None:
     """A short list ``spare`` candidates longer than the decided and the best left out, and
     how often it was used or too short."""
-    monkeypatch.setattr(fast, "SHORTLIST_SPARE", spare)
-    monkeypatch.setattr(fast, "SHORTLIST_ROUND", 1)
+    monkeypatch.setattr(fast_plan, "SHORTLIST_SPARE", spare)
+    monkeypatch.setattr(fast_plan, "SHORTLIST_ROUND", 1)
     shortlisted = fast._shortlisted
 
     def counted(*args: Any) -> StepRecord | None:

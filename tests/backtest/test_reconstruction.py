@@ -99,6 +99,8 @@ def test_vectorized_mapping_is_the_agents(scores: list[float]) -> None:
 
     mapped = placement_values(np.array(scores, dtype=np.float64)).tolist()
     assert mapped == [placement_value(s) for s in scores]
+    mine = np.array(scores, dtype=np.float64)
+    assert placement_values(mine, in_place=True).tolist() == mapped
 
 
 @settings(max_examples=40, deadline=None)
@@ -119,7 +121,7 @@ def test_series_sharing_times_give_each_cluster_its_own_item(
     """Clusters whose series share their sample times (one scrape target's: one array) have
     their items mapped together; each still gets what it gets alone, including a cluster
     whose object holds another series too (its state then differs)."""
-    from dsf_compile.backtest.rebuilt_scores import rebuild_all
+    from dsf_compile.backtest.score_history import rebuild_all
 
     shared = sorted(set(times))
     reader = HistoryReader(
