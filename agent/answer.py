@@ -22,6 +22,11 @@ from agent.errors import FetchError, Reason
 from dsf_contract.failures import RequestFailure
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+#: A member's key as the scanner reads it when it holds no escape (its text is then the
+#: key), and the colon after it: one match instead of four steps for most keys.
+_KEY = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
+#: What follows an entry: spaces, then a comma and spaces (group 1) or not.
+_AFTER = re.compile(r"[ \t\n\r]*(,[ \t\n\r]*)?")
 
 
 def _no_constant(name: str) -> Any:
@@ -201,6 +206,9 @@ def walk_object(text: str, at: int, member: Callable[[str, str, int], int]) -> i
     member (it returns where the value ends); returns where the object ends."""
 
     def pair(index: int) -> int:
+        simple = _KEY.match(text, index)
+        if simple is not None:
+            return member(text, simple.group(1), simple.end())
         if not text.startswith('"', index):
             raise Malformed
         key, index = _scan(text, index)
@@ -226,10 +234,10 @@ def _walk(text: str, at: int, opening: str, closing: str, each: Callable[[int], 
     if text.startswith(closing, index):
         return index + 1
     while True:
-        index = skip_space(text, each(index))
-        if text.startswith(",", index):
-            index = skip_space(text, index + 1)
-            continue
-        if text.startswith(closing, index):
-            return index + 1
-        raise Malformed
+        after = _AFTER.match(text, each(index))
+        assert after is not None  # the pattern matches the empty string
+        index = after.end()
+        if after.lastindex is None:  # no comma: the closing must follow
+            if text.startswith(closing, index):
+                return index + 1
+            raise Malformed

@@ -250,6 +250,37 @@ def test_series_block_forwards_the_series_untouched() -> None:
     assert json.loads(scoring_request([accented])) == {"data": series}
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"status":"success","data":{"result":[{"metric":{},"values":[[1,"2"]]}]}}',
+        b'{ "status" :\n"success" ,\t"data" : { "result" : [ {"metric" : {} , "values" : [ ] } ] } }',
+        b'{"st\\u0061tus": "success", "data": {"res\\u0075lt": [{"metric": {}, "values": []}]}}',
+        b'{"status": "success", "data": {"result": [{"metr\\"ic": 1, "metric": {}, "values": []}]}}',
+    ],
+    ids=["compact", "spaced", "escaped_keys", "escaped_quote_in_key"],
+)
+def test_series_block_reads_keys_however_they_are_written(body: bytes) -> None:
+    assert series_block(body).count == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"sta\ttus": "success", "data": {"result": []}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": []}],}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": []}] ,, }}',
+        b'{"status": "success", "data" {"result": []}}',
+        b'{"status": "success", "data": {"result": []} "x": 1}',
+    ],
+    ids=["control_character_in_key", "trailing_comma", "two_commas", "no_colon", "no_comma"],
+)
+def test_series_block_refuses_malformed_members(body: bytes) -> None:
+    with pytest.raises(FetchError) as caught:
+        series_block(body)
+    assert caught.value.reason == "invalid_response"
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 @pytest.mark.parametrize(
     "body",
