@@ -27,7 +27,7 @@ from agent.kube import (
 )
 from agent.logs import configure_logging, fields
 from agent.loop import Agent
-from agent.memory import tune_malloc
+from agent.memory import trimmed, tune_malloc
 from agent.metrics import AgentMetrics
 from agent.publish import HubPublisher
 from agent.secrets import ApiSecretStore, DirSecretStore, SecretStore
@@ -81,7 +81,7 @@ async def run_agent(
         server = EndpointServer(
             settings.metrics_host,
             settings.metrics_port,
-            metrics.exposition,
+            trimmed(metrics.exposition),
             ready=agent.is_ready,
         ).start()
         if on_listening is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent import memory
 from agent.memory import (
     BASE_BYTES,
     COST_PER_BYTE,
@@ -17,6 +18,8 @@ from agent.memory import (
     MemoryBudget,
     budget_for,
     container_limit,
+    trimmed,
+    tune_malloc,
 )
 from agent.settings import parse_settings
 
@@ -119,3 +122,35 @@ async def test_a_big_cycle_collects_the_garbage_cycles_it_left() -> None:
         assert left() is None
     finally:
         gc.enable()
+
+
+def test_every_thread_shares_one_arena_and_big_buffers_get_their_own_mapping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(memory, "_libc_function", lambda name: lambda *args: calls.append(args))
+    tune_malloc()
+    assert calls == [(-3, 1024 * 1024), (-8, 1)]  # M_MMAP_THRESHOLD, M_ARENA_MAX
+
+
+def test_tune_malloc_does_nothing_without_mallopt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "_libc_function", lambda name: None)
+    tune_malloc()  # musl and others: nothing to tune, nothing raised
+
+
+def test_a_trimmed_render_gives_the_freed_memory_back_after_rendering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    order: list[str] = []
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: lambda: order.append("trim"))
+
+    def render() -> bytes:
+        order.append("render")
+        return b"text"
+
+    assert trimmed(render)() == b"text"
+    assert order == ["render", "trim"]
+
+
+def test_a_trimmed_render_runs_with_the_real_malloc_trim() -> None:
+    assert trimmed(lambda: b"x")() == b"x"  # glibc's, or nothing elsewhere

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import json
 import logging
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agent import answer as answer_module
 from agent.answer import scoring_request, series_block
 from agent.config import parse_config_document, parse_config_text
 from agent.errors import ConfigError, FetchError, ScoreError
@@ -245,6 +248,69 @@ def test_series_block_forwards_the_series_untouched() -> None:
     # non-ASCII text is forwarded as UTF-8
     accented = series_block(json.dumps(answers[0], ensure_ascii=False).encode())
     assert json.loads(scoring_request([accented])) == {"data": series}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"status":"success","data":{"result":[{"metric":{},"values":[[1,"2"]]}]}}',
+        b'{ "status" :\n"success" ,\t"data" : { "result" : [ {"metric" : {} , "values" : [ ] } ] } }',
+        b'{"st\\u0061tus": "success", "data": {"res\\u0075lt": [{"metric": {}, "values": []}]}}',
+        b'{"status": "success", "data": {"result": [{"metr\\"ic": 1, "metric": {}, "values": []}]}}',
+    ],
+    ids=["compact", "spaced", "escaped_keys", "escaped_quote_in_key"],
+)
+def test_series_block_reads_keys_however_they_are_written(body: bytes) -> None:
+    assert series_block(body).count == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"sta\ttus": "success", "data": {"result": []}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": []}],}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": []}] ,, }}',
+        b'{"status": "success", "data" {"result": []}}',
+        b'{"status": "success", "data": {"result": []} "x": 1}',
+    ],
+    ids=["control_character_in_key", "trailing_comma", "two_commas", "no_colon", "no_comma"],
+)
+def test_series_block_refuses_malformed_members(body: bytes) -> None:
+    with pytest.raises(FetchError) as caught:
+        series_block(body)
+    assert caught.value.reason == "invalid_response"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": [[1, "2"]]}]}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "values": [NaN]}]}}',
+    ],
+    ids=["accepted", "refused"],
+)
+def test_series_block_pauses_the_collector_only_while_it_walks(
+    body: bytes, enabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk runs with the cyclic collector paused, and leaves it as it found it."""
+    seen: list[bool] = []
+    walk = answer_module._walk_answer
+
+    def spy(text: str, found: Any) -> None:
+        seen.append(gc.isenabled())
+        walk(text, found)
+
+    monkeypatch.setattr(answer_module, "_walk_answer", spy)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with contextlib.suppress(FetchError):
+            series_block(body)
+        assert seen == [False]
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 # ------------------------------------------------------------------ score
