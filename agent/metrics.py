@@ -21,6 +21,7 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
+from prometheus_client.utils import floatToGoString
 
 from agent.exposition import ScoreSeries
 from agent.score import RESULT_LABELS, Scored
@@ -41,11 +42,12 @@ SeriesKey = tuple[str, ...]
 
 class ScorerSeries:
     """One series of a scorer's counter or gauge: a number the event loop updates (the
-    scrape's thread only reads it)."""
+    scrape's thread only reads it), and its line's text up to the value."""
 
-    __slots__ = ("value",)
+    __slots__ = ("prefix", "value")
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
         self.value = 0.0
 
     def inc(self, amount: float = 1.0) -> None:
@@ -72,6 +74,8 @@ class ScorerFamily:
         self._help = help
         self._labels = labels
         self._series: dict[SeriesKey, ScorerSeries] = {}
+        # HELP and TYPE as prometheus_client writes them for this family
+        self._head = _rendered(Metric(self._name, help, kind))
 
     def labels(self, *values: str) -> ScorerSeries:
         """The series of ``values`` (one per label), made at first use."""
@@ -80,8 +84,16 @@ class ScorerFamily:
             raise ValueError(f"Incorrect label count (expected {len(self._labels)}, got {key})")
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = ScorerSeries()
+            series = self._series[key] = ScorerSeries(self._line_prefix(key))
         return series
+
+    def _line_prefix(self, key: SeriesKey) -> str:
+        """The series' sample line up to its value, as prometheus_client writes it (label
+        names sorted, values escaped): written once, not on every scrape."""
+        one = Metric(self._sample, "", "gauge")
+        one.add_sample(self._sample, dict(zip(self._labels, key, strict=True)), 0.0)
+        line = _rendered(one).rsplit("\n", 2)[-2]  # escaped: no line break inside
+        return line.removesuffix(" 0.0")
 
     def remove(self, *values: str) -> None:
         """Drop the series of ``values``."""
@@ -91,6 +103,15 @@ class ScorerFamily:
         """The family without samples (what a registry checks names against)."""
         return [Metric(self._name, self._help, self._kind)]
 
+    def text(self) -> str:
+        """The family as :meth:`collect` and ``generate_latest`` write it, from each series'
+        line written once (the scrape's thread: no sample objects made per scrape)."""
+        lines = [self._head]
+        for series in list(self._series.values()):
+            value = floatToGoString(series.value)  # type: ignore[no-untyped-call]  # untyped upstream
+            lines.append(f"{series.prefix} {value}\n")
+        return "".join(lines)
+
     def collect(self) -> list[Metric]:
         """The family and every series (the scrape's thread)."""
         family = Metric(self._name, self._help, self._kind)
@@ -98,6 +119,22 @@ class ScorerFamily:
         for key, series in list(self._series.items()):
             family.add_sample(self._sample, dict(zip(labels, key, strict=True)), series.value)
         return [family]
+
+
+class _Only:
+    """One collector as a registry of its own: what ``generate_latest`` writes of it."""
+
+    def __init__(self, collector: Metric | MetricWrapperBase) -> None:
+        self._collector = collector
+
+    def collect(self) -> Iterable[Metric]:
+        if isinstance(self._collector, Metric):
+            return [self._collector]
+        return self._collector.collect()
+
+
+def _rendered(collector: Metric | MetricWrapperBase) -> str:
+    return generate_latest(_Only(collector)).decode()
 
 
 @dataclass
@@ -274,8 +311,11 @@ class AgentMetrics:
         # dozen series per scorer, whatever the scorers answer
         self._counters = counters = CollectorRegistry()
         registry.register(counters)
+        self._declared: list[MetricWrapperBase | ScorerFamily] = []
         for attr, metric in _METRICS.items():
-            setattr(self, attr, metric.declare(counters))
+            declared = metric.declare(counters)
+            self._declared.append(declared)
+            setattr(self, attr, declared)
 
     def compliance_failed(self, reason: str) -> None:
         """Count a failed look at the Policies or write of the claim (no scorer: score_name "")."""
@@ -304,8 +344,14 @@ class AgentMetrics:
         return len(folded)
 
     def exposition(self) -> bytes:
-        """``/metrics``: the counters rendered now, then each scorer's scores as last rendered."""
-        return generate_latest(self._counters) + self.score.text()
+        """``/metrics``: the counters rendered now, in the order they were declared, then
+        each scorer's scores as last rendered. Exactly what ``generate_latest`` writes of
+        the counters; a scorer's family from its series' lines, written once each."""
+        parts = [
+            m.text().encode() if isinstance(m, ScorerFamily) else generate_latest(_Only(m))
+            for m in self._declared
+        ]
+        return b"".join(parts) + self.score.text()
 
     def forget(self, score_name: str) -> None:
         """Delete every series of a scorer that was removed from the configuration."""

@@ -597,6 +597,30 @@ def test_exposition_serves_what_the_registry_holds() -> None:
     assert "dynamic_score{" not in metrics.exposition().decode()
 
 
+def test_exposition_is_byte_for_byte_what_prometheus_client_writes() -> None:
+    from prometheus_client import generate_latest
+
+    from agent.metrics import ScorerMetrics
+
+    registry = CollectorRegistry()
+    metrics = AgentMetrics(registry, CLUSTER)
+    for name in ("s", 'q"uo\\te\nd\u2028\u00e9', ""):
+        scorer = ScorerMetrics(metrics, name)
+        scorer.success.inc()
+        scorer.failed("fetch", 'reason "x"\n')
+        scorer.fetch_seconds.inc(0.125)
+        scorer.last_success.set(1.7e9)
+        scorer.enabled.set(1)
+    metrics.reloads.labels("ok").inc()
+    metrics.start_lag.observe(0.003)
+    metrics.publish_scores("s", [Scored({"node": "n"}, 1.5)], "last")
+    # what /metrics served before each family wrote its own lines: the registry's render
+    expected = generate_latest(metrics._counters) + metrics.score.text()
+    assert metrics.exposition() == expected
+    metrics.forget("s")
+    assert metrics.exposition() == generate_latest(metrics._counters) + metrics.score.text()
+
+
 def _labels(score_name: str, **labels: str) -> dict[str, str]:
     names = ("node", "device", "namespace", "app", "pod", "container", "meta")
     return {
