@@ -11,7 +11,6 @@ strings go through :func:`string_problem`. JSON from outside is parsed by
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from dsf_contract.escaping import terminal
@@ -22,7 +21,6 @@ __all__ = [
     "redact",
     "safe_message",
     "string_problem",
-    "strings",
 ]
 
 REDACTED = "***"
@@ -81,43 +79,41 @@ def string_problem(value: str) -> str | None:
     return None
 
 
-def strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a JSON value (keys included) with its dotted path."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, child in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str):
-                yield where, key
-            yield from strings(child, where)
-    elif isinstance(value, list | tuple):
-        for index, child in enumerate(value):
-            yield from strings(child, f"{path}[{index}]")
-
-
 def first_string_problem(value: Any) -> str | None:
     """``FIELD: reason`` for the first string of a JSON value that cannot be kept, or None."""
-    if not _holds_string_problem(value):
-        return None  # the usual case: no string's path written out only to be dropped
-    for where, text in strings(value):
-        problem = string_problem(text)
-        if problem is not None:
-            return f"{where or '(document)'}: {problem}"
+    found = _first_problem(value)
+    if found is None:
+        return None
+    where, problem = found
+    return f"{where or '(document)'}: {problem}"
+
+
+def _first_problem(value: Any) -> tuple[str, str] | None:
+    """(dotted path, reason) of the first string, keys included, that cannot be kept.
+
+    The path is written on the way back, for that string only: the usual value holds none,
+    and writing every string's path was most of checking a lockfile.
+    """
+    if isinstance(value, str):
+        problem = string_problem(value)
+        return None if problem is None else ("", problem)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            head = str(key)
+            if isinstance(key, str) and (problem := string_problem(key)) is not None:
+                return head, problem
+            if (found := _first_problem(child)) is not None:
+                return _joined(head, found)
+    elif isinstance(value, list | tuple):
+        for index, child in enumerate(value):
+            if (found := _first_problem(child)) is not None:
+                return _joined(f"[{index}]", found)
     return None
 
 
-def _holds_string_problem(value: Any) -> bool:
-    """Whether any string of a JSON value (keys included) cannot be kept: the strings
-    :func:`strings` walks, without their paths."""
-    if isinstance(value, str):
-        return string_problem(value) is not None
-    if isinstance(value, dict):
-        return any(
-            (isinstance(key, str) and string_problem(key) is not None)
-            or _holds_string_problem(child)
-            for key, child in value.items()
-        )
-    if isinstance(value, list | tuple):
-        return any(_holds_string_problem(child) for child in value)
-    return False
+def _joined(head: str, found: tuple[str, str]) -> tuple[str, str]:
+    """``found``'s path under ``head``: ``head.field``, ``head[index]``, or ``head`` itself."""
+    rest, problem = found
+    if rest and not rest.startswith("["):
+        rest = f".{rest}"
+    return f"{head}{rest}", problem
