@@ -12,6 +12,7 @@ was: a :class:`PlainTarget` is only ever what ``httpx.URL`` would have given
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
@@ -64,8 +65,10 @@ def plain_target(url: str) -> PlainTarget | None:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def _canonical_host(host: str) -> bool:
-    """Whether httpx keeps ``host`` as written (an address only in its canonical form)."""
+    """Whether httpx keeps ``host`` as written (an address only in its canonical form);
+    remembered, as a fleet's scorers share a few hosts."""
     if host.startswith("["):
         return _canonical(IPv6Address, host[1:-1])
     if _IPV4_STYLE.fullmatch(host):
