@@ -7,9 +7,10 @@ with ``select`` and ``getpeername``. This transport sends ``http://`` requests t
 httpx's timeouts (connect, read and write, as the request's ``timeout`` extension carries
 them), leaves response decoding and size caps to the caller (the body is streamed), turns
 the pool's failures into httpx's exceptions of the same names, and hands everything it
-does not serve — ``https://`` — to the ``fallback`` transport. ``dsf-compile sync`` always
-installs it (it never uses proxies), so a fleet of plain-http scorers never loads
-httpcore at all. The agent calls the pool itself (:mod:`agent.transport`).
+does not serve — ``https://`` — to the ``fallback`` transport. ``dsf-compile sync``
+installs it under its httpx client (it never uses proxies), over the pool its plain GETs
+go to directly, so a fleet of plain-http scorers never loads httpcore at all. The agent
+calls the pool itself (:mod:`agent.transport`).
 """
 
 from __future__ import annotations
