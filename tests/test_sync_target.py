@@ -30,6 +30,9 @@ _HOSTS = [
     "[::FFFF:1.2.3.4]",
     "[0:0::1]",
     "é.x",
+    "xn--bcher-kva",
+    "xn--a.b",
+    "www.xn--bcher-kva.de",
     "",
 ]
 _PORTS = ["", ":80", ":8080", ":0", ":65535", ":65536", ":99999", ":08", ":"]
@@ -104,6 +107,7 @@ def test_plain_targets(url: str, host: str, port: int, netloc: bytes, raw_path: 
         "http://h:65536/",
         "http://h:08/",
         "http://é/",
+        "http://xn--bcher-kva.de/",
     ],
 )
 def test_urls_httpx_would_rewrite_or_refuse_are_left_to_it(url: str) -> None:

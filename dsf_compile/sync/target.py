@@ -67,8 +67,12 @@ def plain_target(url: str) -> PlainTarget | None:
 
 @functools.lru_cache(maxsize=1024)
 def _canonical_host(host: str) -> bool:
-    """Whether httpx keeps ``host`` as written (an address only in its canonical form);
-    remembered, as a fleet's scorers share a few hosts."""
+    """Whether httpx keeps ``host`` as written (an address only in its canonical form, a
+    name not starting ``xn--``, which httpx reads as IDNA: its ``host`` is then the
+    decoded name, the one the allow-list is matched against); remembered, as a fleet's
+    scorers share a few hosts."""
+    if host.startswith("xn--"):
+        return False
     if host.startswith("["):
         return _canonical(IPv6Address, host[1:-1])
     if _IPV4_STYLE.fullmatch(host):
