@@ -18,7 +18,6 @@ import errno
 import socket
 import ssl
 import sys
-import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -93,6 +92,8 @@ def new_client(
 
 def proxy_configured() -> bool:
     """Whether the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``)."""
+    import urllib.request  # with http.client and email: not for a caller that never asks
+
     return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 

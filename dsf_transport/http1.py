@@ -6,8 +6,9 @@ objects most of the rest. Here one stack of idle connections per host is kept; e
 connection is an asyncio protocol holding what arrived in one buffer; a request goes as
 bytes (a head :func:`~dsf_transport.http1_heads.write_head` wrote, then a body) and its
 :class:`Response` comes back with the body still on the connection, read piece by piece
-or whole under a cap. Nothing here imports httpx: :mod:`dsf_transport.plainhttp` puts this
-under httpx's transport API (``dsf-compile sync``); the agent calls it directly.
+or whole under a cap. Nothing here imports httpx: the agent and ``dsf-compile sync`` call
+it directly, and :mod:`dsf_transport.plainhttp` puts it under httpx's transport API (sync's
+requests that go through httpx's client).
 
 A connection goes back to the pool only when its response was read to its end and no byte
 beyond it arrived: bytes the server sent past its response would be read as the next

@@ -7,9 +7,10 @@ with ``select`` and ``getpeername``. This transport sends ``http://`` requests t
 httpx's timeouts (connect, read and write, as the request's ``timeout`` extension carries
 them), leaves response decoding and size caps to the caller (the body is streamed), turns
 the pool's failures into httpx's exceptions of the same names, and hands everything it
-does not serve — ``https://`` — to the ``fallback`` transport. ``dsf-compile sync`` always
-installs it (it never uses proxies), so a fleet of plain-http scorers never loads
-httpcore at all. The agent calls the pool itself (:mod:`agent.transport`).
+does not serve — ``https://`` — to the ``fallback`` transport. ``dsf-compile sync``
+installs it under its httpx client (it never uses proxies), over the pool its plain GETs
+go to directly, so a fleet of plain-http scorers never loads httpcore at all. The agent
+calls the pool itself (:mod:`agent.transport`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
 
     ``fallback`` may be a function that makes it, called at the first request that needs
     it: httpx's transport loads a TLS context with its CA bundle (about 2.6 MB of memory),
-    which a fleet of plain-http scorers never uses."""
+    which a fleet of plain-http scorers never uses. ``pool``, when given, is the pool to
+    send through (a caller that also sends to it directly); it is closed with the transport."""
 
     def __init__(
         self,
@@ -37,6 +39,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         *,
         max_idle_per_host: int = 64,
         keepalive_expiry: float = 30.0,
+        pool: Pool | None = None,
     ) -> None:
         self._fallback: httpx.AsyncBaseTransport | None = None
         self._make_fallback: Callable[[], httpx.AsyncBaseTransport]
@@ -45,7 +48,9 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             self._make_fallback = lambda: fallback
         else:
             self._make_fallback = fallback
-        self._pool = Pool(max_idle_per_host=max_idle_per_host, keepalive_expiry=keepalive_expiry)
+        if pool is None:
+            pool = Pool(max_idle_per_host=max_idle_per_host, keepalive_expiry=keepalive_expiry)
+        self._pool = pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` and return the response with its body still to be streamed."""

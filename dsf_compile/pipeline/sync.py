@@ -99,10 +99,15 @@ def _sync(
 
     files = read_inputs(root)
     refusal = _refusal(root)
-    previous, problems = read_lockfile(root) if refusal is None else (Lockfile(), [])
+    # Only a partial sync's fetch needs the previous lockfile (it keeps the others' entries):
+    # a whole sync reads it while its requests are in flight.
+    partial = bool(names)
+    previous, problems = _previous(root, refusal) if partial else (Lockfile(), [])
     early = None if refusal is not None else _start_early(files, previous, names, resolve)
     text = LockfileText()  # each entry encoded as it comes, while the others are awaited
     try:
+        if not partial:
+            previous, problems = _previous(root, refusal)
         inputs = _validate(files)
         if refusal is not None:
             raise refusal
@@ -149,6 +154,11 @@ def _refusal(root: Path) -> Exception | None:
     except Exception as error:  # whatever it is, raised after the validation
         return error
     return None
+
+
+def _previous(root: Path, refusal: Exception | None) -> tuple[Lockfile, list[Problem]]:
+    """The lockfile sync refreshes, and its problems; not read when sync is refused."""
+    return read_lockfile(root) if refusal is None else (Lockfile(), [])
 
 
 def _validate(files: InputFiles) -> Inputs:

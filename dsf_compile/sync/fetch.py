@@ -27,8 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from dsf_compile.edges.untrusted import safe_message
 from dsf_compile.errors import SyncError, UsageError
@@ -43,6 +42,9 @@ from dsf_transport.connect_to import (
     parse_connect_to,
     parse_resolve_entry,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "MAX_REDIRECTS",

@@ -15,16 +15,15 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import ValidationError
 
 from dsf_compile.edges.untrusted import first_string_problem, has_credentials, safe_message
 from dsf_compile.inputs.scorer import DynamicScorerSpec
 from dsf_compile.inputs.sync_settings import SyncSettings
-from dsf_compile.sync.client import SyncClient
+from dsf_compile.sync.client import SyncClient, header, request_errors
 from dsf_compile.sync.lock import LockEntry, make_entry
 from dsf_contract.bounded_json import load_json
 from dsf_contract.failures import RequestFailure
@@ -32,6 +31,12 @@ from dsf_contract.scoring_api import ScorerConfig
 from dsf_contract.validation_errors import first_error
 from dsf_transport.connect_to import DEFAULT_PORTS
 from dsf_transport.http import BodyTooLargeError, describe_failure, read_capped
+from dsf_transport.http1 import Response
+
+if TYPE_CHECKING:
+    import httpx
+
+    from dsf_compile.sync.client import Answer, Target
 
 MAX_REDIRECTS = 5
 
@@ -94,11 +99,11 @@ async def _fetch_with_retries(
     # budget ends (the caller's asyncio.timeout), which is all a retry could do too. So
     # reading and writing get no timeout of their own: one as long as the budget starts
     # later and could never fire first, and each would cost a timer per read.
-    timeout = httpx.Timeout(None, connect=budget / (settings.retries + 1))
+    connect = budget / (settings.retries + 1)
     attempt = 0
     while True:
         try:
-            return await _fetch_once(client, url, full=full, settings=settings, timeout=timeout)
+            return await _fetch_once(client, url, full=full, settings=settings, connect=connect)
         except _FetchFailedError as failure:
             if attempt >= settings.retries or not failure.retry:
                 raise
@@ -115,22 +120,22 @@ async def _fetch_once(
     *,
     full: bool,
     settings: SyncSettings,
-    timeout: httpx.Timeout,
+    connect: float,
 ) -> ScorerConfig | None:
-    """One attempt: GET ``url``, following same-origin redirects by hand."""
+    """One attempt: GET ``url``, following same-origin redirects by hand; connecting takes
+    at most ``connect`` seconds."""
     shown = url  # as written for the first hop, so reasons name the URL from Git
-    try:
-        current = httpx.URL(url)
-    except httpx.InvalidURL as err:
-        raise _FetchFailedError(f"GET {shown}: invalid URL") from err
+    current = client.target(url)
+    if current is None:
+        raise _FetchFailedError(f"GET {shown}: invalid URL")
     for _hop in range(MAX_REDIRECTS + 1):
         _check_target(current, shown, settings.allowedHosts)
         try:
-            response = await client.get(current, timeout)
+            response = await client.get(current, connect)
             try:
                 status = response.status_code
                 if status in _REDIRECT_STATUSES:
-                    target = _redirect_target(current, shown, response)
+                    target = _redirect_target(client.url(current), shown, response)
                 elif status != 200:
                     raise _FetchFailedError(f"GET {shown}: HTTP {status}", retry=status >= 500)
                 elif not full:
@@ -139,17 +144,24 @@ async def _fetch_once(
                     body = await _read_capped(response, shown, settings.maxResponseBytes)
                     return _parse_config(body, shown)
             finally:
-                await response.aclose()
-        except httpx.HTTPError as err:
+                await _close(response)
+        except request_errors() as err:
             raise _request_failed(shown, err) from err
         current, shown = target, str(target)
     raise _FetchFailedError(f"GET {url}: too many redirects (more than {MAX_REDIRECTS})")
 
 
-def _request_failed(shown: str, err: httpx.HTTPError) -> _FetchFailedError:
+async def _close(response: Answer) -> None:
+    if isinstance(response, Response):
+        response.close()
+    else:
+        await response.aclose()
+
+
+def _request_failed(shown: str, err: Exception) -> _FetchFailedError:
     """The attempt's failure in the contract's words (:func:`describe_failure`)."""
     failure = describe_failure(err)
-    assert failure is not None  # every httpx error is described
+    assert failure is not None  # every error of a request is described
     return _FetchFailedError(
         f"GET {shown}: {failure.words}",
         retry=failure.transient,
@@ -158,7 +170,7 @@ def _request_failed(shown: str, err: httpx.HTTPError) -> _FetchFailedError:
     )
 
 
-def _check_target(url: httpx.URL, shown: str, allowed_hosts: Sequence[str]) -> None:
+def _check_target(url: Target, shown: str, allowed_hosts: Sequence[str]) -> None:
     if url.scheme not in DEFAULT_PORTS:
         raise _FetchFailedError(f"GET {shown}: only http and https URLs are allowed")
     if not url.host:
@@ -172,8 +184,10 @@ def _host_allowed(host: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern.lower().rstrip(".")) for pattern in patterns)
 
 
-def _redirect_target(current: httpx.URL, shown: str, response: httpx.Response) -> httpx.URL:
-    location = response.headers.get("location")
+def _redirect_target(current: httpx.URL, shown: str, response: Answer) -> httpx.URL:
+    import httpx
+
+    location = header(response, "location")
     if not location:
         raise _FetchFailedError(
             f"GET {shown}: HTTP {response.status_code} without a Location header"
@@ -197,12 +211,15 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return url.scheme, url.host.lower(), url.port or DEFAULT_PORTS.get(url.scheme, 0)
 
 
-async def _read_capped(response: httpx.Response, shown: str, limit: int) -> bytes | bytearray:
-    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+async def _read_capped(response: Answer, shown: str, limit: int) -> bytes | bytearray:
+    value = header(response, "content-encoding")
+    encoding = ("identity" if value is None else value).strip().lower()
     if encoding not in ("", "identity"):
         # We ask for identity; decoding would let a small compressed body blow past the cap.
         raise _FetchFailedError(f"GET {shown}: unsupported Content-Encoding {encoding!r}")
     try:
+        if isinstance(response, Response):  # nothing to decode: the bytes as sent
+            return await response.read(limit)
         return await read_capped(response, limit, decoded=False)
     except BodyTooLargeError:
         raise _FetchFailedError(f"GET {shown}: response larger than {limit} bytes") from None
