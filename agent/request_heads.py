@@ -7,15 +7,14 @@ same whichever way it goes.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from ipaddress import IPv6Address
 from typing import TYPE_CHECKING
 from urllib.parse import quote_plus, urlsplit
 
 from dsf_transport.http import UserAgent
 from dsf_transport.http1_heads import write_head
+from dsf_transport.plain_target import plain_target
 
 if TYPE_CHECKING:
     import httpx
@@ -40,13 +39,6 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc.lower()
 
 
-#: A host the plain pool takes as httpx would write it: a lower-case name or IPv4
-#: address, or an IPv6 address in brackets (checked canonical below).
-_PLAIN_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]")
-#: A path httpx sends as it is written (nothing to percent-encode).
-_PLAIN_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
-
-
 @dataclass(frozen=True)
 class Endpoint:
     """A summary's endpoint, parsed once (the same few endpoints serve every cycle)."""
@@ -64,48 +56,16 @@ class Endpoint:
 @functools.lru_cache(maxsize=4096)
 def parse_endpoint(endpoint: str) -> Endpoint:
     bare = "?" not in endpoint and "#" not in endpoint
-    origin = _plain_origin(endpoint) if bare else None
-    if origin is None:
+    target = plain_target(endpoint) if bare else None
+    if target is None:
         return Endpoint(text=endpoint, bare=bare, origin=None)
-    host, port, path = origin
-    netloc = host if port == 80 else f"{host}:{port}"
     return Endpoint(
         text=endpoint,
         bare=bare,
-        origin=(host.strip("[]"), port),
-        netloc=netloc.encode("ascii"),
-        path=path.encode("ascii"),
+        origin=(target.host, target.port),
+        netloc=target.netloc,
+        path=target.raw_path,
     )
-
-
-def _plain_origin(endpoint: str) -> tuple[str, int, str] | None:
-    """Host, port and path of an ``http://`` endpoint that httpx would send as written
-    (None for anything else: those requests go through httpx)."""
-    parts = urlsplit(endpoint)
-    if parts.scheme != "http" or "@" in parts.netloc:
-        return None
-    if parts.netloc.startswith("["):
-        address, bracket, after = parts.netloc[1:].partition("]")
-        host, colon, port_text = f"[{address}]", after[:1], after[1:]
-        if not bracket or after[:1] not in ("", ":") or not _canonical_ipv6(address):
-            return None
-    else:
-        host, colon, port_text = parts.netloc.partition(":")
-    path = parts.path or "/"
-    if _PLAIN_HOST.fullmatch(host) is None or _PLAIN_PATH.fullmatch(path) is None:
-        return None
-    if not colon:
-        return host, 80, path
-    if not port_text.isdigit() or port_text.startswith("0") or int(port_text) > 65535:
-        return None
-    return host, int(port_text), path
-
-
-def _canonical_ipv6(text: str) -> bool:
-    try:
-        return str(IPv6Address(text)) == text
-    except ValueError:
-        return False
 
 
 def request_url(endpoint: Endpoint, params: Mapping[str, str] | None) -> httpx.URL:

@@ -5,7 +5,7 @@ that ``connect_to`` does not map goes as bytes to the keep-alive pool of
 :mod:`dsf_transport.http1`: the head httpx's client would write (``Host``, then the
 client's own headers), the same bytes on the wire, its answer and failures named as
 httpx's are. When its URL is one httpx would send as written
-(:mod:`dsf_compile.sync.target`), httpx is not even imported: a fleet of such scorers
+(:mod:`dsf_transport.plain_target`), httpx is not even imported: a fleet of such scorers
 sends its first requests without loading it (tens of milliseconds of every sync).
 
 Everything else (``https``, a host ``connect_to`` maps, a URL httpx must parse, a redirect
@@ -24,11 +24,11 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from dsf_compile.inputs.sync_settings import SyncSettings
-from dsf_compile.sync.target import PlainTarget, plain_target
 from dsf_transport.http import UserAgent
 from dsf_transport.http1 import Pool, Response
 from dsf_transport.http1_errors import TransportError
 from dsf_transport.http1_heads import write_head
+from dsf_transport.plain_target import PlainTarget, plain_target
 
 if TYPE_CHECKING:
     import httpx
@@ -44,7 +44,7 @@ ConnectTo = Mapping[tuple[str, int], tuple[str, int]]
 #: The headers sync's client sends (:func:`_new_client`), as its ``headers.raw`` holds
 #: them: httpx's defaults kept (``Connection``) or replaced (``User-Agent``, then ours, each
 #: set anew at the end). A plain GET carries them after ``Host``, as httpx's request
-#: would (``tests/test_sync.py`` compares the heads, ``tests/test_sync_target.py`` these).
+#: would (``tests/test_sync.py`` compares the heads, ``tests/test_plain_target.py`` these).
 HEADERS = {"Accept": "application/json", "Accept-Encoding": "identity"}
 FIELDS = (
     (b"Connection", b"keep-alive"),

@@ -70,6 +70,12 @@ def test_the_url_is_the_one_httpx_builds(endpoint: str) -> None:
         ("http://prom.example:/api", False),
         ("http://[0:0::1]/api", False),
         ("http://prom.example", True),
+        ("http://prom.example/a/../b", False),
+        ("http://prom.example/./b", False),
+        ("http://999.1.1.1/api", False),
+        ("http://01.2.3.4/api", False),
+        ("http://xn--bcher-kva.example/api", False),
+        ("http://prom.example/x:y@z,w", True),
     ],
 )
 def test_only_urls_httpx_sends_as_written_go_to_the_plain_pool(endpoint: str, plain: bool) -> None:

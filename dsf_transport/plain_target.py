@@ -1,13 +1,15 @@
-"""A scorer's ``http://`` URL that httpx would send as it is written, read without httpx.
+"""An ``http://`` URL that httpx would send as it is written, read without httpx.
 
-Most fleets' scorers are plain-http URLs with a lower-case host, a port and a path or query
-of letters, digits and a few marks: for those, ``httpx.URL`` changes nothing (no case to
-fold, no dot segment to remove, nothing to percent-encode, no default port to drop beyond
-``:80``), so the target's host, port, ``Host`` header and request target can be read
-from the text itself, and a sync of such a fleet sends its requests without importing
-httpx (tens of milliseconds of every run). Any other URL is parsed by httpx, as it always
-was: a :class:`PlainTarget` is only ever what ``httpx.URL`` would have given
-(``tests/test_sync_target.py`` compares them).
+Most fleets' scorers and Prometheus endpoints are plain-http URLs with a lower-case host, a
+port and a path or query of letters, digits and a few marks: for those, ``httpx.URL``
+changes nothing (no case to fold, no dot segment to remove, nothing to percent-encode, no
+IDNA name to decode, no default port to drop beyond ``:80``), so the target's host, port,
+``Host`` header and request target can be read from the text itself. ``dsf-compile sync``
+then sends its requests without importing httpx (tens of milliseconds of every run), and
+the agent hands them to its plain pool as bytes. Any other URL is parsed by httpx, as it
+always was: a :class:`PlainTarget` is only ever what ``httpx.URL`` would have given
+(``tests/test_plain_target.py`` compares them). The one reader for both, so that the
+compiler and the agent agree on which URLs go which way.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
-"""A scorer's plain ``http://`` URL read without httpx (``dsf_compile/sync/target.py``) is
-what ``httpx.URL`` reads, or is left to httpx; a plain fleet's sync never loads httpx."""
+"""A plain ``http://`` URL read without httpx (``dsf_transport/plain_target.py``) is what
+``httpx.URL`` reads, or is left to httpx."""
 
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 
 import httpx
 import pytest
 
-from dsf_compile.inputs.sync_settings import SyncSettings
-from dsf_compile.sync.client import FIELDS, _new_client
-from dsf_compile.sync.target import PlainTarget, plain_target
+from dsf_transport.plain_target import PlainTarget, plain_target
 
 #: Pieces the random URLs are made of: every character class the reader looks at, and
 #: the forms httpx rewrites (case, dot segments, default and bad ports, addresses).
@@ -112,29 +108,3 @@ def test_plain_targets(url: str, host: str, port: int, netloc: bytes, raw_path: 
 )
 def test_urls_httpx_would_rewrite_or_refuse_are_left_to_it(url: str) -> None:
     assert plain_target(url) is None
-
-
-def test_plain_gets_carry_the_clients_headers_in_its_order() -> None:
-    client = _new_client(SyncSettings(), {}, None, None)
-    assert tuple(client.headers.raw) == FIELDS
-
-
-_PLAIN_SYNC = """
-import asyncio, sys
-from dsf_compile.sync.fetch import sync_lock
-from dsf_compile.sync.lock import Lockfile
-from tests.sync_fleet import CONFIG, FAST, scorer
-from tests.sync_servers import LoopbackServer, json_body
-with LoopbackServer() as server:
-    url = server.route("/config", json_body(CONFIG))
-    fetched = asyncio.run(sync_lock([scorer("s", url + "?n=1")], Lockfile(), FAST))
-assert fetched.lock.scorers["s"].health == "Active", fetched.lock.scorers["s"]
-print("httpx" in sys.modules)
-"""
-
-
-def test_a_plain_fleets_sync_does_not_load_httpx() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _PLAIN_SYNC], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "False"
