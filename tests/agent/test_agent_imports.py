@@ -98,3 +98,11 @@ def test_the_compiler_is_outside_what_the_agent_may_load() -> None:
     assert DISTRIBUTION not in declared_distributions()
     assert DISTRIBUTION in {d.lower() for d in by_module.get("dsf_compile", ())}
     assert "dsf_compile" not in OWN_ALLOWED
+
+
+def test_the_agent_does_not_load_prometheus_client() -> None:
+    # /metrics is written by the agent itself (agent.textformat): prometheus_client's own
+    # imports held 2.3 MiB of the agent's memory. Tests read the exposition with its parser.
+    loaded = loaded_by_the_agent()
+    assert "agent.metrics" in loaded and "agent.server" in loaded
+    assert [m for m in loaded if m.partition(".")[0] == "prometheus_client"] == []
