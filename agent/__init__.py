@@ -9,3 +9,7 @@ cadence) → ``cycle`` (one scoring cycle) → ``fetch`` (Prometheus) → ``scor
 from __future__ import annotations
 
 import dsf_transport  # noqa: F401  (first: it keeps httpx's command line out)
+from dsf_contract.pydantic_plugins import without_pydantic_plugins
+
+# before any module of the agent builds a model (the configuration's, the settings')
+without_pydantic_plugins()

@@ -11,8 +11,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
-from prometheus_client import CollectorRegistry, disable_created_metrics
-
 from agent.compliance import ClaimApi, ComplianceClaim
 from agent.config_sources import ConfigMapSource, FileSource
 from agent.cycle import CycleContext
@@ -46,7 +44,7 @@ async def run_agent(
     settings: RuntimeSettings,
     stop: asyncio.Event,
     *,
-    registry: CollectorRegistry | None = None,
+    metrics: AgentMetrics | None = None,
     core: ManagedClusterApi | None = None,
     hub: HubApi | None = None,
     claims: ClaimApi | None = None,
@@ -57,15 +55,15 @@ async def run_agent(
     """Run until ``stop`` is set; each time ``reload`` is set, re-read the configuration.
 
     ``core``/``hub``/``claims`` (``CoreV1Api``/``CustomObjectsApi``) are built from the
-    environment unless given; tests inject them. ``on_listening`` receives the endpoints' port.
+    environment unless given; tests inject them, and ``metrics`` to read them. ``on_listening``
+    receives the endpoints' port.
     """
     if core is None and (settings.config_file is None or settings.secrets_dir is None):
         core = core_api(managed_cluster_client())
     if hub is None and settings.hub_kubeconfig is not None:
         hub = custom_objects_api(hub_client(settings.hub_kubeconfig))
-    metrics = AgentMetrics(
-        registry if registry is not None else CollectorRegistry(), settings.cluster_name
-    )
+    if metrics is None:
+        metrics = AgentMetrics(settings.cluster_name)
     secrets = _secret_store(settings, core)
     source = _config_source(settings, core, metrics)
     metrics.config_ok.set(0)
@@ -211,7 +209,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = parse_settings(sys.argv[1:] if argv is None else argv)
     configure_logging(settings.log_level, settings.log_format)
     tune_malloc()
-    disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series double the counters and nobody reads them
     try:
         # asyncio's own loop: with requests sent straight to the transport, uvloop saved no
         # measurable CPU and cost 2 MB of memory and 14 MB of image (docs/benchmarks.md)

@@ -1,7 +1,7 @@
 """``dynamic_score`` kept as text, each scorer's series rendered once by its own cycle.
 
-``prometheus_client`` renders every series on every scrape, in the scrape's thread: one
-scorer with 150,000 results made each ``/metrics`` take seconds of CPU (holding the GIL
+Rendering every series on every scrape, in the scrape's thread (as ``prometheus_client``
+did): one scorer with 150,000 results made each ``/metrics`` take seconds of CPU (holding the GIL
 against the scoring loop) and every scrape of every scorer's metrics fail. Here a cycle
 that publishes scores renders its own series' lines once, and a scrape only joins the
 scorers' texts: its cost is a copy, whatever the scorers answered, and a scorer pays for
@@ -11,11 +11,9 @@ its series in its own cycle.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.utils import floatToGoString
-
+from agent.textformat import head, label_value, number
 from dsf_contract import metrics
 
 SeriesKey = tuple[str, ...]
@@ -24,17 +22,14 @@ NAME = metrics.SCORE
 HELP = "Latest score returned by a Scoring API."
 
 
-def _escape(value: str) -> str:
-    """A label value as the text format writes it (as ``prometheus_client`` does)."""
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
 def render_series(labels: tuple[str, ...], series: Mapping[SeriesKey, float]) -> bytes:
     """The text-format lines of ``series`` (label values in the order of ``labels``)."""
     lines = []
     for key, value in series.items():
-        pairs = ",".join(f'{label}="{_escape(v)}"' for label, v in zip(labels, key, strict=True))
-        lines.append(f"{NAME}{{{pairs}}} {floatToGoString(value)}\n")  # type: ignore[no-untyped-call]  # untyped upstream
+        pairs = ",".join(
+            f'{label}="{label_value(v)}"' for label, v in zip(labels, key, strict=True)
+        )
+        lines.append(f"{NAME}{{{pairs}}} {number(value)}\n")
     return "".join(lines).encode()
 
 
@@ -50,7 +45,7 @@ class ScoreSeries:
         self._values: dict[str, Mapping[SeriesKey, float]] = {}
         self._text: dict[str, bytes] = {}
         self._lock = threading.Lock()
-        self._head = f"# HELP {NAME} {HELP}\n# TYPE {NAME} gauge\n".encode()
+        self._head = head(NAME, HELP, "gauge").encode()
 
     def replace(self, score_name: str, series: Mapping[SeriesKey, float]) -> None:
         """Make ``series`` all of ``score_name``'s series (rendered here, in the caller)."""
@@ -74,19 +69,3 @@ class ScoreSeries:
         with self._lock:
             parts = list(self._text.values())
         return self._head + b"".join(parts)
-
-    # The collector interface, for CollectorRegistry users (tests, get_sample_value); the
-    # endpoint serves text() instead.
-    def describe(self) -> list[Metric]:
-        """The family, without samples."""
-        return [GaugeMetricFamily(NAME, HELP, labels=self.labels)]
-
-    def collect(self) -> Iterator[Metric]:
-        """The family with every series."""
-        family = GaugeMetricFamily(NAME, HELP, labels=self.labels)
-        with self._lock:
-            snapshot = list(self._values.values())
-        for series in snapshot:
-            for key, value in series.items():
-                family.add_metric(list(key), value)
-        yield family

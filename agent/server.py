@@ -17,9 +17,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
 from agent.logs import fields
+from agent.textformat import CONTENT_TYPE
 
 log = logging.getLogger("dsf.agent.server")
 _MAX_HEADER_BYTES = 16 * 1024
@@ -40,7 +39,7 @@ def route(path: str, method: str, metrics: Callable[[], bytes], ready: Callable[
     if method not in ("GET", "HEAD"):
         return _response("405 Method Not Allowed", b"method not allowed\n")
     if path == "/metrics":
-        return _response("200 OK", metrics(), CONTENT_TYPE_LATEST)
+        return _response("200 OK", metrics(), CONTENT_TYPE)
     if path == "/healthz":
         return _response("200 OK", b"ok\n")
     if path == "/readyz":

@@ -523,7 +523,7 @@ def bench_memory_floor() -> float:
         [
             sys.executable,
             "-c",
-            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_contract.summary, pathlib;"
+            "import asyncio, httpx, pydantic, yaml, dsf_contract.summary, pathlib;"
             "from bench.agent_bench import _mem_prometheus; body = _mem_prometheus();"
             "print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text().splitlines()"
             " if l.startswith('VmRSS')))",
@@ -700,7 +700,7 @@ def bench_idle(scratch: Path) -> tuple[float, float]:
         [
             sys.executable,
             "-c",
-            "import asyncio, httpx, pydantic, prometheus_client, yaml, dsf_contract.summary, pathlib;"
+            "import asyncio, httpx, pydantic, yaml, dsf_contract.summary, pathlib;"
             "print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text().splitlines()"
             " if l.startswith('VmRSS')))",
         ],
@@ -714,7 +714,6 @@ def bench_idle(scratch: Path) -> tuple[float, float]:
 
 async def bench_payload(base: str, scratch: Path) -> dict[str, float]:
     import httpx
-    from prometheus_client import CollectorRegistry
 
     sys.path.insert(0, str(REPO))
     from agent.cycle import CycleContext, CycleState, run_cycle
@@ -728,7 +727,7 @@ async def bench_payload(base: str, scratch: Path) -> dict[str, float]:
     settings = RuntimeSettings(cluster_name="bench", secrets_dir=scratch)
     runs: dict[str, list[tuple[float, float]]] = {"agent": [], "floor": []}
     async with make_client(30.0) as client:
-        metrics = AgentMetrics(CollectorRegistry(), "bench")
+        metrics = AgentMetrics("bench")
         ctx = CycleContext(
             settings=settings, client=client, secrets=DirSecretStore(scratch), metrics=metrics
         )

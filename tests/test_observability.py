@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
 from agent.metrics import AgentMetrics
 from dsf_compile.pipeline.inputs import plan_fleet
 from dsf_compile.render.dashboard import DASHBOARD_KEY
 from dsf_compile.render.manifests import render_manifests
+from tests.agent.exposed import families
 from tests.day2_fleet import day2_fleet
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT
 
@@ -64,11 +64,10 @@ def run_promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def agent_metric_names() -> set[str]:
     """Every sample name the agent can expose (counters as ``_total``, histograms' series)."""
-    registry = CollectorRegistry()
-    AgentMetrics(registry, "c")
+    metrics = AgentMetrics("c")
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
     return {
-        family.name + suffix for family in registry.collect() for suffix in suffixes[family.type]
+        family.name + suffix for family in families(metrics) for suffix in suffixes[family.type]
     }
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pydantic
 
-from dsf_compile.commands import cli
 from dsf_compile.pipeline.collector import loading
+from dsf_contract import pydantic_plugins
 from tests.fleet_repo import EXAMPLE_FLEET, REPO_ROOT, imported_by
 from tests.placement.placement_repo import add_cel
 
@@ -107,7 +107,7 @@ def test_the_replaced_loader_offers_what_pydantic_imports_from_it() -> None:
             asked |= {n.strip(" \n()") for n in names.split(",")} - {""}
         asked |= set(re.findall(r"\b_loader\.(\w+)", text))
     assert asked == {"get_plugins"}
-    assert cli._no_plugins() == ()
+    assert pydantic_plugins.no_plugins() == ()
 
 
 def test_what_a_command_loads_is_left_out_of_later_collections() -> None:

@@ -14,7 +14,6 @@ import gc
 import itertools
 import os
 import sys
-import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -29,6 +28,7 @@ from dsf_compile.errors import (
     InputError,
     UsageError,
 )
+from dsf_contract.pydantic_plugins import without_pydantic_plugins
 
 if TYPE_CHECKING:
     pass
@@ -42,34 +42,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the command built (a twentieth of validate) only to free memory the exit frees.
     gc.freeze()
     sys.exit(code)
-
-
-#: The values of ``PYDANTIC_DISABLE_PLUGINS`` with which pydantic loads no plugin at all.
-NO_PLUGINS = ("__all__", "1", "true")
-#: pydantic's plugin loader, imported when it builds its first model.
-PLUGIN_LOADER = "pydantic.plugin._loader"
-
-
-def without_pydantic_plugins() -> None:
-    """No pydantic plugin in this process, and no search for one.
-
-    pydantic looks for plugins in every installed package's metadata before it builds the
-    first model (a tenth of validate's time); a compiler has no use for them, and what it
-    checks must not depend on what else is installed. An explicit setting still wins.
-    With every plugin off, pydantic still imports its loader, and with it
-    ``importlib.metadata`` (email, zipfile, socket: a tenth of ``validate`` again), only
-    to return nothing: the loader is replaced by one that returns nothing without them.
-    """
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    if os.environ["PYDANTIC_DISABLE_PLUGINS"] in NO_PLUGINS and PLUGIN_LOADER not in sys.modules:
-        loader = types.ModuleType(PLUGIN_LOADER, "pydantic's plugin loader, with plugins off")
-        loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
-        sys.modules[PLUGIN_LOADER] = loader
-
-
-def _no_plugins() -> tuple[()]:
-    """What pydantic's ``get_plugins`` returns with every plugin disabled."""
-    return ()
 
 
 def build_parser() -> argparse.ArgumentParser:

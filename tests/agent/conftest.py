@@ -23,11 +23,12 @@ import httpx
 import pytest
 import pytest_asyncio
 import yaml
-from prometheus_client import CollectorRegistry
 
 from agent.__main__ import run_agent
+from agent.metrics import AgentMetrics
 from agent.settings import RuntimeSettings
 from tests.agent.agent_fakes import FakeKube, FakeServer, Handler
+from tests.agent.exposed import sample_value
 from tests.fleet_repo import OCM_CRDS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +144,7 @@ def crd_schema() -> dict[str, Any]:
 
 @dataclass
 class RunningAgent:
-    registry: CollectorRegistry
+    metrics: AgentMetrics
     port: int
     stop: asyncio.Event
     task: asyncio.Task[None]
@@ -151,7 +152,7 @@ class RunningAgent:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def value(self, name: str, **labels: str) -> float:
-        found = self.registry.get_sample_value(name, labels)
+        found = sample_value(self.metrics, name, labels)
         return 0.0 if found is None else found
 
     async def get(self, path: str) -> httpx.Response:
@@ -196,7 +197,7 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             config_poll_seconds=0.1,
         )
         settings = replace(base, **changes)
-        registry = CollectorRegistry()
+        metrics = AgentMetrics(settings.cluster_name)
         stop = asyncio.Event()
         listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -207,7 +208,7 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             run_agent(
                 settings,
                 stop,
-                registry=registry,
+                metrics=metrics,
                 core=core,
                 hub=hub,
                 on_listening=on_listening,
@@ -218,7 +219,7 @@ async def start_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         done, _ = await asyncio.wait(waiters, timeout=10, return_when=asyncio.FIRST_COMPLETED)
         if task in done:
             task.result()
-        agent = RunningAgent(registry, listening.result(), stop, task, settings)
+        agent = RunningAgent(metrics, listening.result(), stop, task, settings)
         running.append(agent)
         return agent
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from prometheus_client import CollectorRegistry
 
 from agent.cycle import CycleContext, CycleState, run_cycle
 from agent.metrics import AgentMetrics, ScorerMetrics
@@ -20,6 +19,7 @@ from agent.settings import RuntimeSettings
 from agent.transport import make_client
 from dsf_contract.summary import Summary
 from tests.agent.conftest import CLUSTER, make_summary
+from tests.agent.exposed import sample_value
 
 PROM = "http://prom.test:9090/api/v1/query_range"
 SCORER = "http://scorer.test:8000/scoring"
@@ -68,8 +68,7 @@ class Fakes:
 class Harness:
     def __init__(self, fakes: Fakes, tmp_path: Path, hub: HubPublisher | None) -> None:
         self.fakes = fakes
-        self.registry = CollectorRegistry()
-        self.metrics = AgentMetrics(self.registry, CLUSTER)
+        self.metrics = AgentMetrics(CLUSTER)
         self.secrets_dir = tmp_path / "secrets"
         self.settings = RuntimeSettings(
             cluster_name=CLUSTER, secrets_dir=self.secrets_dir, max_scoring_response_bytes=4096
@@ -95,7 +94,7 @@ class Harness:
         return await run_cycle(self.ctx, parsed, counters, state)
 
     def value(self, name: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(name, labels)
+        return sample_value(self.metrics, name, labels)
 
     def score(self, node: str, score_name: str = "sample_my_score") -> float | None:
         labels = {

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from agent.compliance import (
     COMPLIANT,
@@ -50,6 +49,7 @@ from tests.agent.compliance_fleet import (
     start_agent,
 )
 from tests.agent.conftest import AgentProcess
+from tests.agent.exposed import sample_value
 from tests.agent.fleet_apis import CLUSTER, SA_TOKEN, FleetApis, fleet_apis, poll_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -146,11 +146,11 @@ def apis(claim_template: tuple[Any, Any], tmp_path: Path) -> Iterator[FleetApis]
 @dataclass
 class Claim:
     claim: ComplianceClaim
-    registry: CollectorRegistry
+    metrics: AgentMetrics
 
     def failures(self, reason: str) -> float:
         labels = {"score_name": "", "stage": "compliance", "reason": reason}
-        found = self.registry.get_sample_value("dynamic_scoring_failures_total", labels)
+        found = sample_value(self.metrics, "dynamic_scoring_failures_total", labels)
         return 0.0 if found is None else found
 
 
@@ -166,12 +166,11 @@ def claim_of(
     kubeconfig = folder / "managed.kubeconfig"
     kubeconfig.write_text(apis.managed.kubeconfig(SA_TOKEN))
     api = cast(ClaimApi, custom_objects_api(hub_client(kubeconfig)))
-    registry = CollectorRegistry()
-    metrics = AgentMetrics(registry, CLUSTER)
+    metrics = AgentMetrics(CLUSTER)
     claim = ComplianceClaim(
         api, CLUSTER, CLAIM, metrics, poll=poll, stable=0.0, timeout=timeout, clock=clock
     )
-    return Claim(claim, registry)
+    return Claim(claim, metrics)
 
 
 def test_a_flooded_policy_list_is_cut_at_the_byte_cap(apis: FleetApis, tmp_path: Path) -> None:

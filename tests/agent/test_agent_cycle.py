@@ -14,7 +14,6 @@ import httpx
 import jsonschema
 import pytest
 import pytest_asyncio
-from prometheus_client import generate_latest
 
 from agent.logs import REDACTOR, configure_logging
 from agent.publish import HubPublisher
@@ -339,7 +338,7 @@ async def test_tokens_are_sent_but_never_logged_or_exposed(harness: Harness) -> 
     prom_request, score_request = harness.fakes.requests[:2]
     assert prom_request.headers["authorization"] == "Bearer prom-TOKEN-0001"
     assert score_request.headers["authorization"] == "Bearer scorer-TOKEN-0002"
-    output = stream.getvalue() + generate_latest(harness.registry).decode()
+    output = stream.getvalue() + harness.metrics.exposition().decode()
     assert "cycle_failed" in output
     assert "TOKEN" not in output
     assert REDACTOR.redact("x prom-TOKEN-0001 y") == "x *** y"

@@ -111,9 +111,7 @@ def failures(agent: RunningAgent, score_name: str, stage: str, reason: str) -> f
 
 
 def failure_table(agent: RunningAgent) -> str:
-    from prometheus_client import generate_latest
-
-    text = generate_latest(agent.registry).decode()
+    text = agent.metrics.exposition().decode()
     return "\n".join(
         line
         for line in text.splitlines()

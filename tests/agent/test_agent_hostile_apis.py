@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from prometheus_client import CollectorRegistry
 
 from agent.config_sources import ConfigMapSource, WatchEndedError
 from agent.cycle import CycleContext
@@ -179,7 +178,7 @@ def _agent(interval: int, request_timeout: float) -> Agent:
         settings=settings,
         client=None,  # type: ignore[arg-type]  # no cycle runs here
         secrets=None,  # type: ignore[arg-type]
-        metrics=AgentMetrics(CollectorRegistry(), CLUSTER),
+        metrics=AgentMetrics(CLUSTER),
     )
     agent = Agent(ctx)
 

@@ -28,7 +28,7 @@ from tests.image_locks import evil_wheel, lock_entries, normalize, pip
 pytestmark = pytest.mark.integration
 
 SCRIPT = REPO_ROOT / "agent" / "build-image.sh"
-VICTIM = "prometheus_client"
+VICTIM = "httpx"
 
 
 def test_the_lock_pins_what_the_agent_loads_at_the_tested_versions() -> None:

@@ -61,11 +61,9 @@ def successes(agent: RunningAgent, score_name: str) -> float:
 
 
 def score_series(agent: RunningAgent, score_name: str) -> list[str]:
-    from prometheus_client import generate_latest
-
     return [
         line
-        for line in generate_latest(agent.registry).decode().splitlines()
+        for line in agent.metrics.exposition().decode().splitlines()
         if line.startswith("dynamic_score{") and f'ds_score_name="{score_name}"' in line
     ]
 

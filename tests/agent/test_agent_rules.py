@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from agent import answer as answer_module
 from agent.answer import scoring_request, series_block
@@ -29,6 +28,7 @@ from dsf_contract.placement_scores import placement_value, render_dimension, sco
 from dsf_contract.summary import Summary
 from dsf_contract.summary import sanitize_score_name as sanitize_name
 from tests.agent.conftest import CLUSTER, configmap_yaml, make_summary
+from tests.agent.exposed import sample_value
 
 # ------------------------------------------------------------------ sanitize
 
@@ -521,57 +521,49 @@ def test_empty_list_is_a_valid_configuration() -> None:
 
 
 def test_stale_series_are_removed_and_labels_cut() -> None:
-    registry = CollectorRegistry()
-    metrics = AgentMetrics(registry, CLUSTER)
+    metrics = AgentMetrics(CLUSTER)
     first = [Scored({"node": "n1", "meta": "m" * 300}, 1.0), Scored({"node": "n2"}, 2.0)]
     assert metrics.publish_scores("s", first, "last") == 2
-    assert registry.get_sample_value("dynamic_score", _labels("s", node="n2")) == 2.0
-    assert (
-        registry.get_sample_value("dynamic_score", _labels("s", node="n1", meta="m" * 256)) == 1.0
-    )
+    assert sample_value(metrics, "dynamic_score", _labels("s", node="n2")) == 2.0
+    assert sample_value(metrics, "dynamic_score", _labels("s", node="n1", meta="m" * 256)) == 1.0
     metrics.publish_scores("other", [Scored({"node": "n1"}, 7.0)], "last")
     metrics.publish_scores("s", [Scored({"node": "n2"}, 3.0)], "last")
-    assert (
-        registry.get_sample_value("dynamic_score", _labels("s", node="n1", meta="m" * 256)) is None
-    )
-    assert registry.get_sample_value("dynamic_score", _labels("s", node="n2")) == 3.0
-    assert registry.get_sample_value("dynamic_score", _labels("other", node="n1")) == 7.0
+    assert sample_value(metrics, "dynamic_score", _labels("s", node="n1", meta="m" * 256)) is None
+    assert sample_value(metrics, "dynamic_score", _labels("s", node="n2")) == 3.0
+    assert sample_value(metrics, "dynamic_score", _labels("other", node="n1")) == 7.0
 
 
 def test_duplicate_series_follow_the_aggregation() -> None:
-    registry = CollectorRegistry()
-    metrics = AgentMetrics(registry, CLUSTER)
+    metrics = AgentMetrics(CLUSTER)
     metrics.publish_scores(
         "s",
         [Scored({"node": "n"}, 1.0), Scored({"node": "n"}, 9.0), Scored({"node": "n"}, 2.0)],
         "max",
     )
-    assert registry.get_sample_value("dynamic_score", _labels("s", node="n")) == 9.0
+    assert sample_value(metrics, "dynamic_score", _labels("s", node="n")) == 9.0
 
 
 def test_forget_removes_every_series_of_a_scorer() -> None:
     from agent.metrics import ScorerMetrics
 
-    registry = CollectorRegistry()
-    metrics = AgentMetrics(registry, CLUSTER)
+    metrics = AgentMetrics(CLUSTER)
     counters = ScorerMetrics(metrics, "gone")
     counters.success.inc()
     counters.failed("fetch", "timeout")
     metrics.publish_scores("gone", [Scored({"node": "n"}, 1.0)], "last")
     ScorerMetrics(metrics, "kept").success.inc()
     metrics.forget("gone")
-    for text in (_exposition(registry), metrics.exposition().decode()):
-        assert 'score_name="gone"' not in text and 'ds_score_name="gone"' not in text
-        assert 'score_name="kept"' in text
+    text = metrics.exposition().decode()
+    assert 'score_name="gone"' not in text and 'ds_score_name="gone"' not in text
+    assert 'score_name="kept"' in text
 
 
-def test_exposition_serves_what_the_registry_holds() -> None:
+def test_exposition_reads_back_as_the_scores_published() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
     from agent.metrics import ScorerMetrics
 
-    registry = CollectorRegistry()
-    metrics = AgentMetrics(registry, CLUSTER)
+    metrics = AgentMetrics(CLUSTER)
     ScorerMetrics(metrics, "s").success.inc()
     tricky = 'a"b\\c\nd\u00e9'
     metrics.publish_scores(
@@ -587,38 +579,15 @@ def test_exposition_serves_what_the_registry_holds() -> None:
         }
 
     served = metrics.exposition().decode()
-    assert samples(served) == samples(_exposition(registry))
     assert ("dynamic_score", tuple(sorted(_labels("s", node=tricky).items())), 1.5) in samples(
         served
     )
+    assert ("dynamic_score", tuple(sorted(_labels("s", pod="p").items())), -2e-7) in samples(served)
+    assert ("dynamic_score", tuple(sorted(_labels("t", node="n").items())), 1e21) in samples(served)
     assert served.count("# TYPE dynamic_score gauge") == 1
     metrics.forget("s")
     metrics.forget("t")
     assert "dynamic_score{" not in metrics.exposition().decode()
-
-
-def test_exposition_is_byte_for_byte_what_prometheus_client_writes() -> None:
-    from prometheus_client import generate_latest
-
-    from agent.metrics import ScorerMetrics
-
-    registry = CollectorRegistry()
-    metrics = AgentMetrics(registry, CLUSTER)
-    for name in ("s", 'q"uo\\te\nd\u2028\u00e9', ""):
-        scorer = ScorerMetrics(metrics, name)
-        scorer.success.inc()
-        scorer.failed("fetch", 'reason "x"\n')
-        scorer.fetch_seconds.inc(0.125)
-        scorer.last_success.set(1.7e9)
-        scorer.enabled.set(1)
-    metrics.reloads.labels("ok").inc()
-    metrics.start_lag.observe(0.003)
-    metrics.publish_scores("s", [Scored({"node": "n"}, 1.5)], "last")
-    # what /metrics served before each family wrote its own lines: the registry's render
-    expected = generate_latest(metrics._counters) + metrics.score.text()
-    assert metrics.exposition() == expected
-    metrics.forget("s")
-    assert metrics.exposition() == generate_latest(metrics._counters) + metrics.score.text()
 
 
 def _labels(score_name: str, **labels: str) -> dict[str, str]:
@@ -628,12 +597,6 @@ def _labels(score_name: str, **labels: str) -> dict[str, str]:
         **{f"ds_{n}": labels.get(n, "") for n in names},
         "ds_score_name": score_name,
     }
-
-
-def _exposition(registry: CollectorRegistry) -> str:
-    from prometheus_client import generate_latest
-
-    return generate_latest(registry).decode()
 
 
 # -------------------------------------------------------------- scheduling

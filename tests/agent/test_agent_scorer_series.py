@@ -1,21 +1,21 @@
-"""A scorer's counters and gauges (``agent.metrics.ScorerFamily``) are exposed as
-prometheus_client exposes its own: the same text for the same updates, removals included."""
+"""A counter or gauge family (``agent.families.Family``, a scorer's or a process-wide one)
+is exposed as prometheus_client exposes its own: the same text for the same updates,
+removals included."""
 
 from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from agent.metrics import ScorerFamily
+from agent.families import Family
 
 
 @pytest.mark.parametrize("kind", ["counter", "gauge"])
 def test_a_scorer_family_reads_as_prometheus_client_s_metric(kind: str) -> None:
-    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    theirs = CollectorRegistry()
     name = "dynamic_scoring_things_total" if kind == "counter" else "dynamic_scoring_level"
     labels = ("score_name", "stage")
-    family = ScorerFamily(kind, name, 'What "it" counts\\.', labels)  # type: ignore[arg-type]
-    ours.register(family)
+    family = Family(kind, name, 'What "it" counts\\.', labels)  # type: ignore[arg-type]
     made = (Counter if kind == "counter" else Gauge)(
         name, 'What "it" counts\\.', labels, registry=theirs
     )
@@ -27,10 +27,10 @@ def test_a_scorer_family_reads_as_prometheus_client_s_metric(kind: str) -> None:
     family.remove('b\n"x"', "score")
     made.remove('b\n"x"', "score")
     strip = [line for line in generate_latest(theirs).splitlines() if b"_created" not in line]
-    assert generate_latest(ours).splitlines() == strip
+    assert family.text().encode().splitlines() == strip
 
 
 def test_a_counter_never_goes_down() -> None:
-    series = ScorerFamily("counter", "x_total", "x", ("score_name",)).labels("a")
+    series = Family("counter", "x_total", "x", ("score_name",)).labels("a")
     with pytest.raises(ValueError):
         series.inc(-1)
