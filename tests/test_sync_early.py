@@ -56,6 +56,17 @@ def as_validate_says(root: Path, err: str) -> bool:
     return err.splitlines() == [*said[:-1], f"{said[-1]}; nothing was written"]
 
 
+def fails_as_invalid_before_any_request(
+    root: Path, server: LoopbackServer, started: list[int]
+) -> None:
+    """``sync`` exits 1 with what ``validate`` says, and no fetch or request started."""
+    code, _, err = cli(root, "sync")
+    assert code == 1
+    assert as_validate_says(root, err), err
+    assert started == []
+    assert server.requests == []
+
+
 def fetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "sync-fetch"]
 
@@ -148,11 +159,7 @@ def test_an_invalid_fleet_comes_before_a_refusal_and_no_request_starts(
     root = fleet(tmp_path, server, ("a",), "/config")
     (root / LOCKFILE).mkdir()
     (root / "clusters" / "inventory.yaml").write_text(BAD_CLUSTER)
-    code, _, err = cli(root, "sync")
-    assert code == 1
-    assert as_validate_says(root, err), err
-    assert started == []
-    assert server.requests == []
+    fails_as_invalid_before_any_request(root, server, started)
     (root / "clusters" / "inventory.yaml").unlink()
     code, _, err = cli(root, "sync")
     assert (code, err.splitlines()[0]) == (
@@ -177,11 +184,7 @@ def test_a_sync_section_that_does_not_validate_starts_no_request(
     server.route("/config", json_body(CONFIG))
     root = fleet(tmp_path, server, ("a",), "/config")
     (root / "dsf.yaml").write_text(settings)
-    code, _, err = cli(root, "sync")
-    assert code == 1
-    assert as_validate_says(root, err), err
-    assert started == []
-    assert server.requests == []
+    fails_as_invalid_before_any_request(root, server, started)
 
 
 def test_a_scorer_that_does_not_validate_starts_no_request(
@@ -191,11 +194,7 @@ def test_a_scorer_that_does_not_validate_starts_no_request(
     root = fleet(tmp_path, server, ("a", "b"), "/config")
     bad = root / "scorers" / "b.yaml"
     bad.write_text(bad.read_text().replace("configSyncMode: Full", "configSyncMode: Sometimes"))
-    code, _, err = cli(root, "sync")
-    assert code == 1
-    assert as_validate_says(root, err), err
-    assert started == []
-    assert server.requests == []
+    fails_as_invalid_before_any_request(root, server, started)
 
 
 def test_an_unknown_name_is_refused_as_before(
